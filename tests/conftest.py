@@ -1,0 +1,68 @@
+"""Shared fixtures: the ``../shared`` folder (skip when absent) and an isolated environment."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# huggingface_hub and datasets read their endpoint and cache folders when imported: fix them
+# here, before any test module imports either. The local Hub fixture serves on this port.
+_SESSION_TMP = Path(tempfile.mkdtemp(prefix="rcp-data-tests-"))
+HUB_PORT = int(os.environ.setdefault("RCP_DATA_TEST_HUB_PORT", str(_free_port())))
+os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{HUB_PORT}"
+os.environ["HF_HOME"] = str(_SESSION_TMP / "hf_home")
+os.environ["HF_DATASETS_CACHE"] = str(_SESSION_TMP / "hf_datasets")
+os.environ["HF_HUB_DISABLE_XET"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ.pop("HF_HUB_OFFLINE", None)
+os.environ.pop("HF_TOKEN", None)
+os.environ.setdefault("MTEB_CACHE", str(_SESSION_TMP / "mteb"))
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("RCP_DATA_SHARED", ROOT.parent / "shared"))
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs {path} (the ../shared folder beside the project; present in CI)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    return _require(SHARED)
+
+
+@pytest.fixture(scope="session")
+def trecdl_data(shared_dir: Path) -> Path:
+    return _require(shared_dir / "data" / "trec-dl")
+
+
+@pytest.fixture(scope="session")
+def bright_data(shared_dir: Path) -> Path:
+    return _require(shared_dir / "data" / "bright")
+
+
+@pytest.fixture(scope="session")
+def reference_dir(shared_dir: Path) -> Path:
+    return _require(shared_dir / "reference")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Keep caches of ir_datasets and the HF clients out of the user's home."""
+    home = tmp_path_factory.getbasetemp() / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
+    yield
