@@ -185,9 +185,9 @@ def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
         return True
     if pa.types.is_integer(expected) and pa.types.is_integer(actual):
         return True
-    if pa.types.is_floating(expected) and (pa.types.is_floating(actual) or pa.types.is_null(actual)):
-        return True
-    return False
+    return pa.types.is_floating(expected) and (
+        pa.types.is_floating(actual) or pa.types.is_null(actual)
+    )
 
 
 def read_table(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pd.DataFrame:

@@ -1,0 +1,383 @@
+"""The shared build: sources + builder inputs -> a release directory in the published layout.
+
+Stages (each plain tables in, plain tables out): first stage (given runs, BM25 when absent)
+-> RRF fusion -> pools -> judge attach (thetas, gains, verdicts, runs) -> layout writer.
+The release directory is written to a temporary folder and moved into place at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from rcp_data import __version__
+from rcp_data.errors import InputError
+from rcp_data.gains import DEFAULT_LINK, ItemParams
+from rcp_data.judge import (
+    JudgeInfo,
+    RunSpec,
+    attach_gains,
+    check_verdicts,
+    ingest_run,
+    read_run_file,
+    read_runs_json,
+)
+from rcp_data.layout import (
+    BUILD_MANIFEST,
+    SCHEMAS,
+    atomic_dir,
+    judge_criteria_schema,
+    provenance_file,
+    shard_name,
+    subset_file,
+    write_json,
+    write_parquet,
+)
+from rcp_data.pools import FUSED, build_pools, normalize_run, rrf_fuse
+from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
+from rcp_data.specs import SuiteSpec
+
+log = logging.getLogger(__name__)
+
+MANIFEST_SCHEMA = "rcp-data.build-manifest/1"
+CORPUS_SHARD_ROWS = 1_000_000
+
+
+@dataclass
+class BuildInputs:
+    """The builder-input contract (design note): judge outputs, first-stage and reranker runs."""
+
+    judge: JudgeInfo
+    item_params: ItemParams
+    thetas: pd.DataFrame
+    criteria: pd.DataFrame
+    first_stage: dict[str, pd.DataFrame]
+    runs: list[tuple[RunSpec, pd.DataFrame]]
+    files: list[Path] = field(default_factory=list)
+    root: Path | None = None
+
+
+def read_inputs(root: Path) -> BuildInputs:
+    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the design note."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("builder inputs folder not found", path=str(root))
+    judge_dir = root / "judge"
+    judge = JudgeInfo.read(judge_dir / "judge.json")
+    params = ItemParams.read(judge_dir / "item_params.json")
+    thetas = _read_parquet(judge_dir / "thetas.parquet", ["query-id", "corpus-id", "theta"])
+    criteria = _read_parquet(judge_dir / "criteria.parquet", ["query-id", "call_index", "corpus-id"])
+    criteria = check_verdicts(criteria, params, source=str(judge_dir / "criteria.parquet"))
+    files = [judge_dir / n for n in ("judge.json", "item_params.json", "thetas.parquet",
+                                     "criteria.parquet")]
+    first_stage: dict[str, pd.DataFrame] = {}
+    fs_dir = root / "first_stage"
+    for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
+        if path.suffix not in (".trec", ".parquet"):
+            continue
+        frame = read_run_file(path)
+        if path.suffix == ".trec":
+            ranks = _trec_ranks(path)
+            frame["rank"] = ranks
+        first_stage[path.stem] = normalize_run(frame.drop(columns="_line", errors="ignore"),
+                                               path.stem, source=str(path))
+        files.append(path)
+    runs = []
+    runs_json = root / "runs" / "runs.json"
+    for spec in read_runs_json(runs_json):
+        path = root / "runs" / spec.file
+        runs.append((spec, read_run_file(path)))
+        files.append(path)
+    files.append(runs_json)
+    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %d first-stage runs, "
+             "%d reranker runs", root, len(thetas), len(criteria), len(first_stage), len(runs))
+    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root)
+
+
+def _trec_ranks(path: Path) -> np.ndarray:
+    ranks = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                ranks.append(int(parts[3]))
+            except ValueError as exc:
+                raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
+                                 field="rank") from exc
+    return np.asarray(ranks, dtype=np.int64)
+
+
+def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
+    if not path.exists():
+        raise InputError("file not found", path=str(path))
+    frame = pd.read_parquet(path)
+    for col in required:
+        if col not in frame.columns:
+            raise InputError(f"missing column {col!r}", path=str(path), field=col)
+    return frame.astype({"query-id": str, "corpus-id": str})
+
+
+@dataclass
+class SubsetBuild:
+    """Everything built for one subset (plain tables in layout order)."""
+
+    name: str
+    queries: pd.DataFrame
+    qrels: pd.DataFrame
+    top_ranked: pd.DataFrame
+    excluded: pd.DataFrame | None
+    pool: pd.DataFrame
+    first_stage: pd.DataFrame
+    runs: pd.DataFrame
+    criteria: pd.DataFrame
+    counts: dict = field(default_factory=dict)
+
+
+def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
+    """The subset's first-stage runs (BM25 computed with bm25s when not given)."""
+    qids = set(source.queries["id"])
+    parts = []
+    for retriever in spec.pool.retrievers:
+        run = inputs.first_stage.get(retriever)
+        if run is None and retriever == "bm25":
+            from rcp_data.bm25 import bm25_run  # optional stage: only when no BM25 run is given
+
+            run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
+        if run is None:
+            continue
+        parts.append(run[run["query-id"].isin(qids)])
+    if not parts:
+        raise InputError(f"no first-stage run for subset {source.name!r}",
+                         path=str(inputs.root or "inputs"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
+                 link: str = DEFAULT_LINK) -> SubsetBuild:
+    """Pools, gains, verdicts and runs of one subset."""
+    queries = source.queries.astype({"id": str}).reset_index(drop=True)
+    qids = queries["id"].tolist()
+    qrels_up = source.qrels.astype({"query-id": str, "corpus-id": str})
+    qrels_up = qrels_up[qrels_up["query-id"].isin(set(qids))]
+    excluded_map: dict[str, set[str]] = {}
+    if source.excluded is not None and len(source.excluded):
+        for q, ids in zip(source.excluded["query-id"], source.excluded["excluded-corpus-ids"],
+                          strict=True):
+            excluded_map[str(q)] = set(map(str, ids))
+    runs = first_stage_for(source, inputs, spec)
+    fused = rrf_fuse(runs, spec.pool.retrievers, k=spec.pool.rrf_k)
+    never = set(source.notes.get("empty_ids", []))
+    pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
+                       grade_positive=int(spec.source.get("grade_positive", 1)),
+                       excluded=excluded_map, never_pool=never)
+    qrels, pool = attach_gains(pool, qrels_up, inputs.thetas, inputs.item_params, link=link)
+    top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)
+    top_ranked = pd.DataFrame({"query-id": qids,
+                               "corpus-ids": [top.get(q, []) for q in qids]})
+    excluded = None
+    if excluded_map:
+        excluded = pd.DataFrame({
+            "query-id": [q for q in qids if q in excluded_map],
+            "excluded-corpus-ids": [sorted(excluded_map[q]) for q in qids if q in excluded_map],
+        })
+    fused_top = fused[fused["rank"] <= spec.pool.size]
+    first_stage = pd.concat([runs, fused_top], ignore_index=True)
+    run_tables = []
+    for run_spec, frame in inputs.runs:
+        src = str((inputs.root / "runs" / run_spec.file) if inputs.root else run_spec.file)
+        run_tables.append(ingest_run(frame, pool, run_spec, source=src))
+    runs_out = pd.concat(run_tables, ignore_index=True) if run_tables else pd.DataFrame(
+        columns=SCHEMAS["runs"].names)
+    crit = inputs.criteria[inputs.criteria["query-id"].isin(set(qids))]
+    counts = {
+        "queries": len(qids),
+        "pool_pairs": int(len(pool)),
+        "gt_injected": int(pool["gt_injected"].sum()),
+        "excluded_pairs": int(pool["excluded"].sum()),
+        "queries_with_exclusions": len(excluded_map),
+        "qrels_rows": int(len(qrels)),
+        "positives_outside_pool": int(((qrels["score"] > 0) & qrels["theta"].isna()).sum()),
+        "queries_without_positive": int(len(set(qids) - set(qrels_up.loc[qrels_up["score"] > 0,
+                                                                           "query-id"]))),
+        "verdict_rows": int(len(crit)),
+        **{k: v for k, v in source.notes.items() if k != "empty_ids"},
+    }
+    log.info("subset %s: %d queries, %d pool pairs (%d injected), %d qrels rows", source.name,
+             counts["queries"], counts["pool_pairs"], counts["gt_injected"], counts["qrels_rows"])
+    return SubsetBuild(source.name, queries, qrels, top_ranked, excluded, pool, first_stage,
+                       runs_out, crit, counts)
+
+
+def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
+                 shard_rows: int = CORPUS_SHARD_ROWS) -> int:
+    """Stream a corpus to parquet: one file, or shards ``corpus-0000i-of-0000n.parquet``."""
+    schema = corpus.schema
+    if single_file is not None:
+        return _write_stream(corpus, [single_file], None, schema)
+    folder.mkdir(parents=True, exist_ok=True)
+    n_shards = max(1, -(-(corpus.size or 0) // shard_rows)) if corpus.size else None
+    if n_shards is None:
+        raise InputError("a sharded corpus needs its size up front (CorpusReader.size)")
+    paths = [folder / shard_name(i, n_shards) for i in range(n_shards)]
+    return _write_stream(corpus, paths, shard_rows, schema)
+
+
+def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | None,
+                  schema: pa.Schema | None) -> int:
+    total = 0
+    shard = 0
+    in_shard = 0
+    writer = None
+    bar = tqdm(total=corpus.size, unit="doc", desc=f"write {paths[0].parent.name}", leave=False)
+    try:
+        for batch in corpus.batches():
+            if schema is None:
+                schema = batch.schema
+            batch = batch.replace_schema_metadata(None) if hasattr(
+                batch, "replace_schema_metadata") else batch
+            offset = 0
+            while offset < batch.num_rows:
+                if writer is None:
+                    paths[shard].parent.mkdir(parents=True, exist_ok=True)
+                    writer = pq.ParquetWriter(paths[shard], batch.schema, compression="zstd")
+                take = batch.num_rows - offset
+                if shard_rows is not None:
+                    take = min(take, shard_rows - in_shard)
+                writer.write_batch(batch.slice(offset, take), row_group_size=100_000)
+                offset += take
+                in_shard += take
+                total += take
+                if shard_rows is not None and in_shard >= shard_rows and shard + 1 < len(paths):
+                    writer.close()
+                    writer = None
+                    shard += 1
+                    in_shard = 0
+            bar.update(batch.num_rows)
+    finally:
+        if writer is not None:
+            writer.close()
+        bar.close()
+    if shard + 1 != len(paths):
+        raise InputError(f"corpus has {total} documents but its declared size "
+                         f"{corpus.size} planned {len(paths)} shards")
+    return total
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tool_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version(), "rcp-data": __version__}
+    for pkg in ("numpy", "pandas", "pyarrow", "scipy", "ftfy", "bm25s", "ir_datasets",
+                "datasets", "huggingface_hub"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            continue
+    return versions
+
+
+def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
+                  link: str = DEFAULT_LINK, parameters: dict | None = None) -> dict:
+    """Build the whole release directory ``out`` atomically; return the build manifest."""
+    subsets = [s for s in spec.subset_names if s in source.subsets]
+    missing = [s for s in spec.subset_names if s not in source.subsets]
+    if missing:
+        raise InputError(f"the source has no data for subset(s) {missing} of suite {spec.name!r}")
+    builds = [build_subset(spec, source.subsets[s], inputs, link)
+              for s in tqdm(subsets, desc="subsets", unit="subset", leave=False)]
+    with atomic_dir(Path(out)) as tmp:
+        written_groups: set[str] = set()
+        for b in builds:
+            src = source.subsets[b.name]
+            write_parquet(b.queries, tmp / subset_file(b.name, "queries"),
+                          _queries_schema(b.queries))
+            write_parquet(b.qrels, tmp / subset_file(b.name, "qrels"), SCHEMAS["qrels"])
+            write_parquet(b.top_ranked, tmp / subset_file(b.name, "top_ranked"),
+                          SCHEMAS["top_ranked"])
+            if b.excluded is not None:
+                write_parquet(b.excluded, tmp / subset_file(b.name, "excluded"),
+                              SCHEMAS["excluded"])
+            group = spec.corpus_group(b.name)
+            if group is None:
+                write_corpus(src.corpus, tmp / b.name, single_file=tmp / subset_file(b.name,
+                                                                                     "corpus"))
+            elif group not in written_groups:
+                write_corpus(src.corpus, tmp / "corpus" / group)
+                written_groups.add(group)
+        for split in spec.provenance_splits:
+            members = [b for b in builds if spec.provenance_split(b.name) == split]
+            if not members:
+                continue
+            _write_provenance(tmp, split, members, inputs.item_params.n_criteria)
+        inputs.item_params.write(tmp / "provenance" / f"item_params.{inputs.judge.short}.json")
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "suite": spec.name,
+            "synthetic": spec.synthetic,
+            "judge": {"model": inputs.judge.model, "revision": inputs.judge.revision,
+                      "short": inputs.judge.short},
+            "calibration": {"item_params": f"provenance/item_params.{inputs.judge.short}.json",
+                            "link": link},
+            "inputs": [
+                {"path": str(p.relative_to(inputs.root)) if inputs.root else p.name,
+                 "size": p.stat().st_size, "sha256": sha256_file(p)}
+                for p in inputs.files
+            ],
+            "sources": source.facts,
+            "tools": tool_versions(),
+            "parameters": {
+                "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
+                "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
+                **(parameters or {}),
+            },
+            "counts": {b.name: b.counts for b in builds},
+        }
+        write_json(manifest, tmp / BUILD_MANIFEST)
+    log.info("built %s release of %d subsets into %s", spec.name, len(builds), out)
+    return manifest
+
+
+def _queries_schema(queries: pd.DataFrame) -> pa.Schema:
+    schema = SCHEMAS["queries"]
+    if "instruction" in queries.columns:
+        schema = schema.append(pa.field("instruction", pa.string()))
+    return schema
+
+
+def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_criteria: int) -> None:
+    pool = pd.concat([b.pool for b in members], ignore_index=True)
+    write_parquet(pool, tmp / provenance_file("pool", split), SCHEMAS["pool"])
+    fs = pd.concat([b.first_stage for b in members], ignore_index=True)
+    write_parquet(fs, tmp / provenance_file("first_stage", split), SCHEMAS["first_stage"])
+    runs = pd.concat([b.runs for b in members], ignore_index=True)
+    write_parquet(runs, tmp / provenance_file("runs", split), SCHEMAS["runs"])
+    crit = pd.concat([b.criteria for b in members], ignore_index=True)
+    write_parquet(crit, tmp / provenance_file("judge_criteria", split),
+                  judge_criteria_schema(n_criteria))
+
+
+def manifest_json(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, sort_keys=False)
+
+
+__all__ = ["BuildInputs", "FUSED", "SubsetBuild", "build_release", "build_subset", "read_inputs"]

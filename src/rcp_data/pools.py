@@ -1,0 +1,182 @@
+"""First-stage fusion and judged pools (paper App. C.1; design note "Pools").
+
+- :func:`rrf_fuse`: unweighted reciprocal rank fusion in a fixed retriever order. Equal fused
+  scores keep the order in which documents first appear when the runs are walked in that order.
+- :func:`build_pools`: the judged pool per query, under the suite's rule:
+  ``top-k-inject`` (fused top k; each missed qrel-positive replaces the lowest-ranked
+  non-relevant candidate) or ``top-k-union-judged`` (fused top k UNION every judged document).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rcp_data.errors import InputError
+
+log = logging.getLogger(__name__)
+
+FUSED = "rrf_fused"
+RUN_COLUMNS = ["retriever", "query-id", "corpus-id", "rank", "score"]
+
+
+def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -> pd.DataFrame:
+    """Validate one first-stage run and give it 1-based ranks per query.
+
+    Accepts ``query-id, corpus-id, score[, rank]``. Without ``rank``, ranks follow score
+    descending, ties by corpus-id descending (trec_eval's order). Duplicate (query, document)
+    rows and non-finite scores are errors naming the file and row.
+    """
+    for col in ("query-id", "corpus-id", "score"):
+        if col not in run.columns:
+            raise InputError(f"missing column {col!r}", path=source, field=col)
+    frame = run[["query-id", "corpus-id", "score"] + (["rank"] if "rank" in run.columns else [])]
+    frame = frame.astype({"query-id": str, "corpus-id": str})
+    scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(scores)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"score {run['score'].iloc[i]!r} is not a finite number",
+                         path=source, row=i + 1, field="score")
+    dup = frame.duplicated(["query-id", "corpus-id"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(
+            f"duplicate line for query {frame['query-id'].iloc[i]!r}, "
+            f"document {frame['corpus-id'].iloc[i]!r}", path=source, row=i + 1)
+    out = pd.DataFrame({
+        "retriever": retriever,
+        "query-id": frame["query-id"].to_numpy(),
+        "corpus-id": frame["corpus-id"].to_numpy(),
+        "score": scores,
+    })
+    if "rank" in frame.columns:
+        out["rank"] = frame["rank"].to_numpy(dtype=np.int64)
+        out = out.sort_values(["query-id", "rank"], kind="stable")
+    else:
+        # score desc, then corpus-id desc (byte-wise): sort ascending on (-score) then reverse id
+        order = np.lexsort((_desc_str_key(out["corpus-id"].to_numpy()), -out["score"].to_numpy(),
+                            out["query-id"].to_numpy()))
+        out = out.iloc[order]
+        out["rank"] = out.groupby("query-id", sort=False).cumcount().to_numpy(dtype=np.int64) + 1
+    return out[RUN_COLUMNS].reset_index(drop=True)
+
+
+def _desc_str_key(values: np.ndarray) -> np.ndarray:
+    """An integer key whose ascending order is the strings' descending byte-wise order."""
+    uniq, inv = np.unique(values.astype(str), return_inverse=True)
+    return (len(uniq) - 1 - inv).astype(np.int64)
+
+
+def rrf_fuse(runs: pd.DataFrame, retrievers: Sequence[str], *, k: int = 60,
+             depth: int | None = None) -> pd.DataFrame:
+    """Unweighted RRF of first-stage runs, returned as ``retriever = rrf_fused`` rows.
+
+    ``runs`` has :data:`RUN_COLUMNS` (see :func:`normalize_run`). The score of a document is
+    ``sum_r 1 / (k + rank_r)``, summed in retriever order; the fused ranking is score
+    descending, ties in order of first appearance when the runs are walked in ``retrievers``
+    order. ``depth`` keeps the top ``depth`` per query.
+    """
+    known = [r for r in retrievers if r in set(runs["retriever"])]
+    unknown = sorted(set(runs["retriever"]) - set(retrievers) - {FUSED})
+    if unknown:
+        raise InputError(f"unknown first-stage retriever(s) {unknown}; expected {list(retrievers)}")
+    parts = runs[runs["retriever"].isin(known)].copy()
+    order = {r: i for i, r in enumerate(known)}
+    parts["_r"] = parts["retriever"].map(order).astype(np.int64)
+    parts = parts.sort_values(["query-id", "_r", "rank"], kind="stable").reset_index(drop=True)
+    parts["_c"] = 1.0 / (k + parts["rank"].to_numpy(dtype=np.float64))
+    parts["_i"] = np.arange(len(parts), dtype=np.int64)
+    # first appearance index per (query, doc) in the walk; sum contributions in retriever order
+    grouped = parts.groupby(["query-id", "corpus-id"], sort=False)
+    fused = grouped.agg(score=("_c", "sum"), first=("_i", "min")).reset_index()
+    fused = fused.sort_values(["query-id", "score", "first"], ascending=[True, False, True],
+                              kind="stable")
+    fused["rank"] = fused.groupby("query-id", sort=False).cumcount().to_numpy(np.int64) + 1
+    if depth is not None:
+        fused = fused[fused["rank"] <= depth]
+    fused["retriever"] = FUSED
+    return fused[RUN_COLUMNS].reset_index(drop=True)
+
+
+def _added_order(docs: Iterable[str], fused_rank: dict[str, int]) -> list[str]:
+    """Order documents by their own fused rank; never-retrieved last, by corpus-id."""
+    docs = list(docs)
+    big = 1 << 62
+    return sorted(docs, key=lambda d: (fused_rank.get(d, big), d if d not in fused_rank else ""))
+
+
+def build_pools(
+    fused: pd.DataFrame,
+    qrels: pd.DataFrame,
+    query_ids: Sequence[str],
+    *,
+    rule: str,
+    size: int,
+    grade_positive: int = 1,
+    excluded: dict[str, set[str]] | None = None,
+    never_pool: set[str] | None = None,
+) -> pd.DataFrame:
+    """The judged pool of every query in ``query_ids``, in pool order.
+
+    Returns ``query-id, corpus-id, pool_rank, rrf_score, gt_injected, excluded, judged``
+    (``judged`` False here; the judge stage sets it). ``fused`` is the full fused ranking
+    (not cut at ``size``) so that added documents can be ordered by their own fused rank.
+    ``never_pool`` documents (e.g. empty upstream) enter no pool.
+    """
+    if rule not in ("top-k-inject", "top-k-union-judged"):
+        raise InputError(f"unknown pool rule {rule!r}")
+    excluded = excluded or {}
+    never_pool = never_pool or set()
+    fused_by_q = {q: g for q, g in fused.groupby("query-id", sort=False)}
+    qrels_by_q = {q: g for q, g in qrels.groupby("query-id", sort=False)}
+    rows: list[tuple] = []
+    for qid in query_ids:
+        f = fused_by_q.get(qid)
+        if f is None:
+            f = fused.iloc[:0]
+        f = f[~f["corpus-id"].isin(never_pool)]
+        ids = f["corpus-id"].tolist()
+        scores = f["score"].tolist()
+        fused_rank = {d: i for i, d in enumerate(ids)}
+        rrf = dict(zip(ids, scores, strict=True))
+        top = ids[:size]
+        q = qrels_by_q.get(qid)
+        grades = dict(zip(q["corpus-id"], q["score"], strict=True)) if q is not None else {}
+        positives = {d for d, g in grades.items() if g >= grade_positive and d not in never_pool}
+        exc = excluded.get(qid, set())
+        if rule == "top-k-inject":
+            top_set = set(top)
+            missing = _added_order(positives - top_set, fused_rank)
+            n_pos_in = sum(1 for d in top if d in positives)
+            room = (len(top) - n_pos_in) if len(top) >= size else (size - n_pos_in)
+            inject = missing[: max(0, min(len(missing), room))]
+            if len(top) < size:  # short fused list: fill free places first, then replace
+                free = size - len(top)
+                keep = top
+                n_replace = max(0, len(inject) - free)
+            else:
+                keep = top
+                n_replace = len(inject)
+            if n_replace:
+                removable = [d for d in reversed(keep) if d not in positives]
+                drop = set(removable[:n_replace])
+                keep = [d for d in keep if d not in drop]
+            members = [(d, rrf[d], False) for d in keep] + [(d, 0.0, True) for d in inject]
+            if len(missing) > len(inject):
+                log.info("query %s: %d positives stay outside the pool of %d", qid,
+                         len(missing) - len(inject), size)
+        else:
+            top_set = set(top)
+            judged = [d for d in grades if d not in top_set and d not in never_pool]
+            added = _added_order(judged, fused_rank)
+            members = [(d, rrf[d], False) for d in top]
+            members += [(d, 0.0, grades[d] >= grade_positive) for d in added]
+        for rank, (doc, score, injected) in enumerate(members, start=1):
+            rows.append((qid, doc, rank, float(score), injected, doc in exc, False))
+    pool = pd.DataFrame(rows, columns=["query-id", "corpus-id", "pool_rank", "rrf_score",
+                                       "gt_injected", "excluded", "judged"])
+    return pool.astype({"pool_rank": np.int64, "rrf_score": np.float64})
