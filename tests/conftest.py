@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["hub_fixture"]
+
 
 def _free_port() -> int:
     with socket.socket() as s:

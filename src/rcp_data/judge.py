@@ -58,8 +58,8 @@ def attach_gains(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Give every pool document its theta and gain; return ``(qrels, pool)``.
 
-    ``qrels`` has one row per (query, document) of the pool (excluded documents only when
-    upstream labels them), then one per upstream-labelled document outside it (``gain`` 0.0,
+    ``qrels`` has one row per (query, document) of the pool (excluded documents included: they
+    leave rankings and ideals at evaluation time), then one per upstream-labelled document outside it (``gain`` 0.0,
     ``theta`` null). A pool document without a theta, or a theta for a document outside the
     pool of a released query, is an error. ``pool.judged`` is set.
     """
@@ -103,9 +103,7 @@ def attach_gains(
         "score": labelled["score"].fillna(0).to_numpy(dtype=np.int64),
         "gain": g,
         "theta": np.where(judged, theta, np.nan),
-        "_keep": ~merged["excluded"].to_numpy() | labelled["score"].notna().to_numpy(),
     })
-    in_pool = in_pool[in_pool["_keep"]].drop(columns="_keep")
     out = grades.merge(pool[["query-id", "corpus-id"]], how="left", indicator=True)
     out = out[(out["_merge"] == "left_only") & out["query-id"].isin(released)]
     out = out.sort_values(["query-id", "corpus-id"], kind="stable")

@@ -207,7 +207,14 @@ class GitStore:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
         try:
             subprocess.run(
-                [self.git, "init", "--bare", "--quiet", f"--initial-branch={DEFAULT_BRANCH}", str(tmp)],
+                [
+                    self.git,
+                    "init",
+                    "--bare",
+                    "--quiet",
+                    f"--initial-branch={DEFAULT_BRANCH}",
+                    str(tmp),
+                ],
                 capture_output=True,
                 env=self._env,
                 check=True,
@@ -318,9 +325,16 @@ class GitStore:
             records.append(CommitRecord(sha, author, int(stamp), title, body.strip("\n")))
         return records
 
-    def last_commit(self, repo: Path, commit: str, path: str) -> CommitRecord | None:
+    def log_head(self, repo: Path, commit: str) -> CommitRecord:
+        record = self.last_commit(repo, commit, None)
+        assert record is not None
+        return record
+
+    def last_commit(self, repo: Path, commit: str, path: str | None) -> CommitRecord | None:
+        """The newest commit reachable from ``commit`` touching ``path`` (any when None)."""
         fmt = "%H%x00%an%x00%ct%x00%s%x00%b"
-        out = self._out(repo, "log", "-1", f"--format={fmt}", commit, "--", path)
+        spec = ["--", path] if path is not None else []
+        out = self._out(repo, "log", "-1", f"--format={fmt}", commit, *spec)
         if not out.strip():
             return None
         sha, author, stamp, title, body = out.split("\x00")
@@ -446,14 +460,14 @@ class GitStore:
             with tempfile.TemporaryDirectory(prefix="hub-index-", dir=self._tmp) as tmp:
                 env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
                 self._run(repo, "read-tree", head, env=env)
-                present = set(
-                    self._out(repo, "ls-files", "-z", env=env).split("\x00")
-                ) - {""}
+                present = set(self._out(repo, "ls-files", "-z", env=env).split("\x00")) - {""}
                 lines = []
                 for op in ops:
                     lines.extend(self._index_lines(op, present))
                 if lines:
-                    self._run(repo, "update-index", "--index-info", stdin="".join(lines).encode(), env=env)
+                    self._run(
+                        repo, "update-index", "--index-info", stdin="".join(lines).encode(), env=env
+                    )
                 tree = self._out(repo, "write-tree", env=env).strip()
             if tree == self.commit_tree(repo, head):
                 return head, False

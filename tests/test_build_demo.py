@@ -1,0 +1,123 @@
+"""The shared build on the SYNTHETIC demo suite: layout, cases covered, determinism, atomicity."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rcp_data.build import build_release, read_inputs
+from rcp_data.demo import make_demo_release, make_sources, write_inputs
+from rcp_data.errors import InputError
+from rcp_data.gains import ItemParams, gain
+from rcp_data.layout import ReleaseDir
+from rcp_data.specs import load_spec
+
+
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "release"
+    make_demo_release(out)
+    return out
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_layout_files(demo_release):
+    files = set(_digest(demo_release))
+    for sub in ("alpha", "beta"):
+        for kind in ("corpus", "queries", "qrels", "top_ranked"):
+            assert f"{sub}/{kind}.parquet" in files
+        for kind in ("pool", "first_stage", "runs", "judge_criteria"):
+            assert f"provenance/{kind}/{sub}.parquet" in files
+    assert "alpha/excluded.parquet" in files and "beta/excluded.parquet" not in files
+    assert "provenance/item_params.synth.json" in files
+    assert "provenance/build_manifest.json" in files
+
+
+def test_gains_equal_the_link_of_theta(demo_release):
+    rel = ReleaseDir(demo_release, load_spec("demo"))
+    params = ItemParams.read(demo_release / "provenance/item_params.synth.json")
+    for sub in ("alpha", "beta"):
+        q = rel.table(sub, "qrels")
+        judged = q["theta"].notna()
+        np.testing.assert_allclose(q.loc[judged, "gain"], gain(q.loc[judged, "theta"], params),
+                                   rtol=0, atol=1e-15)
+        assert (q.loc[~judged, "gain"] == 0).all()
+
+
+def test_demo_covers_the_hard_cases(demo_release):
+    rel = ReleaseDir(demo_release, load_spec("demo"))
+    # exclusions: self-documents leave top_ranked but stay in the pool, flagged
+    exc = rel.table("alpha", "excluded")
+    assert exc["query-id"].tolist() == ["alpha-q000", "alpha-q001", "alpha-q002"]
+    assert sorted(exc["excluded-corpus-ids"].iloc[0]) == ["alpha-copy-of-alpha-q000", "alpha-q000"]
+    top = rel.table("alpha", "top_ranked").set_index("query-id")["corpus-ids"]
+    pool = rel.provenance("pool", "alpha")
+    for q, ids in zip(exc["query-id"], exc["excluded-corpus-ids"], strict=True):
+        assert not set(ids) & set(top[q])
+        flagged = set(pool.loc[(pool["query-id"] == q) & pool["excluded"], "corpus-id"])
+        assert flagged and flagged <= set(ids)
+    # pools hold exactly `size` documents per query
+    size = load_spec("demo").pool.size
+    assert (pool.groupby("query-id").size() == size).all()
+    # beta: a query without positives, and positives outside the pool (theta null, gain 0)
+    qrels = rel.table("beta", "qrels")
+    pos = qrels[qrels["score"] > 0]
+    assert "beta-q000" not in set(pos["query-id"])
+    outside = pos[pos["theta"].isna()]
+    assert len(outside) > 0 and (outside["gain"] == 0).all()
+    assert set(outside["query-id"]) >= {"beta-q001"}
+    # ties: the coarse reranker gives many equal scores within a query
+    runs = rel.provenance("runs", "beta")
+    coarse = runs[runs["model"] == "demo/coarse-reranker"]
+    assert coarse.duplicated(["query-id", "score"]).sum() > 50
+    # judge strategies are flagged
+    assert runs.loc[runs["is_judge"], "model"].unique().tolist() == [
+        "rcp-data/synthetic-judge-7b:theta"]
+
+
+def test_runs_rank_by_score_and_stored_position(demo_release):
+    runs = ReleaseDir(demo_release, load_spec("demo")).provenance("runs", "alpha")
+    for (_, _), grp in runs.groupby(["model", "query-id"]):
+        assert grp["stored_position"].tolist() == list(range(len(grp)))
+        by_score = grp.sort_values("score", ascending=False, kind="stable")
+        assert by_score["rank_by_score"].tolist() == list(range(1, len(grp) + 1))
+
+
+def test_rebuild_is_byte_identical(demo_release, tmp_path):
+    again = tmp_path / "again"
+    make_demo_release(again)
+    assert _digest(again) == _digest(demo_release)
+
+
+def test_bad_theta_table_leaves_no_output(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    thetas = pd.read_parquet(inputs_dir / "judge/thetas.parquet")
+    thetas.iloc[5:].to_parquet(inputs_dir / "judge/thetas.parquet")  # drop some pool docs
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r"thetas.parquet.*pool document\(s\) have no theta"):
+        build_release(spec, source, read_inputs(inputs_dir), out)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_run_with_unknown_document_is_refused(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    path = inputs_dir / "runs/demo__alpha-reranker.parquet"
+    run = pd.read_parquet(path)
+    run.loc[3, "corpus-id"] = "no-such-doc"
+    run.to_parquet(path)
+    with pytest.raises(InputError, match="outside the pool") as exc:
+        build_release(spec, source, read_inputs(inputs_dir), tmp_path / "out")
+    assert "demo__alpha-reranker.parquet" in str(exc.value) and "row 4" in str(exc.value)

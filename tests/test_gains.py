@@ -1,0 +1,84 @@
+"""Item parameters and gain links (paper Eq. 4), checked against hand computations."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rcp_data.errors import InputError
+from rcp_data.gains import ItemParams, gain, get_link
+
+
+def _sig(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+PARAMS = ItemParams(gamma=(2.0, 1.0, 0.5), beta=(-1.0, 0.0, 1.5))
+
+
+def test_weighted_discrimination_matches_hand_computation():
+    theta = 0.3
+    expected = (2.0 * _sig(2.0 * 1.3) + 1.0 * _sig(0.3) + 0.5 * _sig(0.5 * -1.2)) / 3.5
+    assert gain(theta, PARAMS) == pytest.approx(expected, abs=1e-15)
+
+
+def test_other_links_match_hand_computation():
+    theta = np.array([-2.0, 0.0, 4.0])
+    pp = np.array([[_sig(2.0 * (t + 1.0)), _sig(t), _sig(0.5 * (t - 1.5))] for t in theta])
+    np.testing.assert_allclose(gain(theta, PARAMS, "unweighted"), pp.mean(axis=1), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(gain(theta, PARAMS, "logistic"), [_sig(t) for t in theta], atol=1e-15)
+    np.testing.assert_allclose(gain(theta, PARAMS, "criterion:C3"), pp[:, 2], atol=1e-15)
+
+
+def test_gain_is_vectorized_monotone_and_in_open_unit_interval():
+    theta = np.linspace(-8, 8, 1001)
+    g = gain(theta, PARAMS)
+    assert g.shape == theta.shape
+    assert np.all(np.diff(g) > 0)
+    assert np.all((g > 0) & (g < 1))
+
+
+def test_any_number_of_criteria():
+    p = ItemParams.from_dict({"gamma": [1.0] * 7, "beta": list(np.linspace(-3, 3, 7))})
+    assert p.n_criteria == 7 and p.criteria[-1] == "C7"
+    # symmetric difficulties around 0 with equal discriminations give gain(0) = 1/2
+    assert gain(0.0, p) == pytest.approx(0.5, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"gamma": [1.0, 2.0], "beta": [0.0]}, "'gamma' has 2 values but 'beta' has 1"),
+        ({"gamma": [1.0, float("nan")], "beta": [0.0, 1.0]}, "gamma[1]"),
+        ({"gamma": [1.0, 0.0], "beta": [0.0, 1.0]}, "must be positive"),
+        ({"gamma": [1.0, -1.0], "beta": [0.0, 1.0]}, "must be positive"),
+        ({"gamma": [1.0], "beta": [float("inf")]}, "beta[0]"),
+        ({"beta": [0.0]}, "missing key 'gamma'"),
+    ],
+)
+def test_bad_item_params_are_refused_with_a_clear_error(tmp_path, data, message):
+    path = tmp_path / "item_params.json"
+    path.write_text(json.dumps(data).replace("NaN", "NaN"))
+    with pytest.raises(InputError) as exc:
+        ItemParams.read(path)
+    assert message in str(exc.value)
+    assert str(path) in str(exc.value)
+
+
+def test_unknown_link_and_criterion_are_refused():
+    with pytest.raises(InputError, match="unknown link"):
+        get_link("softmax")
+    with pytest.raises(InputError, match="only 3 criteria"):
+        gain(0.0, PARAMS, "criterion:C4")
+    with pytest.raises(InputError, match="unknown criterion"):
+        get_link("criterion:X1")
+
+
+def test_round_trip_keeps_extra_keys(tmp_path):
+    p = ItemParams.from_dict({"gamma": [1.5], "beta": [0.2], "fit": "map"})
+    p.write(tmp_path / "p.json")
+    q = ItemParams.read(tmp_path / "p.json")
+    assert q == p and q.extra == {"fit": "map"}
