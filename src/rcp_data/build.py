@@ -28,6 +28,7 @@ from rcp_data.judge import (
     RunSpec,
     attach_gains,
     check_verdicts,
+    for_split,
     ingest_run,
     read_run_file,
     read_runs_json,
@@ -87,10 +88,9 @@ def read_inputs(root: Path) -> BuildInputs:
             continue
         frame = read_run_file(path)
         if path.suffix == ".trec":
-            ranks = _trec_ranks(path)
-            frame["rank"] = ranks
-        first_stage[path.stem] = normalize_run(frame.drop(columns="_line", errors="ignore"),
-                                               path.stem, source=str(path))
+            frame["rank"] = _trec_ranks(path)
+        frame.attrs["source"] = str(path)
+        first_stage[path.stem] = frame
         files.append(path)
     runs = []
     runs_json = root / "runs" / "runs.json"
@@ -148,6 +148,7 @@ class SubsetBuild:
 def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
     """The subset's first-stage runs (BM25 computed with bm25s when not given)."""
     qids = set(source.queries["id"])
+    split = spec.provenance_split(source.name)
     parts = []
     for retriever in spec.pool.retrievers:
         run = inputs.first_stage.get(retriever)
@@ -155,9 +156,14 @@ def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) 
             from rcp_data.bm25 import bm25_run  # optional stage: only when no BM25 run is given
 
             run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
+            parts.append(run[run["query-id"].isin(qids)])
+            continue
         if run is None:
             continue
-        parts.append(run[run["query-id"].isin(qids)])
+        src = run.attrs.get("source", retriever)
+        mine = for_split(run, split)
+        mine = mine[mine["query-id"].astype(str).isin(qids)]
+        parts.append(normalize_run(mine, retriever, source=src))
     if not parts:
         raise InputError(f"no first-stage run for subset {source.name!r}",
                          path=str(inputs.root or "inputs"))
@@ -182,7 +188,8 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
                        grade_positive=int(spec.source.get("grade_positive", 1)),
                        excluded=excluded_map, never_pool=never)
-    qrels, pool = attach_gains(pool, qrels_up, inputs.thetas, inputs.item_params, link=link)
+    thetas = for_split(inputs.thetas, spec.provenance_split(source.name))
+    qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link)
     top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)
     top_ranked = pd.DataFrame({"query-id": qids,
                                "corpus-ids": [top.get(q, []) for q in qids]})
@@ -195,12 +202,14 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     fused_top = fused[fused["rank"] <= spec.pool.size]
     first_stage = pd.concat([runs, fused_top], ignore_index=True)
     run_tables = []
+    split = spec.provenance_split(source.name)
     for run_spec, frame in inputs.runs:
         src = str((inputs.root / "runs" / run_spec.file) if inputs.root else run_spec.file)
-        run_tables.append(ingest_run(frame, pool, run_spec, source=src))
+        run_tables.append(ingest_run(for_split(frame, split), pool, run_spec, source=src))
     runs_out = pd.concat(run_tables, ignore_index=True) if run_tables else pd.DataFrame(
         columns=SCHEMAS["runs"].names)
-    crit = inputs.criteria[inputs.criteria["query-id"].isin(set(qids))]
+    crit = for_split(inputs.criteria, spec.provenance_split(source.name))
+    crit = crit[crit["query-id"].isin(set(qids))].drop(columns=["split"], errors="ignore")
     counts = {
         "queries": len(qids),
         "pool_pairs": int(len(pool)),
@@ -221,41 +230,46 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
 
 
 def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
-                 shard_rows: int = CORPUS_SHARD_ROWS) -> int:
-    """Stream a corpus to parquet: one file, or shards ``corpus-0000i-of-0000n.parquet``."""
-    schema = corpus.schema
+                 shard_rows: int = CORPUS_SHARD_ROWS, row_group_rows: int = 100_000) -> int:
+    """Stream a corpus to parquet: one file, or shards ``corpus-0000i-of-0000n.parquet``.
+
+    Batches are written as they come (never the whole corpus in memory). A schema carried by
+    the reader (e.g. the ``datasets`` Image feature metadata) is kept.
+    """
     if single_file is not None:
-        return _write_stream(corpus, [single_file], None, schema)
-    folder.mkdir(parents=True, exist_ok=True)
-    n_shards = max(1, -(-(corpus.size or 0) // shard_rows)) if corpus.size else None
-    if n_shards is None:
+        return _write_stream(corpus, [single_file], None, row_group_rows)
+    if not corpus.size:
         raise InputError("a sharded corpus needs its size up front (CorpusReader.size)")
+    n_shards = max(1, -(-corpus.size // shard_rows))
     paths = [folder / shard_name(i, n_shards) for i in range(n_shards)]
-    return _write_stream(corpus, paths, shard_rows, schema)
+    return _write_stream(corpus, paths, shard_rows, row_group_rows)
 
 
 def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | None,
-                  schema: pa.Schema | None) -> int:
-    total = 0
-    shard = 0
-    in_shard = 0
+                  row_group_rows: int) -> int:
+    total = shard = in_shard = 0
     writer = None
+    schema = corpus.schema
+    keep_meta = schema is not None and schema.metadata and b"huggingface" in schema.metadata
+    if schema is not None and not keep_meta:
+        schema = schema.remove_metadata()
     bar = tqdm(total=corpus.size, unit="doc", desc=f"write {paths[0].parent.name}", leave=False)
     try:
         for batch in corpus.batches():
             if schema is None:
-                schema = batch.schema
-            batch = batch.replace_schema_metadata(None) if hasattr(
-                batch, "replace_schema_metadata") else batch
+                schema = batch.schema.remove_metadata()
+            batch = pa.RecordBatch.from_arrays(
+                [batch.column(name).cast(schema.field(name).type) for name in schema.names],
+                schema=schema)
             offset = 0
             while offset < batch.num_rows:
                 if writer is None:
                     paths[shard].parent.mkdir(parents=True, exist_ok=True)
-                    writer = pq.ParquetWriter(paths[shard], batch.schema, compression="zstd")
+                    writer = pq.ParquetWriter(paths[shard], schema, compression="zstd")
                 take = batch.num_rows - offset
                 if shard_rows is not None:
                     take = min(take, shard_rows - in_shard)
-                writer.write_batch(batch.slice(offset, take), row_group_size=100_000)
+                writer.write_batch(batch.slice(offset, take), row_group_size=row_group_rows)
                 offset += take
                 in_shard += take
                 total += take
@@ -265,6 +279,12 @@ def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | Non
                     shard += 1
                     in_shard = 0
             bar.update(batch.num_rows)
+        if writer is None and total == 0:
+            paths[0].parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({n: pa.array([], t) for n, t in zip(
+                (schema or pa.schema([("id", pa.string())])).names,
+                (schema or pa.schema([("id", pa.string())])).types, strict=True)},
+                schema=schema), paths[0])
     finally:
         if writer is not None:
             writer.close()
@@ -297,11 +317,20 @@ def tool_versions() -> dict[str, str]:
 
 
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
-                  link: str = DEFAULT_LINK, parameters: dict | None = None) -> dict:
-    """Build the whole release directory ``out`` atomically; return the build manifest."""
+                  link: str = DEFAULT_LINK, parameters: dict | None = None,
+                  partial: bool = False) -> dict:
+    """Build the whole release directory ``out`` atomically; return the build manifest.
+
+    With ``partial``, only the subsets the source provides are built (tests, trial builds);
+    otherwise every subset of the suite must be there.
+    """
     subsets = [s for s in spec.subset_names if s in source.subsets]
     missing = [s for s in spec.subset_names if s not in source.subsets]
-    if missing:
+    unknown = sorted(set(source.subsets) - set(spec.subset_names))
+    if unknown:
+        raise InputError(f"the source has subset(s) {unknown} that suite {spec.name!r} does not "
+                         "declare")
+    if missing and not partial:
         raise InputError(f"the source has no data for subset(s) {missing} of suite {spec.name!r}")
     builds = [build_subset(spec, source.subsets[s], inputs, link)
               for s in tqdm(subsets, desc="subsets", unit="subset", leave=False)]
@@ -322,7 +351,9 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                 write_corpus(src.corpus, tmp / b.name, single_file=tmp / subset_file(b.name,
                                                                                      "corpus"))
             elif group not in written_groups:
-                write_corpus(src.corpus, tmp / "corpus" / group)
+                write_corpus(src.corpus, tmp / "corpus" / group,
+                             shard_rows=spec.corpus.shard_rows,
+                             row_group_rows=spec.corpus.row_group_rows)
                 written_groups.add(group)
         for split in spec.provenance_splits:
             members = [b for b in builds if spec.provenance_split(b.name) == split]
@@ -350,6 +381,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
                 **(parameters or {}),
             },
+            "subsets": [b.name for b in builds],
             "counts": {b.name: b.counts for b in builds},
         }
         write_json(manifest, tmp / BUILD_MANIFEST)

@@ -19,6 +19,17 @@ from rcp_data.layout import criteria_columns
 
 log = logging.getLogger(__name__)
 
+# Builder-input tables may carry the provenance split (ViDoRe: the domain) when query ids
+# repeat across splits; rows are then matched by (split, query-id).
+SPLIT_COLUMN = "split"
+
+
+def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Rows of a builder-input table that belong to provenance split ``split``."""
+    if SPLIT_COLUMN not in frame.columns:
+        return frame
+    return frame[frame[SPLIT_COLUMN].astype(str) == split]
+
 
 @dataclass(frozen=True)
 class JudgeInfo:
@@ -141,7 +152,8 @@ def check_verdicts(criteria: pd.DataFrame, params: ItemParams, *, source: str) -
             i = int(np.flatnonzero(~ok.to_numpy())[0])
             raise InputError(f"verdict {vals.iloc[i]!r} is not 0 or 1", path=source, row=i + 1,
                              field=c)
-    return frame[["query-id", "call_index", "corpus-id", *crit, "finish_reason"]]
+    extra = [SPLIT_COLUMN] if SPLIT_COLUMN in frame.columns else []
+    return frame[["query-id", "call_index", "corpus-id", *crit, "finish_reason", *extra]]
 
 
 @dataclass(frozen=True)
@@ -181,8 +193,11 @@ def read_run_file(path: Path) -> pd.DataFrame:
         for col in ("query-id", "corpus-id", "score"):
             if col not in frame.columns:
                 raise InputError(f"missing column {col!r}", path=str(path), field=col)
-        return frame[["query-id", "corpus-id", "score"]].astype({"query-id": str,
-                                                                 "corpus-id": str})
+        keep = ["query-id", "corpus-id", "score"] + [c for c in ("rank", SPLIT_COLUMN)
+                                                     if c in frame.columns]
+        frame = frame[keep].astype({"query-id": str, "corpus-id": str})
+        frame["_line"] = np.arange(1, len(frame) + 1)
+        return frame
     rows = []
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):

@@ -33,6 +33,8 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
     for col in ("query-id", "corpus-id", "score"):
         if col not in run.columns:
             raise InputError(f"missing column {col!r}", path=source, field=col)
+    lines = (run["_line"].to_numpy() if "_line" in run.columns
+             else np.arange(1, len(run) + 1))
     frame = run[["query-id", "corpus-id", "score"] + (["rank"] if "rank" in run.columns else [])]
     frame = frame.astype({"query-id": str, "corpus-id": str})
     scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)
@@ -40,13 +42,13 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"score {run['score'].iloc[i]!r} is not a finite number",
-                         path=source, row=i + 1, field="score")
+                         path=source, row=int(lines[i]), field="score")
     dup = frame.duplicated(["query-id", "corpus-id"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(
             f"duplicate line for query {frame['query-id'].iloc[i]!r}, "
-            f"document {frame['corpus-id'].iloc[i]!r}", path=source, row=i + 1)
+            f"document {frame['corpus-id'].iloc[i]!r}", path=source, row=int(lines[i]))
     out = pd.DataFrame({
         "retriever": retriever,
         "query-id": frame["query-id"].to_numpy(),

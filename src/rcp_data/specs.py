@@ -75,6 +75,8 @@ class CorpusSpec:
     group: str = ""                     # name of the shared corpus folder (layout = shared)
     provenance_split: str = "subset"    # subset | domain
     repair: str = ""
+    shard_rows: int = 1_000_000         # rows per corpus shard (shared / per-domain layouts)
+    row_group_rows: int = 100_000
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 Each document is a respondent whose answers are its pass counts ``S_c`` over its ``n``
 placements (binomial), with ability ``theta ~ N(0, 1)``. The marginal likelihood is integrated
 by Gauss-Hermite quadrature and maximized directly over (log gamma_c, beta_c) with L-BFGS; a
-ridge of 1e-4 on both (as in the MAP fit) keeps a criterion that nobody (or everybody) passes
-finite. Documents with the same counts are the same respondent, so the fit runs on the distinct
+weak N(0, 100^2) prior on both (a ridge of 1e-4 on the summed log-likelihood) keeps a criterion
+that nobody (or everybody) passes finite and is negligible otherwise. Documents with the same counts are the same respondent, so the fit runs on the distinct
 count patterns. Ability is the posterior mean (EAP) under the fitted items.
 
 Reported on the paper's convention sum(gamma) = C, mean(beta) = 0: with ``k = sum(gamma) / C``
@@ -108,7 +108,7 @@ def fit_rubric_arrays(n: np.ndarray, passes: np.ndarray, *,
 
     def objective() -> torch.Tensor:
         marg = torch.logsumexp(log_joint(), dim=1)
-        return -norm * (pw * marg).sum() + 0.5 * s.ridge * ((loga**2).sum() + (b**2).sum())
+        return -norm * ((pw * marg).sum() - 0.5 * s.ridge * ((loga**2).sum() + (b**2).sum()))
 
     opt = torch.optim.LBFGS([loga, b], lr=1.0, max_iter=s.max_iter,
                             tolerance_grad=s.tolerance_grad, tolerance_change=s.tolerance_change,

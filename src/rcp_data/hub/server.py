@@ -26,6 +26,7 @@ import logging
 import re
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -144,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
         return f"http://{self.headers.get('Host') or self.server.authority}"
 
     def send_json(self, status: int, data, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(data).encode()
+        body = json.dumps(data, default=str).encode()  # YAML dates in cardData
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -166,7 +167,8 @@ class _Handler(BaseHTTPRequestHandler):
             req = _Request(self, method)
             _route(self, req)
         except HubError as err:
-            log.info("%s %s -> %d %s", method, self.path, err.status, err.message)
+            level = logging.WARNING if err.status >= 500 else logging.DEBUG
+            log.log(level, "%s %s -> %d %s", method, self.path, err.status, err.message)
             self.send_hub_error(err, getattr(err, "headers", None))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -193,6 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HubHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
 
     def __init__(
         self, address: tuple[str, int], store: GitStore, page_size: int, namespace: str
@@ -203,6 +206,26 @@ class _HubHTTPServer(ThreadingHTTPServer):
         self.store_namespace = namespace
         host, port = self.server_address[:2]
         self.authority = f"{host}:{port}"
+        self._open: set[socket.socket] = set()
+        self._open_guard = threading.Lock()
+
+    def process_request(self, request, client_address) -> None:
+        with self._open_guard:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        with self._open_guard:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Hang up on every open (keep-alive) connection so no handler outlives the server."""
+        with self._open_guard:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 # -- routing ------------------------------------------------------------------------------------
@@ -639,6 +662,7 @@ class LocalHub:
             return
         server.shutdown()
         server.server_close()
+        server.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=10)
         log.info("local Hub at %s:%s stopped", *server.server_address[:2])

@@ -59,9 +59,9 @@ def release_files(root: Path) -> list[str]:
         if not p.is_file():
             continue
         rel = p.relative_to(root)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-            if rel.as_posix() != ".gitattributes":
-                continue
+        hidden = any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
+        if hidden and rel.as_posix() != ".gitattributes":
+            continue
         out.append(rel.as_posix())
     return out
 

@@ -85,6 +85,10 @@ class CorpusScan:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def known(self, ids: pd.Series) -> pd.Series:
+        """Which of ``ids`` are corpus documents (vectorised membership)."""
+        return ids.isin(self._set)
+
 
 def scan_corpus(dataset, dataset_id: str, path: str) -> CorpusScan:
     """One pass over ``docs_iter()``: ids, empty documents, repeated ids.

@@ -244,4 +244,7 @@ def stage_bright_mirror(examples_dir: str | Path, docs: Mapping[str, pd.DataFram
         if wanted is not None and task not in wanted:
             continue
         staged[task] = stage_bright(task, examples=path, docs=(docs or {}).get(task))
+    absent = sorted(wanted - set(staged)) if wanted is not None else []
+    if absent:
+        raise InputError(f"no examples file for task(s) {absent}", path=str(examples_dir))
     return staged

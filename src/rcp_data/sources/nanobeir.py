@@ -177,3 +177,35 @@ def read_nanobeir(spec: SuiteSpec | None = None,
     log.info("nanobeir: %d subsets, %d queries, %d qrels", len(read), facts["queries"],
              facts["qrels"])
     return SuiteSource(spec.name, read, facts)
+
+
+def _truthy(value: str) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_cached(spec: SuiteSpec, names: list[str]) -> None:
+    """Offline guard: every upstream file of the named subsets is in ir_datasets' cache."""
+    paths = [irds_cache.cache_path(irds_cache.NANO_BEIR, f"{_dataset_name(spec.subset(n))}/{key}")
+             for n in names for key in ("docs", "queries", "qrels")]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{len(missing)} nano-beir file(s) are not in the ir_datasets cache "
+                         "and downloads are off (allow_download=0); place them with "
+                         "rcp_data.sources.irds_cache.stage_nanobeir", path=missing[0])
+
+
+def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
+    """Source reader of the NanoBEIR suite (``[source] read`` in builders/nanobeir.toml).
+
+    Options (``--source-option K=V``): ``subsets`` (comma list of subset names),
+    ``allow_download`` (1, the default: ir_datasets downloads what its cache lacks; 0: refuse).
+    """
+    options = dict(options or {})
+    known = {"subsets", "allow_download"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(f"unknown NanoBEIR source option(s) {unknown}; known: {sorted(known)}")
+    names = [n for n in str(options.get("subsets", "")).split(",") if n] or spec.subset_names
+    if not _truthy(options.get("allow_download", "1")):
+        check_cached(spec, [n for n in names if n in spec.subset_names])
+    return read_nanobeir(spec, names)

@@ -1,0 +1,363 @@
+"""The publisher: one checked release directory -> one Hub commit -> one new tag.
+
+Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``):
+
+1. Check the release directory (``check.py``); refuse before any upload if it fails.
+2. Read the branch head and the tags; build an explicit operation list against that head:
+   an add for every release file, a delete for every file on the branch the release lacks.
+3. ONE ``create_commit`` with ``parent_commit`` = that head (optimistic concurrency: a branch
+   that moved meanwhile answers 412 and nothing is committed).
+4. ``create_tag("v<N>-<judge slug>", revision=<that commit>)`` without ``exist_ok``; a 409 is
+   accepted only if the tag already points at this very commit.
+
+It never force-pushes, squashes, deletes or moves a tag. Re-running a published release changes
+nothing and succeeds. The Hub is whatever ``HF_ENDPOINT`` names (the real Hub when unset); the
+token comes from the client's usual places and is never printed or written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from rcp_data.errors import RefusedError, UsageError
+from rcp_data.release.check import CheckReport, check_release_dir
+from rcp_data.release.history import (
+    History,
+    Release,
+    histories_dir,
+    history_path,
+    read_history,
+    record_release,
+    same_commit,
+    write_history,
+)
+
+log = logging.getLogger(__name__)
+
+REPO_TYPE = "dataset"
+KEEP_ON_BRANCH = frozenset({".gitattributes"})  # Hub housekeeping a release never deletes
+_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CHUNK = 1 << 20
+
+
+def hub_api(endpoint: str | None = None) -> HfApi:
+    """An ``HfApi`` for ``endpoint``, else ``$HF_ENDPOINT``, else the real Hub."""
+    return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
+
+
+def check_repo_id(repo: str) -> str:
+    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+        raise UsageError(f"--repo must be OWNER/NAME, got {repo!r}")
+    return repo
+
+
+def status_code(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+# -- file identities ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LocalFile:
+    path: str
+    size: int
+    git_oid: str   # git blob sha1 (what the Hub reports for a regular file)
+    sha256: str    # what the Hub reports for an LFS/Xet file
+
+
+def local_file(root: Path, rel: str) -> LocalFile:
+    p = Path(root) / rel
+    size = p.stat().st_size
+    git = hashlib.sha1(f"blob {size}\0".encode())  # noqa: S324 - git's object id, not security
+    sha = hashlib.sha256()
+    with p.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            git.update(chunk)
+            sha.update(chunk)
+    return LocalFile(rel, size, git.hexdigest(), sha.hexdigest())
+
+
+def remote_tree(api: HfApi, repo: str, revision: str | None) -> dict[str, tuple[str, str | None]]:
+    """``{path: (blob id, lfs sha256 or None)}`` of every file at ``revision``."""
+    if revision is None:
+        return {}
+    out = {}
+    for entry in api.list_repo_tree(repo, recursive=True, revision=revision, repo_type=REPO_TYPE):
+        blob = getattr(entry, "blob_id", None)
+        if blob is None:
+            continue  # a folder
+        lfs = getattr(entry, "lfs", None)
+        out[entry.path] = (blob, getattr(lfs, "sha256", None) if lfs else None)
+    return out
+
+
+def same_file(local: LocalFile, remote: tuple[str, str | None] | None) -> bool:
+    if remote is None:
+        return False
+    blob, lfs_sha = remote
+    return local.sha256 == lfs_sha if lfs_sha else local.git_oid == blob
+
+
+def diff_tree(files: list[LocalFile], tree: dict[str, tuple[str, str | None]]
+              ) -> tuple[list[str], list[str]]:
+    """``(changed or new paths, paths to delete)`` of a release against a remote tree."""
+    names = {f.path for f in files}
+    changed = [f.path for f in files if not same_file(f, tree.get(f.path))]
+    deleted = sorted(p for p in tree if p not in names and p not in KEEP_ON_BRANCH)
+    return changed, deleted
+
+
+# -- plan and result ---------------------------------------------------------------------------
+@dataclass
+class PublishPlan:
+    """Everything the publisher decided before touching the Hub."""
+
+    root: Path
+    repo: str
+    branch: str
+    release: Release
+    history: History
+    suite: str | None
+    parent: str | None
+    files: list[LocalFile]
+    changed: list[str]
+    deleted: list[str]
+    already_tagged: str | None = None   # the commit the tag names, when already published
+    endpoint: str = ""
+
+    @property
+    def tag(self) -> str:
+        return self.release.tag
+
+    @property
+    def noop(self) -> bool:
+        return not self.changed and not self.deleted
+
+    def operations(self) -> list:
+        ops: list = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(self.root / f.path))
+                     for f in self.files]
+        ops += [CommitOperationDelete(path_in_repo=p) for p in self.deleted]
+        return ops
+
+
+@dataclass
+class PublishResult:
+    status: str            # "published" | "already-published"
+    repo: str
+    tag: str
+    commit: str
+    parent: str | None
+    changed: int = 0
+    deleted: int = 0
+    recorded: Path | None = None
+    messages: list[str] = field(default_factory=list)
+
+
+# -- planning ----------------------------------------------------------------------------------
+def _ensure_repo(api: HfApi, repo: str, create: bool) -> None:
+    try:
+        api.repo_info(repo, repo_type=REPO_TYPE)
+    except RepositoryNotFoundError as exc:
+        if not create:
+            raise UsageError(f"dataset repo {repo} not found at {api.endpoint}; "
+                             "pass --create-repo to create it") from exc
+        api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
+        log.info("created dataset repo %s", repo)
+
+
+def _check_older_releases(history: History, tags: dict[str, str], chain: list[str],
+                          branch: str) -> None:
+    for r in history.releases[:-1]:
+        hub = tags.get(r.tag)
+        if hub and not same_commit(hub, r.revision):
+            raise RefusedError(
+                f"provenance/releases.json says release {r.release} ({r.tag}) is {r.revision}, "
+                f"but the Hub's tag points at {hub}; fix releases.json (fill_known_shas) "
+                "before publishing")
+        if chain and not any(same_commit(r.revision, c) for c in chain):
+            raise RefusedError(
+                f"provenance/releases.json names {r.revision} for release {r.release}, which "
+                f"is not in the history of branch {branch}")
+        if not hub:
+            log.warning("release %d's tag %s is not on the Hub", r.release, r.tag)
+
+
+def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
+                 parent_commit: str | None = None, api: HfApi | None = None,
+                 create_repo: bool = False) -> PublishPlan:
+    """Decide what to commit; raises :class:`RefusedError` for anything it must not publish."""
+    report.raise_if_failed()
+    check_repo_id(repo)
+    history = report.history
+    assert history is not None and history.latest is not None
+    release = history.latest
+    if history.repo != repo:
+        raise RefusedError(f"provenance/releases.json is for {history.repo}, not {repo}; "
+                           "a release is built for one repository")
+    api = api or hub_api()
+    _ensure_repo(api, repo, create_repo)
+    refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
+    heads = {b.name: b.target_commit for b in refs.branches}
+    tags = {t.name: t.target_commit for t in refs.tags}
+    head = heads.get(branch)
+    if parent_commit and not same_commit(parent_commit, head):
+        raise RefusedError(f"branch {branch} is at {head}, not at the expected parent "
+                           f"{parent_commit}: it moved; nothing was committed or tagged")
+    chain = ([c.commit_id for c in api.list_repo_commits(repo, repo_type=REPO_TYPE,
+                                                          revision=head)] if head else [])
+    _check_older_releases(history, tags, chain, branch)
+    files = [local_file(report.root, rel) for rel in report.files]
+    plan = PublishPlan(root=report.root, repo=repo, branch=branch, release=release,
+                       history=history, suite=report.suite, parent=head, files=files,
+                       changed=[], deleted=[], endpoint=api.endpoint)
+    plan.changed, plan.deleted = diff_tree(files, remote_tree(api, repo, head))
+    target = tags.get(release.tag)
+    if target is not None:
+        changed, deleted = (plan.changed, plan.deleted) if target == head else \
+            diff_tree(files, remote_tree(api, repo, target))
+        if changed or deleted:
+            raise RefusedError(
+                f"tag {release.tag} already exists on commit {target}, which holds different "
+                f"files ({len(changed)} differ, {len(deleted)} extra); tags are never moved. "
+                "Nothing was committed or tagged")
+        plan.already_tagged = target
+        return plan
+    if plan.noop:
+        raise RefusedError(
+            f"nothing to commit: branch {branch} at {head} already holds exactly these files, "
+            f"but tag {release.tag} does not exist. The publisher never tags a commit it did "
+            "not make; check that commit and tag it by hand if it really is this release")
+    return plan
+
+
+# -- executing ---------------------------------------------------------------------------------
+def execute_plan(plan: PublishPlan, api: HfApi | None = None) -> PublishResult:
+    """Make the one commit and the tag of a plan (see the module docstring)."""
+    api = api or hub_api(plan.endpoint or None)
+    rel = plan.release
+    if plan.already_tagged:
+        msg = (f"{plan.repo}: release {rel.release} is already published identically as "
+               f"{plan.tag} at {plan.already_tagged}; nothing changed")
+        log.info(msg)
+        return PublishResult("already-published", plan.repo, plan.tag, plan.already_tagged,
+                             plan.parent, messages=[msg])
+    log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
+             plan.repo, rel.release, plan.endpoint, plan.branch, len(plan.changed),
+             len(plan.deleted), plan.parent)
+    description = (f"{rel.summary}\n\nOne commit holds the whole release; its "
+                   "provenance/releases.json gives this release \"revision\": null, meaning "
+                   "this commit.").strip()
+    try:
+        info = api.create_commit(
+            plan.repo, plan.operations(), commit_message=f"Release {rel.release} ({plan.tag})",
+            commit_description=description, repo_type=REPO_TYPE, revision=plan.branch,
+            parent_commit=plan.parent)
+    except HfHubHTTPError as exc:
+        if status_code(exc) == 412:
+            raise RefusedError(
+                f"branch {plan.branch} of {plan.repo} moved since {plan.parent} was read "
+                "(another publisher?): the Hub refused the commit (412). Nothing was committed "
+                "or tagged; rebuild the release against the new head") from exc
+        raise RefusedError(f"the Hub refused the commit ({status_code(exc)}): {exc}") from exc
+    commit = info.oid
+    _check_own_commit(api, plan, commit)
+    _tag(api, plan, commit)
+    msg = f"{plan.repo}: published release {rel.release} as {plan.tag} at {commit}"
+    log.info(msg)
+    return PublishResult("published", plan.repo, plan.tag, commit, plan.parent,
+                         changed=len(plan.changed), deleted=len(plan.deleted), messages=[msg])
+
+
+def _check_own_commit(api: HfApi, plan: PublishPlan, commit: str) -> None:
+    """Refuse unless ``commit`` is a new commit whose parent is the head the plan read."""
+    if commit == plan.parent:
+        raise RefusedError(
+            f"the commit was a no-op (the Hub returned the old head {commit}); the old "
+            "commit is not tagged")
+    chain = [c.commit_id for c in api.list_repo_commits(plan.repo, repo_type=REPO_TYPE,
+                                                          revision=commit)]
+    expected = [commit, plan.parent] if plan.parent else [commit]
+    if chain[: len(expected)] != expected or (not plan.parent and len(chain) != 1):
+        raise RefusedError(
+            f"branch {plan.branch} moved since {plan.parent} was read: the Hub returned {commit}, "
+            "which is not a commit made on top of it (another publisher committed the same "
+            "files?). Nothing was tagged")
+
+
+def _tag(api: HfApi, plan: PublishPlan, commit: str) -> None:
+    try:
+        api.create_tag(plan.repo, tag=plan.tag, revision=commit, repo_type=REPO_TYPE,
+                       tag_message=f"Release {plan.release.release}: {plan.release.judge_model}")
+    except HfHubHTTPError as exc:
+        if status_code(exc) != 409:
+            raise RefusedError(f"commit {commit} was made but tagging it failed "
+                               f"({status_code(exc)}): {exc}; tag it with {plan.tag}") from exc
+        refs = api.list_repo_refs(plan.repo, repo_type=REPO_TYPE)
+        target = {t.name: t.target_commit for t in refs.tags}.get(plan.tag)
+        if target != commit:
+            raise RefusedError(
+                f"tag {plan.tag} appeared on {target} while publishing; it is never moved. "
+                f"Commit {commit} stays on branch {plan.branch} untagged") from exc
+        log.info("tag %s already points at %s", plan.tag, commit)
+
+
+# -- the whole job -----------------------------------------------------------------------------
+def default_history_file(suite: str | None, repo: str) -> Path | None:
+    """The project's ``release/<suite>.json`` when it tracks ``repo``, else None."""
+    if not suite:
+        return None
+    path = history_path(suite)
+    if path.exists() and read_history(path).repo == repo:
+        return path
+    return None
+
+
+def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
+    """Add the published release (with its now known sha) to a project history file."""
+    history = read_history(path)
+    write_history(record_release(history, plan.release, result.commit), path)
+    log.info("recorded release %d (%s) in %s", plan.release.release, result.commit, path)
+    return path
+
+
+def publish(root: str | Path, repo: str, *, branch: str = "main",
+            parent_commit: str | None = None, api: HfApi | None = None,
+            create_repo: bool = False, history_file: str | Path | None | bool = None
+            ) -> PublishResult:
+    """Check, commit and tag one release directory (see the module docstring).
+
+    ``history_file``: a project history to record the release in; None picks the project's
+    ``release/<suite>.json`` when it tracks ``repo``; False records nowhere.
+    """
+    check_repo_id(repo)
+    report = check_release_dir(root)
+    report.raise_if_failed()
+    api = api or hub_api()
+    try:
+        plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, api=api,
+                            create_repo=create_repo)
+        result = execute_plan(plan, api)
+    except (RevisionNotFoundError, EntryNotFoundError) as exc:
+        raise RefusedError(f"the Hub answered: {exc}") from exc
+    if history_file is not False and result.status == "published":
+        path = Path(history_file) if history_file else default_history_file(report.suite, repo)
+        if path is not None:
+            result.recorded = record(result, plan, path)
+            if path.parent.resolve() == histories_dir().resolve():
+                from rcp_data.release.render import write_releases_md
+
+                write_releases_md()
+    return result

@@ -1,0 +1,110 @@
+"""Integrity checks catch and name each kind of damage to a release directory."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rcp_data.demo import make_demo_release
+from rcp_data.gains import ItemParams
+from rcp_data.integrity import run_integrity
+from rcp_data.layout import SCHEMAS, ReleaseDir, write_parquet
+from rcp_data.specs import load_spec
+
+LINK = "weighted_discrimination"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("integrity") / "release"
+    make_demo_release(out)
+    return out
+
+
+@pytest.fixture
+def release(pristine, tmp_path) -> Path:
+    copy = tmp_path / "release"
+    shutil.copytree(pristine, copy)
+    return copy
+
+
+def _run(root: Path):
+    rel = ReleaseDir(root, load_spec("demo"))
+    params = ItemParams.read(root / "provenance/item_params.synth.json")
+    checks, _ = run_integrity(rel, params, LINK)
+    return {c.name: c for c in checks if not c.ok}, checks
+
+
+def test_pristine_release_passes(pristine):
+    failed, checks = _run(pristine)
+    assert failed == {}
+    assert {"gains", "fusion", "pool-rule", "top-ranked-in-corpus", "counts"} <= {
+        c.name for c in checks}
+
+
+def test_changed_gain_is_named(release):
+    path = release / "beta/qrels.parquet"
+    q = pd.read_parquet(path)
+    i = q.index[q["theta"].notna()][7]
+    q.loc[i, "gain"] = q.loc[i, "gain"] + 1e-9
+    write_parquet(q, path, SCHEMAS["qrels"])
+    failed, _ = _run(release)
+    assert set(failed) == {"gains"}
+    detail = failed["gains"].details[0]
+    assert f"query {q.loc[i, 'query-id']}" in detail and f"document {q.loc[i, 'corpus-id']}" in detail
+    assert "subset beta" in detail
+
+
+def test_deleted_pooled_document_is_named(release):
+    path = release / "alpha/corpus.parquet"
+    c = pd.read_parquet(path)
+    top = pd.read_parquet(release / "alpha/top_ranked.parquet")
+    victim = top["corpus-ids"].iloc[4][0]
+    write_parquet(c[c["id"] != victim], path, SCHEMAS["corpus"])
+    failed, _ = _run(release)
+    assert "top-ranked-in-corpus" in failed
+    assert any(victim in d for d in failed["top-ranked-in-corpus"].details)
+
+
+def test_excluded_document_in_top_ranked_is_caught(release):
+    path = release / "alpha/top_ranked.parquet"
+    top = pd.read_parquet(path)
+    top.at[0, "corpus-ids"] = ["alpha-q000", *list(top.at[0, "corpus-ids"])]
+    write_parquet(top, path, SCHEMAS["top_ranked"])
+    failed, _ = _run(release)
+    assert "no-excluded-in-top-ranked" in failed
+    assert "alpha-q000" in failed["no-excluded-in-top-ranked"].details[0]
+
+
+def test_changed_rrf_score_breaks_fusion(release):
+    path = release / "provenance/pool/beta.parquet"
+    p = pd.read_parquet(path)
+    p.loc[0, "rrf_score"] += 1e-9
+    write_parquet(p, path, SCHEMAS["pool"])
+    failed, _ = _run(release)
+    assert "fusion" in failed
+
+
+def test_reordered_fused_run_is_caught(release):
+    path = release / "provenance/first_stage/alpha.parquet"
+    fs = pd.read_parquet(path)
+    idx = fs.index[fs["retriever"] == "rrf_fused"][:2]
+    a, b = fs.loc[idx[0], "corpus-id"], fs.loc[idx[1], "corpus-id"]
+    fs.loc[idx[0], "corpus-id"], fs.loc[idx[1], "corpus-id"] = b, a
+    write_parquet(fs, path, SCHEMAS["first_stage"])
+    failed, _ = _run(release)
+    assert "fusion" in failed and "order differs" in failed["fusion"].details[0]
+
+
+def test_positive_dropped_from_pool_is_caught(release):
+    path = release / "provenance/pool/alpha.parquet"
+    p = pd.read_parquet(path)
+    q = pd.read_parquet(release / "alpha/qrels.parquet")
+    pos = q[(q["score"] > 0) & q["theta"].notna()].iloc[0]
+    keep = ~((p["query-id"] == pos["query-id"]) & (p["corpus-id"] == pos["corpus-id"]))
+    write_parquet(p[keep], path, SCHEMAS["pool"])
+    failed, _ = _run(release)
+    assert "positives-accounted" in failed

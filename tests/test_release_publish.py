@@ -1,0 +1,298 @@
+"""The publisher and the listing against the local Hub, with the real huggingface_hub and datasets
+clients. Release directories are tiny SYNTHETIC demo-suite releases (``test_release_check``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub import HfApi
+from test_release_check import first_history, make_release_dir, second_history
+
+from rcp_data import layout
+from rcp_data.cli import main
+from rcp_data.errors import RefusedError
+from rcp_data.release.check import check_release_dir
+from rcp_data.release.history import SCHEMA, fill_known_shas, read_history, release_tag
+from rcp_data.release.publish import execute_plan, plan_publish, publish
+from rcp_data.release.refs import list_releases, render_listing
+
+TAG1 = release_tag(1, "rcp-data/synthetic-judge-7b")
+TAG2 = release_tag(2, "rcp-data/synthetic-judge-7b")
+
+
+@pytest.fixture
+def api(local_hub) -> HfApi:
+    return HfApi(endpoint=local_hub.url)
+
+
+def _state(api: HfApi, repo: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(commit ids on main, branches, tags)."""
+    refs = api.list_repo_refs(repo, repo_type="dataset")
+    commits = [c.commit_id for c in api.list_repo_commits(repo, repo_type="dataset")]
+    return (commits, {b.name: b.target_commit for b in refs.branches},
+            {t.name: t.target_commit for t in refs.tags})
+
+
+def _tags(api: HfApi, repo: str) -> dict[str, str]:
+    return _state(api, repo)[2]
+
+
+def _publish_cli(root: Path, repo: str, *extra: str) -> int:
+    return main(["release", "publish", str(root), "--repo", repo, "--no-history", *extra])
+
+
+def _gains(root: Path, subset: str = "alpha") -> list[float]:
+    return pq.read_table(root / subset / "qrels.parquet")["gain"].to_pylist()
+
+
+def _published_v1_v2(tmp_path: Path, api: HfApi, repo: str) -> tuple[Path, Path, str, str]:
+    v1 = make_release_dir(tmp_path / "v1", repo, extra_files={"notes/v1-only.txt": "SYNTHETIC"})
+    assert _publish_cli(v1, repo, "--create-repo") == 0
+    sha1 = _tags(api, repo)[TAG1]
+    # the next release learns release 1's sha from the Hub's refs
+    history = fill_known_shas(first_history(repo), api.list_repo_refs(repo, repo_type="dataset"))
+    assert history.releases[0].revision == sha1
+    v2 = make_release_dir(tmp_path / "v2", repo, release=2,
+                          history=second_history(repo, history.releases[0].revision))
+    assert _publish_cli(v2, repo) == 0
+    return v1, v2, sha1, _tags(api, repo)[TAG2]
+
+
+def test_two_releases_stay_loadable(tmp_path, api, hub_repo):
+    v1, v2, sha1, sha2 = _published_v1_v2(tmp_path, api, hub_repo)
+    commits, branches, tags = _state(api, hub_repo)
+    assert tags == {TAG1: sha1, TAG2: sha2}
+    assert branches["main"] == sha2
+    assert commits[:2] == [sha2, sha1] and len(commits) == 3   # + the repo's initial commit
+    assert not np.allclose(_gains(v1), _gains(v2))              # a recalibration: new gains
+    for revision, root in ((TAG1, v1), (sha1, v1), (TAG2, v2), (sha2, v2)):
+        ds = datasets.load_dataset(hub_repo, "alpha-qrels", split="test", revision=revision)
+        assert ds["gain"] == _gains(root), revision
+    # release 2's commit: release 1 has its sha, release 2 is "the commit holding this file"
+    path = api.hf_hub_download(hub_repo, layout.RELEASES_JSON, repo_type="dataset",
+                               revision=sha2)
+    held = read_history(path, for_commit=True)
+    assert [r.revision for r in held.releases] == [sha1, None]
+    assert [r.status for r in held.releases] == ["superseded", "current"]
+    # the stale file of release 1 went away in release 2's tree, and stays in release 1's
+    files1 = set(api.list_repo_files(hub_repo, repo_type="dataset", revision=sha1))
+    files2 = set(api.list_repo_files(hub_repo, repo_type="dataset", revision=sha2))
+    assert "notes/v1-only.txt" in files1 and "notes/v1-only.txt" not in files2
+    assert files2 - {".gitattributes"} == set(check_release_dir(v2).files)
+    listing = list_releases(hub_repo, api=api)
+    assert listing.ok, render_listing(listing)
+    assert [(r.release, r.tag, r.status, r.json_revision, r.hub_revision)
+            for r in listing.rows] == [(1, TAG1, "superseded", sha1, sha1),
+                                       (2, TAG2, "current", None, sha2)]
+
+
+def test_rerun_changes_nothing(tmp_path, api, hub_repo, capsys):
+    v1, _, _, _ = _published_v1_v2(tmp_path, api, hub_repo)
+    before = _state(api, hub_repo)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 0     # release 1 again, after release 2
+    assert "already published identically" in capsys.readouterr().out
+    assert _state(api, hub_repo) == before
+
+
+def test_rerun_right_after_publish(tmp_path, api, hub_repo):
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 0
+    before = _state(api, hub_repo)
+    result = publish(v1, hub_repo, api=api, history_file=False)
+    assert result.status == "already-published" and result.commit == before[2][TAG1]
+    assert _state(api, hub_repo) == before
+
+
+def test_race_on_one_head_has_one_winner(tmp_path, api, hub_repo):
+    api.create_repo(hub_repo, repo_type="dataset")
+    head = _state(api, hub_repo)[1]["main"]
+    a = make_release_dir(tmp_path / "a", hub_repo)
+    b = make_release_dir(tmp_path / "b", hub_repo, extra_files={"notes/b.txt": "SYNTHETIC b"})
+    outcomes: dict[str, object] = {}
+
+    def run(name: str, root: Path) -> None:
+        try:
+            outcomes[name] = publish(root, hub_repo, parent_commit=head, api=HfApi(
+                endpoint=api.endpoint), history_file=False)
+        except RefusedError as exc:
+            outcomes[name] = exc
+
+    threads = [threading.Thread(target=run, args=(n, r)) for n, r in (("a", a), ("b", b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    won = [n for n, o in outcomes.items() if not isinstance(o, RefusedError)]
+    lost = [n for n, o in outcomes.items() if isinstance(o, RefusedError)]
+    assert len(won) == 1 and len(lost) == 1, outcomes
+    assert "moved" in outcomes[lost[0]].message
+    commits, branches, tags = _state(api, hub_repo)
+    assert commits == [outcomes[won[0]].commit, head]           # the loser made no commit
+    assert tags == {TAG1: outcomes[won[0]].commit}               # ... and no tag
+    files = set(api.list_repo_files(hub_repo, repo_type="dataset"))
+    assert ("notes/b.txt" in files) == (won == ["b"])
+
+
+def test_second_publisher_on_stale_head_exits_1(tmp_path, api, hub_repo, capsys):
+    api.create_repo(hub_repo, repo_type="dataset")
+    head = _state(api, hub_repo)[1]["main"]
+    a = make_release_dir(tmp_path / "a", hub_repo)
+    b = make_release_dir(tmp_path / "b", hub_repo, extra_files={"notes/b.txt": "SYNTHETIC b"})
+    # both publishers plan against the same head; A commits first
+    plan_a = plan_publish(check_release_dir(a), hub_repo, api=api)
+    plan_b = plan_publish(check_release_dir(b), hub_repo, api=api)
+    assert plan_a.parent == plan_b.parent == head
+    won = execute_plan(plan_a, api)
+    after_a = _state(api, hub_repo)
+    with pytest.raises(RefusedError, match=r"moved since .* \(412\)\. Nothing was committed"):
+        execute_plan(plan_b, api)
+    assert _state(api, hub_repo) == after_a
+    assert after_a[0] == [won.commit, head]
+    # the same through the CLI: --parent-commit names the head B was built against
+    capsys.readouterr()
+    assert _publish_cli(b, hub_repo, "--parent-commit", head) == 1
+    assert "moved" in capsys.readouterr().err
+    assert _state(api, hub_repo) == after_a
+
+
+def test_identical_race_loser_does_not_tag_the_winners_commit(tmp_path, api, hub_repo):
+    api.create_repo(hub_repo, repo_type="dataset")
+    a = make_release_dir(tmp_path / "a", hub_repo)
+    plan_1 = plan_publish(check_release_dir(a), hub_repo, api=api)
+    plan_2 = plan_publish(check_release_dir(a), hub_repo, api=api)
+    execute_plan(plan_1, api)
+    after = _state(api, hub_repo)
+    # the client drops every unchanged file and returns the new head without committing
+    with pytest.raises(RefusedError, match="moved"):
+        execute_plan(plan_2, api)
+    assert _state(api, hub_repo) == after
+
+
+def test_tag_on_another_commit_is_refused(tmp_path, api, hub_repo, capsys):
+    api.create_repo(hub_repo, repo_type="dataset")
+    head = _state(api, hub_repo)[1]["main"]
+    api.create_tag(hub_repo, tag=TAG1, revision=head, repo_type="dataset")
+    before = _state(api, hub_repo)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 1
+    err = capsys.readouterr().err
+    assert f"tag {TAG1} already exists on commit {head}" in err and "never moved" in err
+    assert _state(api, hub_repo) == before
+
+
+def test_noop_commit_never_tags_the_old_commit(tmp_path, api, hub_repo, capsys):
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 0
+    # simulate a publisher that died between its commit and its tag
+    api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
+    before = _state(api, hub_repo)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 1
+    assert "nothing to commit" in capsys.readouterr().err
+    assert _state(api, hub_repo) == before and before[2] == {}
+
+
+@pytest.mark.parametrize("damage", ["missing-config-file", "gain-not-link-of-theta"])
+def test_bad_release_refused_before_upload(tmp_path, api, hub_repo, capsys, damage):
+    api.create_repo(hub_repo, repo_type="dataset")
+    before = _state(api, hub_repo)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    if damage == "missing-config-file":
+        (v1 / "alpha" / "queries.parquet").unlink()
+    else:
+        path = v1 / "beta" / "qrels.parquet"
+        qrels = pq.read_table(path).to_pandas()
+        qrels.loc[2, "gain"] = qrels.loc[2, "gain"] * 0.5
+        layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 1
+    err = capsys.readouterr().err
+    assert "nothing was uploaded" in err
+    assert ("alpha/queries.parquet: missing file" in err if damage == "missing-config-file"
+            else "beta/qrels.parquet: field 'gain'" in err and "row 2 " in err)
+    assert _state(api, hub_repo) == before
+
+
+def test_usage_errors_exit_2(tmp_path, hub_repo):
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert _publish_cli(v1, "not-a-repo-id") == 2
+    assert _publish_cli(tmp_path / "missing", hub_repo) == 2
+    assert _publish_cli(v1, hub_repo) == 2           # repo absent and no --create-repo
+
+
+def test_repo_mismatch_refused(tmp_path, api, hub_repo):
+    v1 = make_release_dir(tmp_path / "v1", "rcp-test/some-other-repo")
+    api.create_repo(hub_repo, repo_type="dataset")
+    before = _state(api, hub_repo)
+    assert _publish_cli(v1, hub_repo) == 1
+    assert _state(api, hub_repo) == before
+
+
+def test_listing_flags_disagreements(tmp_path, api, hub_repo, capsys):
+    _, _, sha1, sha2 = _published_v1_v2(tmp_path, api, hub_repo)
+    # somebody outside the toolkit moves tag v1, deletes tag v2 and adds an unnamed tag
+    api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
+    api.create_tag(hub_repo, tag=TAG1, revision=sha2, repo_type="dataset")
+    api.delete_tag(hub_repo, tag=TAG2, repo_type="dataset")
+    api.create_tag(hub_repo, tag="experimental", revision=sha1, repo_type="dataset")
+    listing = list_releases(hub_repo, api=api)
+    flags = {r.tag: r.flags for r in listing.rows}
+    assert not listing.ok
+    assert flags[TAG1] == [f"moved tag: the Hub's tag points at {sha2}, releases.json names "
+                           f"{sha1}"]
+    assert flags[TAG2] == ["release whose tag is missing on the Hub"]
+    assert flags["experimental"] == ["tag no release names"]
+    capsys.readouterr()
+    assert main(["release", "list", "--repo", hub_repo, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and len(data["releases"]) == 3
+
+
+def test_listing_null_revision_against_a_moved_tag(tmp_path, api, hub_repo):
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 0
+    sha1 = _tags(api, hub_repo)[TAG1]
+    initial = _state(api, hub_repo)[0][-1]
+    assert main(["release", "list", "--repo", hub_repo]) == 0
+    api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
+    api.create_tag(hub_repo, tag=TAG1, revision=initial, repo_type="dataset")
+    listing = list_releases(hub_repo, api=api)
+    (row,) = listing.rows
+    assert row.json_revision is None and row.hub_revision == initial != sha1
+    assert len(row.flags) == 1 and row.flags[0].startswith("moved tag?")
+
+
+def test_token_never_leaks(tmp_path, api, hub_repo, local_hub, monkeypatch, capsys, caplog):
+    token = "hf_" + secrets.token_hex(16)
+    monkeypatch.setenv("HF_TOKEN", token)
+    caplog.set_level(logging.DEBUG)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    recorded = tmp_path / "history.json"   # a project history for this repo, still empty
+    recorded.write_text(json.dumps({"schema": SCHEMA, "repo": hub_repo, "releases": []}))
+    assert main(["-v", "release", "publish", str(v1), "--repo", hub_repo, "--create-repo",
+                 "--history", str(recorded)]) == 0
+    assert main(["-v", "release", "list", "--repo", hub_repo]) == 0
+    assert main(["-v", "release", "publish", str(v1), "--repo", hub_repo, "--no-history"]) == 0
+    out = capsys.readouterr()
+    sha1 = _tags(api, hub_repo)[TAG1]
+    assert f"published release 1 as {TAG1} at {sha1}" in out.out
+    (entry,) = read_history(recorded).releases
+    assert (entry.tag, entry.revision, entry.data_revision) == (TAG1, sha1, sha1)
+    assert token not in out.out + out.err
+    assert token not in caplog.text
+    for folder in (tmp_path, Path(local_hub.root), Path(os.environ["HF_HOME"])):
+        for p in folder.rglob("*"):
+            if p.is_file():
+                assert token.encode() not in p.read_bytes(), p
