@@ -9,6 +9,7 @@ with its expected outcome written down by construction (not by running the reade
   ``test-religion-grcrgshwbr-pro03a``); an own document whose text differs from the query, with a
   copy of THAT text elsewhere; a copy that is also a qrel positive (kept); two empty documents.
 - scidocs: empty documents, one of them a qrel positive.
+- nfcorpus: a query with more positives (160) than a pool of 150 holds.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _text(rng: np.random.Generator, tag: str) -> str:
     return f"SYNTHETIC {tag} " + " ".join(rng.choice(WORDS, size=int(rng.integers(6, 20))))
 
 
-def make_dataset(name: str, seed: int = 7, n_docs: int = 30, n_queries: int = 4) -> NanoFixture:
+def make_dataset(name: str, seed: int = 7, n_docs: int = 200, n_queries: int = 4) -> NanoFixture:
     """A plain generated dataset: every query has 1-3 positives among the documents."""
     rng = np.random.default_rng(seed + sum(map(ord, name)))
     doc_ids = [f"{name}-d{i:03d}" for i in range(n_docs)]
@@ -77,7 +78,7 @@ def make_arguana() -> NanoFixture:
                           ignore_index=True)
     fx.queries = pd.concat([fx.queries, pd.DataFrame(list(q.items()), columns=["_id", "text"])],
                            ignore_index=True)
-    extra = pd.DataFrame([(ids[i], "arguana-d00%d" % i, 1) for i in range(6)]
+    extra = pd.DataFrame([(ids[i], f"arguana-d00{i}", 1) for i in range(6)]
                          + [(ids[5], "test-positive-copy-q5", 1)],
                          columns=["query-id", "corpus-id", "score"])
     fx.qrels = pd.concat([fx.qrels, extra], ignore_index=True)
@@ -104,16 +105,22 @@ def make_scidocs() -> NanoFixture:
     return fx
 
 
+MANY_POSITIVES = 160
+
+
+def make_nfcorpus() -> NanoFixture:
+    fx = make_dataset("nfcorpus", n_docs=260)
+    deep = fx.queries["_id"].iloc[0]
+    many = fx.corpus["_id"].iloc[:MANY_POSITIVES]
+    rest = fx.qrels[fx.qrels["query-id"] != deep]
+    fx.qrels = pd.concat([pd.DataFrame({"query-id": deep, "corpus-id": many, "score": 1}), rest],
+                         ignore_index=True)
+    return fx
+
+
 def make_all() -> dict[str, NanoFixture]:
-    out = {}
-    for name in DATASETS:
-        if name == "arguana":
-            out[name] = make_arguana()
-        elif name == "scidocs":
-            out[name] = make_scidocs()
-        else:
-            out[name] = make_dataset(name)
-    return out
+    special = {"arguana": make_arguana, "scidocs": make_scidocs, "nfcorpus": make_nfcorpus}
+    return {name: special.get(name, lambda n=name: make_dataset(n))() for name in DATASETS}
 
 
 def stage(fixtures: dict[str, NanoFixture]) -> None:

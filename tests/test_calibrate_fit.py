@@ -19,6 +19,7 @@ from rcp_data.calibration.pipeline import calibrate
 from rcp_data.calibration.simulate import simulate_counts, simulate_verdicts
 from rcp_data.calibration.verdicts import count_verdicts
 from rcp_data.errors import InputError
+from rcp_data.gains import ItemParams
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +102,6 @@ def test_fit_is_a_minimum_of_the_objective():
     np.testing.assert_allclose(plain.alpha, arr.alpha, atol=1e-3)
 
 
-def _with(sim, **changes):
-    for k, v in changes.items():
-        setattr(sim, k, v)
-    return sim
-
-
 def test_query_failing_everything_gets_a_finite_prior_driven_fit():
     sim = simulate_counts(30, 50, 6, seed=5)
     passes = sim.passes.copy()
@@ -128,14 +123,16 @@ def test_criterion_nobody_passes_is_finite_and_flagged():
     arr = fit_map_arrays(sim.query_index, sim.theta_bt, sim.n, passes, 30, progress=False)
     assert np.isfinite(arr.gamma).all() and np.isfinite(arr.beta).all()
     assert arr.beta.argmax() == 4
-    from rcp_data.gains import ItemParams
-
     params = ItemParams(tuple(arr.gamma), tuple(arr.beta))
     theta = arr.tau[sim.query_index] * sim.theta_bt + arr.alpha[sim.query_index]
     diag = fit_diagnostics(params, theta, sim.n, passes, tau=arr.tau, alpha=arr.alpha)
-    assert diag["criteria_never_passed"] == ["C5"]
-    # the ridge holds it: predicted pass rate of C5 is tiny but not zero
-    assert 0 < params.pass_probabilities(theta)[:, 4].max() < 0.05
+    assert diag["criteria_never_passed"] == ["C5"] and diag["difficulties_rising"]
+    # the ridge holds it: far above the others, predicted pass rate tiny but not zero
+    assert arr.beta[4] - arr.beta[3] > 3
+    assert 0 < params.pass_probabilities(theta)[:, 4].mean() < 0.01
+    # the other criteria keep their spacing (only the origin mean(beta) = 0 moves)
+    full = fit_map_arrays(sim.query_index, sim.theta_bt, sim.n, sim.passes, 30, progress=False)
+    np.testing.assert_allclose(np.diff(arr.beta[:4]), np.diff(full.beta[:4]), atol=0.15)
 
 
 def test_missing_criterion_row_leaves_its_window_out_of_the_fit():

@@ -112,7 +112,8 @@ def test_corpus_streams_in_batches(staged, suite):
     scan = irds.scan_corpus(irds.load("nano-beir/quora"), "nano-beir/quora", "x")
     reader = irds.corpus_reader("nano-beir/quora", scan, batch_rows=7)
     sizes = [b.num_rows for b in reader.batches()]
-    assert sizes == [7, 7, 7, 7, 2]
+    n = len(staged["quora"].corpus)
+    assert sizes == [7] * (n // 7) + ([n % 7] if n % 7 else [])
     assert reader.to_frame()["id"].tolist() == sub.corpus.to_frame()["id"].tolist()
 
 

@@ -84,9 +84,7 @@ def repair_text(text: str) -> str:
 
 def needs_repair(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Boolean mask: True where :func:`repair_text` may change the passage (vectorized)."""
-    non_ascii = pc.invert(pc.string_is_ascii(texts))
-    mask = pc.and_kleene(non_ascii, pc.match_substring_regex(texts, _PREFILTER_PATTERN))
-    mask = pc.fill_null(mask, False)
+    mask = pc.fill_null(pc.match_substring_regex(texts, _PREFILTER_PATTERN), False)
     return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
 
 

@@ -37,11 +37,18 @@ _COMMITTER = "local-hub"
 class HubError(Exception):
     """An error the HTTP layer turns into a status code and, where set, an ``X-Error-Code``."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
+        self.headers = dict(headers or {})
 
 
 def repo_not_found(repo_id: str) -> HubError:

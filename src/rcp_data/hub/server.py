@@ -95,7 +95,6 @@ class _Request:
     """A parsed request: repo coordinates plus the remaining path segments."""
 
     def __init__(self, handler: _Handler, method: str) -> None:
-        self.handler = handler
         self.method = method
         split = urlsplit(handler.path)
         self.raw_path = split.path
@@ -155,11 +154,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def send_hub_error(self, err: HubError, headers: dict[str, str] | None = None) -> None:
-        extra = dict(headers or {})
+    def send_hub_error(self, err: HubError) -> None:
+        extra = dict(err.headers)
         if err.code:
             extra["X-Error-Code"] = err.code
-        extra["X-Error-Message"] = err.message.encode("ascii", "replace").decode()
+        one_line = " ".join(err.message.split())
+        extra["X-Error-Message"] = one_line.encode("ascii", "replace").decode()
         self.send_json(err.status, {"error": err.message}, extra)
 
     def _dispatch(self, method: str) -> None:
@@ -169,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         except HubError as err:
             level = logging.WARNING if err.status >= 500 else logging.DEBUG
             log.log(level, "%s %s -> %d %s", method, self.path, err.status, err.message)
-            self.send_hub_error(err, getattr(err, "headers", None))
+            self.send_hub_error(err)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:  # noqa: BLE001 - a server must answer, not die
@@ -563,7 +563,7 @@ def _resolve(h: _Handler, req: _Request, rtype: str, repo_id: str, rev: str, par
     entry = store.entry(repo, commit, path) if path else None
     if entry is None or entry.kind != "file":
         err = entry_not_found(path)
-        err.headers = {"X-Repo-Commit": commit}  # type: ignore[attr-defined]
+        err.headers["X-Repo-Commit"] = commit
         raise err
     size = entry.size
     start, end, status = 0, size - 1, 200
@@ -577,11 +577,15 @@ def _resolve(h: _Handler, req: _Request, rtype: str, repo_id: str, rev: str, par
             else:
                 start, end = max(size - int(last), 0), size - 1
             if start >= size or start > end:
-                err = HubError(416, f"Range {requested} not satisfiable for {size} bytes")
-                err.headers = {"Content-Range": f"bytes */{size}"}  # type: ignore[attr-defined]
-                raise err
+                raise HubError(
+                    416,
+                    f"Range {requested} not satisfiable for {size} bytes",
+                    headers={"Content-Range": f"bytes */{size}"},
+                )
             status = 206
     length = max(end - start + 1, 0)
+    # materialise the blob before any header goes out, so a failure can still answer 500
+    blob = store.blob_file(repo, entry.oid) if req.method != "HEAD" and length else None
     h.send_response(status)
     h.send_header("Content-Type", "application/octet-stream")
     h.send_header("Content-Length", str(length))
@@ -591,9 +595,9 @@ def _resolve(h: _Handler, req: _Request, rtype: str, repo_id: str, rev: str, par
     if status == 206:
         h.send_header("Content-Range", f"bytes {start}-{end}/{size}")
     h.end_headers()
-    if req.method == "HEAD" or length == 0:
+    if blob is None:
         return
-    with open(store.blob_file(repo, entry.oid), "rb") as fh:
+    with open(blob, "rb") as fh:
         fh.seek(start)
         remaining = length
         while remaining:

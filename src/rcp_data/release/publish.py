@@ -21,6 +21,7 @@ import hashlib
 import logging
 import os
 import re
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,6 +138,7 @@ class PublishPlan:
     deleted: list[str]
     already_tagged: str | None = None   # the commit the tag names, when already published
     endpoint: str = ""
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def tag(self) -> str:
@@ -259,7 +261,7 @@ def execute_plan(plan: PublishPlan, api: HfApi | None = None) -> PublishResult:
              len(plan.deleted), plan.parent)
     description = (f"{rel.summary}\n\nOne commit holds the whole release; its "
                    "provenance/releases.json gives this release \"revision\": null, meaning "
-                   "this commit.").strip()
+                   f"this commit.\n\npublish run: {plan.run_id}").strip()
     try:
         info = api.create_commit(
             plan.repo, plan.operations(), commit_message=f"Release {rel.release} ({plan.tag})",
@@ -282,15 +284,22 @@ def execute_plan(plan: PublishPlan, api: HfApi | None = None) -> PublishResult:
 
 
 def _check_own_commit(api: HfApi, plan: PublishPlan, commit: str) -> None:
-    """Refuse unless ``commit`` is a new commit whose parent is the head the plan read."""
+    """Refuse unless ``commit`` is the commit this run made, on top of the head the plan read.
+
+    When every file is unchanged against the branch head, the client makes no commit and
+    returns that head; if the branch moved to another publisher's identical tree meanwhile,
+    that head is a new commit on the same parent. Only this run's id in the commit message
+    tells the two apart.
+    """
     if commit == plan.parent:
         raise RefusedError(
             f"the commit was a no-op (the Hub returned the old head {commit}); the old "
             "commit is not tagged")
-    chain = [c.commit_id for c in api.list_repo_commits(plan.repo, repo_type=REPO_TYPE,
-                                                          revision=commit)]
+    log_entries = api.list_repo_commits(plan.repo, repo_type=REPO_TYPE, revision=commit)
+    chain = [c.commit_id for c in log_entries]
     expected = [commit, plan.parent] if plan.parent else [commit]
-    if chain[: len(expected)] != expected or (not plan.parent and len(chain) != 1):
+    ours = plan.run_id in f"{log_entries[0].title}\n{log_entries[0].message}"
+    if not ours or chain[: len(expected)] != expected or (not plan.parent and len(chain) != 1):
         raise RefusedError(
             f"branch {plan.branch} moved since {plan.parent} was read: the Hub returned {commit}, "
             "which is not a commit made on top of it (another publisher committed the same "
