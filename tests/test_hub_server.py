@@ -35,7 +35,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from rcp_data.hub.server import LocalHub, embedded_hub
+from rcp_data.hub.server import LocalHub, embedded_hub, free_port
 
 DS = "dataset"
 
@@ -418,7 +418,9 @@ def test_token_never_logged(
 
 
 def test_embedded_hub_stops() -> None:
-    with embedded_hub() as url:
+    port = free_port()
+    with embedded_hub(port=port) as url:
+        assert url == f"http://127.0.0.1:{port}"
         api = HfApi(endpoint=url)
         api.create_repo("o/e", repo_type=DS)
         assert api.dataset_info("o/e").id == "o/e"

@@ -214,3 +214,14 @@ def test_column_and_name_checks(release_dir: Path):
 def test_not_a_directory(tmp_path: Path):
     with pytest.raises(UsageError):
         check_release_dir(tmp_path / "nope")
+
+
+def test_check_command_exit_codes(release_dir: Path, tmp_path: Path, capsys):
+    from rcp_data.cli import main
+
+    assert main(["release", "check", str(release_dir)]) == 0
+    assert "release check passed (22 files, 30 qrels rows, suite demo)" in capsys.readouterr().out
+    (release_dir / layout.TASK_FILE).unlink()
+    assert main(["release", "check", str(release_dir)]) == 1
+    assert "rcp_ndcg_tasks.py: missing file" in capsys.readouterr().err
+    assert main(["release", "check", str(tmp_path / "absent")]) == 2

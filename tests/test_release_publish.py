@@ -23,7 +23,7 @@ from rcp_data.cli import main
 from rcp_data.errors import RefusedError
 from rcp_data.release.check import check_release_dir
 from rcp_data.release.history import SCHEMA, fill_known_shas, read_history, release_tag
-from rcp_data.release.publish import execute_plan, plan_publish, publish
+from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
 from rcp_data.release.refs import list_releases, render_listing
 
 TAG1 = release_tag(1, "rcp-data/synthetic-judge-7b")
@@ -241,7 +241,15 @@ def test_repo_mismatch_refused(tmp_path, api, hub_repo):
 
 
 def test_listing_flags_disagreements(tmp_path, api, hub_repo, capsys):
-    _, _, sha1, sha2 = _published_v1_v2(tmp_path, api, hub_repo)
+    results = publish_series([
+        lambda prev: make_release_dir(tmp_path / "v1", hub_repo),
+        lambda prev: make_release_dir(tmp_path / "v2", hub_repo, release=2,
+                                      history=second_history(hub_repo, prev)),
+    ], hub_repo, api=api)
+    sha1, sha2 = (r.commit for r in results)
+    assert [r.status for r in results] == ["published", "published"]
+    assert _tags(api, hub_repo) == {TAG1: sha1, TAG2: sha2}
+    assert list_releases(hub_repo, api=api).ok
     # somebody outside the toolkit moves tag v1, deletes tag v2 and adds an unnamed tag
     api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
     api.create_tag(hub_repo, tag=TAG1, revision=sha2, repo_type="dataset")

@@ -195,6 +195,63 @@ def test_instructions_come_from_mteb():
     assert len(set(got.values())) >= 8
 
 
+# -- phase 2: the shared build on the real examples (SYNTHETIC corpora and judge inputs) ----
+def test_build_bright_subsets(suite, raw, tmp_path):
+    from rcp_data.build import build_release, read_inputs
+    from rcp_data.layout import ReleaseDir
+    from rcp_data.sources.base import SuiteSource
+    from rcp_data.synthetic_judge import write_synthetic_inputs
+
+    spec = load_spec("bright")
+    names = ["aops", "leetcode", "biology"]
+    facts = {**suite.facts, "instructions": bright_instructions(spec)}
+    part = SuiteSource(spec.name, {n: suite.subsets[n] for n in names}, facts)
+    write_synthetic_inputs(spec, part, tmp_path / "inputs")
+    manifest = build_release(spec, part, read_inputs(tmp_path / "inputs"), tmp_path / "out",
+                             partial=True)
+    assert manifest["sources"]["instructions"]["aops"].startswith("Represent this Math problem")
+    assert manifest["counts"]["aops"]["excluded_repeats"] == 103
+    rel = ReleaseDir(tmp_path / "out", spec)
+    for name in names:
+        records = raw[name.replace("_", "-")]
+        pool = rel.provenance("pool", name)
+        assert (pool.groupby("query-id").size() == spec.pool.size).all(), name
+        qrels = rel.table(name, "qrels")
+        gold = {(str(r["id"]), d) for r in records for d in r["gold_ids"]}
+        positive = qrels[qrels["score"] > 0]
+        assert set(zip(positive["query-id"], positive["corpus-id"], strict=True)) == gold
+        assert positive["theta"].notna().all()                    # every gold id judged
+        want = {str(r["id"]): set(r["excluded_ids"]) - {"N/A"} for r in records}
+        want = {q: v for q, v in want.items() if v}
+        if not want:
+            assert not rel.has(name, "excluded")
+            continue
+        exc = rel.table(name, "excluded")
+        assert dict(zip(exc["query-id"], map(set, exc["excluded-corpus-ids"]),
+                        strict=True)) == want
+        top = rel.table(name, "top_ranked")
+        assert not any(set(ids) & want.get(q, set())
+                       for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True))
+        flagged = pool[pool["excluded"]]
+        assert all(d in want[q] for q, d in zip(flagged["query-id"], flagged["corpus-id"],
+                                                strict=True))
+
+
+def test_read_suite_options(suite, bright_data):
+    from rcp_data.errors import UsageError
+    from rcp_data.sources.bright import read_suite
+
+    spec = load_spec("bright")
+    with pytest.raises(UsageError, match="unknown BRIGHT source option"):
+        read_suite(spec, {"bogus": "1"})
+    got = read_suite(spec, {"subsets": "earth_science", "examples_dir": str(bright_data),
+                            "instructions": "0", "allow_download": "0"})
+    assert list(got.subsets) == ["earth_science"]
+    assert len(got.subsets["earth_science"].queries) == len(
+        suite.subsets["earth_science"].queries)
+    assert "instructions" not in got.facts
+
+
 # -- bad input: SYNTHETIC examples staged for one task (pony) --------------------------------
 def _synthetic_examples(n: int = 3) -> list[dict]:
     return [{"id": f"sq{i}", "query": f"SYNTHETIC question {i}", "reasoning": "",

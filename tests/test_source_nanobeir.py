@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from fixtures_nanobeir import DATASETS, make_all, make_dataset, stage
+
 from rcp_data.errors import InputError
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.nanobeir import read_nanobeir, self_argument_exclusions
@@ -179,3 +179,63 @@ def test_missing_upstream_file_is_an_input_error(monkeypatch):
     monkeypatch.setattr(dl.RequestsDownload, "stream", _refuse)
     with pytest.raises(InputError, match=r"queries.*nano-beir/nq.*offline"):
         read_nanobeir(subsets=["NanoNQRetrieval"])
+
+
+# -- phase 2: ``rcp-data build nanobeir`` through the shared stages (SYNTHETIC judge inputs) ---
+def test_cli_build_nanobeir(tmp_path):
+    from fixtures_nanobeir import MANY_POSITIVES
+
+    from rcp_data import cli
+    from rcp_data.layout import ReleaseDir
+    from rcp_data.sources.nanobeir import read_suite
+    from rcp_data.synthetic_judge import write_synthetic_inputs
+
+    fixtures = make_all()
+    stage(fixtures)
+    spec = load_spec("nanobeir")
+    write_synthetic_inputs(spec, read_suite(spec, {"allow_download": "0"}), tmp_path / "inputs")
+    rc = cli.main(["build", "nanobeir", "--inputs", str(tmp_path / "inputs"), "--out",
+                   str(tmp_path / "release"), "--source-option", "allow_download=0"])
+    assert rc == 0
+    rel = ReleaseDir(tmp_path / "release", spec)
+    for dataset, fx in fixtures.items():
+        name = _name_of(dataset)
+        pool = rel.provenance("pool", name)
+        qrels = rel.table(name, "qrels")
+        assert (pool.groupby("query-id").size() == spec.pool.size).all(), name
+        positives = fx.qrels.groupby("query-id")["corpus-id"].agg(set)
+        pooled = pool.groupby("query-id")["corpus-id"].agg(set)
+        for q, pos in positives.items():
+            empty = pos & set(fx.empty_ids)
+            assert not (pooled[q] & set(fx.empty_ids))          # empty documents never pooled
+            if len(pos - empty) <= spec.pool.size:
+                assert pos - empty <= pooled[q], (name, q)      # every positive inside
+            else:
+                assert pooled[q] <= pos                          # all 150 places are positives
+        outside = qrels[qrels["theta"].isna()]
+        assert (outside["score"] > 0).all()
+        want_outside = fx.empty_positives + (MANY_POSITIVES - spec.pool.size
+                                             if dataset == "nfcorpus" else 0)
+        assert len(outside) == want_outside, name
+    exc = rel.table("NanoArguAnaRetrieval", "excluded")
+    got = dict(zip(exc["query-id"], map(sorted, exc["excluded-corpus-ids"]), strict=True))
+    assert got == {q: sorted(v) for q, v in fixtures["arguana"].excluded.items()}
+    top = rel.table("NanoArguAnaRetrieval", "top_ranked")
+    for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True):
+        assert not set(ids) & set(got.get(q, []))
+    assert not rel.has("NanoSCIDOCSRetrieval", "excluded")
+
+
+def test_read_suite_options():
+    from rcp_data.errors import UsageError
+    from rcp_data.sources.nanobeir import read_suite
+
+    spec = load_spec("nanobeir")
+    with pytest.raises(UsageError, match="unknown NanoBEIR source option"):
+        read_suite(spec, {"bogus": "1"})
+    _restage("nq")
+    got = read_suite(spec, {"subsets": "NanoNQRetrieval", "allow_download": "0"})
+    assert list(got.subsets) == ["NanoNQRetrieval"]
+    irds_cache.cache_path("nano-beir", "nq/qrels").unlink()
+    with pytest.raises(InputError, match=r"nq/qrels\.parquet.*not in the ir_datasets cache"):
+        read_suite(spec, {"subsets": "NanoNQRetrieval", "allow_download": "0"})

@@ -3,6 +3,7 @@ running it against a release on the local Hub."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import itertools
@@ -215,7 +216,8 @@ def test_task_specific_scores_and_refusals(tmp_path):
 
 # -- stock mteb against the local Hub ----------------------------------------------------------
 class HashEncoder:
-    """A deterministic bag-of-words encoder (hashed token counts); downloads nothing."""
+    """A deterministic bag-of-words encoder (hashed token counts, cosine rounded to one
+    decimal so that scores tie); downloads nothing."""
 
     dim = 64
 
@@ -240,12 +242,13 @@ class HashEncoder:
     def similarity(self, a, b):
         import torch
 
-        return torch.as_tensor(np.asarray(a) @ np.asarray(b).T)
+        # coarse scores (one decimal) so that many candidates tie
+        return torch.as_tensor(np.round(np.asarray(a) @ np.asarray(b).T, 1))
 
     def similarity_pairwise(self, a, b):
         import torch
 
-        return torch.as_tensor((np.asarray(a) * np.asarray(b)).sum(axis=1))
+        return torch.as_tensor(np.round((np.asarray(a) * np.asarray(b)).sum(axis=1), 1))
 
 
 @pytest.fixture(scope="module")
@@ -289,10 +292,11 @@ def _replay_tables(root: Path, scores: dict[str, dict[str, float]], subset: str,
     runs["rank_by_score"] = runs["rank_by_score"].astype("int64")
     runs["stored_position"] = runs.groupby("query-id").cumcount().astype("int64")
     write_parquet(runs, copy / provenance_file("runs", subset), SCHEMAS["runs"])
-    out = {}
-    for rule in ("group-mean", "doc-id"):
-        out[rule] = replay.replay_json(copy, k=10, tie_rule=rule, view="subsets")["metrics"]
-    return out
+    spec = load_spec("demo")
+    only = dataclasses.replace(spec, subsets=(spec.subset(subset),))
+    data = replay.load_release(copy, only)
+    return {rule: replay.replay_loaded(data, k=10, tie_rule=rule).to_json()["metrics"]
+            for rule in ("group-mean", "doc-id")}
 
 
 @pytest.mark.slow
@@ -316,9 +320,45 @@ def test_stock_mteb_runs_the_task_file_at_tag_and_sha(published_demo, tmp_path):
         run = pred["alpha"][load_spec("demo").split]
         replayed = _replay_tables(root, run, "alpha", tmp_path / revision[:8])
         model = "rcp-test/hash-bow"
+        ties = sum(len(docs) - len(set(docs.values())) for docs in run.values())
+        assert ties > 50  # the tie rule matters for these scores:
+        assert (replayed["group-mean"]["rcp_ndcg"][model]["alpha"]
+                != replayed["doc-id"]["rcp_ndcg"][model]["alpha"])
         assert scores["ndcg_float_at_10"] == pytest.approx(
             round(replayed["group-mean"]["rcp_ndcg"][model]["alpha"], 5), abs=1e-9)
         # every alpha query has a positive label, so mteb's mean equals the paper protocol's
         assert scores["ndcg_at_10"] == pytest.approx(
             round(replayed["doc-id"]["qrel_ndcg"][model]["alpha"], 5), abs=1e-9)
         assert scores["main_score"] == scores["ndcg_float_at_10"]
+
+
+@pytest.mark.slow
+def test_open_corpus_view_drops_excluded_documents(published_demo, tmp_path):
+    import mteb
+    from huggingface_hub import hf_hub_download
+
+    repo, tag, _, root = published_demo
+    path = hf_hub_download(repo, "rcp_ndcg_tasks.py", repo_type="dataset", revision=tag)
+    rcp = _load(Path(path).read_text(encoding="utf-8"), tmp_path, name="rcp_tasks_open")
+    (task,) = rcp.get_tasks(["alpha"], view="retrieval")
+    assert task.metadata.name == "DemoAlphaRCPRetrieval"
+    preds = tmp_path / "preds"
+    mteb.evaluate(HashEncoder(), tasks=[task], cache=None, prediction_folder=preds,
+                  show_progress_bar=False)
+    run = json.loads((preds / "DemoAlphaRCPRetrieval_predictions.json").read_text())
+    run = run["alpha"][load_spec("demo").split]
+    excluded = pd.read_parquet(root / "alpha" / "excluded.parquet")
+    corpus = pd.read_parquet(root / "alpha" / "corpus.parquet", columns=["id"])
+    assert len(excluded) == 3
+    for query, docs in zip(excluded["query-id"], excluded["excluded-corpus-ids"], strict=True):
+        # the open corpus is searched (every other document comes back), minus the exclusions
+        assert set(run[query]) == set(corpus["id"]) - set(docs)
+    with pytest.raises(TypeError, match="bi-encoder"):
+        task._rcp_open_corpus_model(_CrossEncoder(), "alpha", "test")
+
+
+class _CrossEncoder:
+    mteb_model_meta = None
+
+    def predict(self, inputs1, inputs2, *, task_metadata, hf_split, hf_subset, **kwargs):
+        raise AssertionError("never called")

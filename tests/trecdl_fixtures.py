@@ -14,7 +14,6 @@ here: a brute-force pool computation (plain Python loops, written independently 
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import tarfile
@@ -210,9 +209,12 @@ def synthetic_first_stage(real: RealTrecDL, noise: list[str], query_ids: dict[in
             take = rng.random(len(judged)) < 0.7
             docs = np.concatenate([judged[take],
                                    rng.choice(noise_arr, size=FS_DEPTH, replace=False)])
-            docs = pd.unique(docs)[:FS_DEPTH]
-            base = np.concatenate([rel[take], np.zeros(len(docs) - int(take.sum()))])
+            base = np.concatenate([rel[take], np.zeros(FS_DEPTH)])
+            keep = np.sort(np.unique(docs, return_index=True)[1])
+            docs, base = docs[keep], base[keep]
             score = np.round(base * (0.8 + 0.1 * i) + rng.normal(0, 1.0, size=len(docs)), 2)
+            top = np.argsort(-score, kind="stable")[:FS_DEPTH]
+            docs, score = docs[top], score[top]
             out[r].append(pd.DataFrame({"query-id": q, "corpus-id": docs, "score": score}))
     return {r: pd.concat(v, ignore_index=True) for r, v in out.items()}
 
@@ -337,4 +339,4 @@ def ensure_irds_home(base: Path) -> None:
 
 
 __all__ = ["brute_force_fuse", "brute_force_pool", "brute_force_pools", "stage_cache",
-           "write_inputs", "read_real", "read_tsv", "ensure_irds_home", "json"]
+           "write_inputs", "read_real", "read_tsv", "ensure_irds_home"]

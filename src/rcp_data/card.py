@@ -33,6 +33,14 @@ from rcp_data.layout import (
 )
 from rcp_data.release.history import History, Release, judge_slug, read_history, release_tag
 from rcp_data.release.render import render_release_table
+from rcp_data.replay import (
+    ReplayResult,
+    load_release,
+    model_order,
+    render_markdown_table,
+    replay_loaded,
+    table_title,
+)
 from rcp_data.specs import SuiteSpec, load_spec
 from rcp_data.taskfile import families, has_ocr_view, task_name, template_text
 
@@ -202,19 +210,11 @@ def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
             ("languages", f"Mean over the {n_langs} language subsets (the mteb task score)")]
 
 
-def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], dict]:
-    """Replay JSON (``{"metrics": {...}}``) per ``(view, tie_rule)``, judge runs left out."""
-    from rcp_data import replay
-
-    out = {}
-    for view, _ in views_shown(spec):
-        for rule, _, _ in TIE_RULES_SHOWN:
-            out[(view, rule)] = replay.replay_json(root, k=10, tie_rule=rule, view=view)
-    return out
-
-
-def _caption(metric_label: str, letter: str, text: str) -> str:
-    return f"{metric_label} (%), rule ({letter}): {text}"
+def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
+    """Replayed tables per ``(view, tie_rule)`` (judge runs left out), from one load."""
+    data = load_release(root, spec)
+    return {(view, rule): replay_loaded(data, k=10, tie_rule=rule, view=view)
+            for view, _ in views_shown(spec) for rule, _, _ in TIE_RULES_SHOWN}
 
 
 def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> list[str]:
@@ -222,10 +222,10 @@ def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> l
     lines = []
     for view, heading in views_shown(spec):
         for metric, label in METRICS_SHOWN:
-            a = results[(view, "doc-id")]["metrics"][metric]
-            b = results[(view, "group-mean")]["metrics"][metric]
+            a = results[(view, "doc-id")].to_json()["metrics"][metric]
+            b = results[(view, "group-mean")].to_json()["metrics"][metric]
             diffs = [100.0 * (a[m][c] - b[m][c]) for m in a for c in a[m]
-                     if c != "mean" and m in b and c in b[m]]
+                     if c != "mean" and a[m][c] is not None and b.get(m, {}).get(c) is not None]
             if not diffs:
                 continue
             where = f" ({view} view)" if heading else ""
@@ -233,14 +233,6 @@ def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> l
                          f"{max(abs(d) for d in diffs):.2f} points per cell; (a) minus (b) "
                          f"is {np.mean(diffs):+.3f} points on average over {len(diffs)} cells.")
     return lines
-
-
-def markdown_table(spec: SuiteSpec, metric_values: dict[str, dict[str, float]],
-                   view: str) -> str:
-    """A card table: short names, % with one decimal, a Mean column."""
-    from rcp_data import replay
-
-    return replay.render_markdown_table(spec, metric_values, view=view).rstrip("\n")
 
 
 # -- the card ----------------------------------------------------------------------------------
@@ -267,7 +259,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     fams = families(spec)
     number = current.release
     results = replay_results(root, spec)
-    models = sorted({m for r in results.values() for m in r["metrics"]["rcp_ndcg"]})
+    models = sorted({m for r in results.values() for m in r.models})
     revision_text = (f"revision `{current.revision}`" if current.revision
                      else f"this revision (the commit tagged `{current.tag}`)")
     f = {
@@ -293,11 +285,11 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     sections = []
     for view, heading in views_shown(spec):
         tables = []
-        for metric, label in METRICS_SHOWN:
-            for rule, letter, text in TIE_RULES_SHOWN:
-                values = results[(view, rule)]["metrics"][metric]
-                tables.append({"caption": _caption(label, letter, text),
-                               "markdown": markdown_table(spec, values, view)})
+        for metric, _label in METRICS_SHOWN:
+            for rule, _, _ in TIE_RULES_SHOWN:
+                table = results[(view, rule)].tables[metric]
+                tables.append({"caption": table_title(metric, 10, rule),
+                               "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
     import jinja2
 
@@ -313,8 +305,8 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         data_notes=data_notes(spec, facts, rd),
         results=sections,
         tie_effect=tie_effect_lines(spec, results),
-        reranker_map=", ".join(f"{spec.short_name(m)} = `{m}`" for m in
-                               sorted(models, key=lambda m: spec.short_name(m).lower())),
+        reranker_map=", ".join(f"{spec.short_name(m)} = `{m}`"
+                               for m in model_order(spec, models)),
         licence=licence_lines(spec),
         citation=template_text("rcp_citation.bib"),
     )

@@ -430,25 +430,36 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
     return out
 
 
+def build_split_runs(subsets: dict[str, tuple], runs: pa.Table | pd.DataFrame, *,
+                     include_judge: bool = False, runs_name: str = "runs",
+                     names: dict[str, dict[str, str]] | None = None) -> dict[str, SubsetRuns]:
+    """Align the subsets that share one runs table, from in-memory tables.
+
+    ``subsets`` maps a subset name to ``(qrels, top_ranked, excluded or None)`` (columns as in
+    the published layout; string ids plain or dictionary-encoded). ``names`` labels the tables
+    in error messages (``{subset: {"qrels": path, ...}}``).
+    """
+    names = names or {}
+    cands: dict[str, _Candidates] = {}
+    qrel_parts = {}
+    for s, (qrels, top_ranked, excluded) in subsets.items():
+        lab = names.get(s, {})
+        cands[s] = _candidates(_arrow(top_ranked),
+                               None if excluded is None else _arrow(excluded),
+                               lab.get("top_ranked", f"{s}/top_ranked"),
+                               lab.get("excluded", f"{s}/excluded"))
+        qrel_parts[s] = _qrels(_arrow(qrels), cands[s], lab.get("qrels", f"{s}/qrels"))
+    scored = _runs(_arrow(runs), cands, runs_name, include_judge=include_judge)
+    return {s: _assemble(s, cands[s], *qrel_parts[s], scored[s]) for s in subsets}
+
+
 def build_subset_runs(subset: str, qrels: pa.Table | pd.DataFrame,
                       top_ranked: pa.Table | pd.DataFrame, runs: pa.Table | pd.DataFrame,
                       excluded: pa.Table | pd.DataFrame | None = None, *,
-                      include_judge: bool = False, names: dict[str, str] | None = None
-                      ) -> SubsetRuns:
-    """Align one subset from in-memory tables (columns as in the published layout).
-
-    ``names`` labels the tables in error messages (``{"qrels": path, ...}``). ``runs`` may hold
-    only this subset's queries.
-    """
-    names = names or {}
-    p_top = names.get("top_ranked", f"{subset}/top_ranked")
-    p_ex = names.get("excluded", f"{subset}/excluded")
-    cand = _candidates(_arrow(top_ranked), None if excluded is None else _arrow(excluded),
-                       p_top, p_ex)
-    gains, ideal_off, ideal_g = _qrels(_arrow(qrels), cand, names.get("qrels", f"{subset}/qrels"))
-    scored = _runs(_arrow(runs), {subset: cand}, names.get("runs", "runs"),
-                   include_judge=include_judge)
-    return _assemble(subset, cand, gains, ideal_off, ideal_g, scored[subset])
+                      include_judge: bool = False) -> SubsetRuns:
+    """Align one subset from in-memory tables; ``runs`` may hold only this subset's queries."""
+    return build_split_runs({subset: (qrels, top_ranked, excluded)}, runs,
+                            include_judge=include_judge)[subset]
 
 
 def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.ndarray,
@@ -512,27 +523,29 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
         by_split.setdefault(spec.provenance_split(s), []).append(s)
     subsets: dict[str, SubsetRuns] = {}
     for split, names in by_split.items():
-        cands: dict[str, _Candidates] = {}
-        qrel_parts = {}
+        tables, labels = {}, {}
         for s in names:
-            top = _read(root, subset_file(s, "top_ranked"), "top_ranked",
-                        ["query-id", "corpus-ids"])
             excl = None
             if release.has(s, "excluded"):
                 excl = _read(root, subset_file(s, "excluded"), "excluded",
                              ["query-id", "excluded-corpus-ids"])
-            cands[s] = _candidates(top, excl, str(root / subset_file(s, "top_ranked")),
-                                   str(root / subset_file(s, "excluded")))
-            qrels = _read(root, subset_file(s, "qrels"), "qrels",
-                          ["query-id", "corpus-id", "score", "gain"], ["query-id", "corpus-id"])
-            qrel_parts[s] = _qrels(qrels, cands[s], str(root / subset_file(s, "qrels")))
+            tables[s] = (
+                _read(root, subset_file(s, "qrels"), "qrels",
+                      ["query-id", "corpus-id", "score", "gain"], ["query-id", "corpus-id"]),
+                _read(root, subset_file(s, "top_ranked"), "top_ranked",
+                      ["query-id", "corpus-ids"]),
+                excl,
+            )
+            labels[s] = {kind: str(root / subset_file(s, kind))
+                         for kind in ("qrels", "top_ranked", "excluded")}
         rel = provenance_file("runs", split)
         runs = _read(root, rel, "runs", ["model", "is_judge", "query-id", "corpus-id", "score"],
                      ["model", "query-id", "corpus-id"])
         log.info("read %s: %d rows", rel, runs.num_rows)
-        scored = _runs(runs, cands, str(root / rel), include_judge=include_judge)
+        built = build_split_runs(tables, runs, include_judge=include_judge,
+                                 runs_name=str(root / rel), names=labels)
         for s in names:
-            subsets[s] = _assemble(s, cands[s], *qrel_parts[s], scored[s])
+            subsets[s] = built[s]
             log.info("subset %s: %d queries, %d candidates, %d runs", s,
                      subsets[s].n_queries, len(subsets[s].corpus_ids), len(subsets[s].models))
     _check_models(subsets, root, spec)
@@ -729,7 +742,8 @@ def replay_loaded(data: ReleaseRuns, *, k: int = 10, tie_rule: str = "doc-id",
 
 
 __all__ = [
-    "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_subset_runs",
+    "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
+    "build_subset_runs",
     "default_tie_rule", "format_percent", "load_release", "model_order", "render_markdown_table",
     "replay_loaded", "replay_release", "resolve_spec", "score_queries", "score_subset",
     "summarize", "table_title",

@@ -14,7 +14,7 @@ from rcp_data.calibration.diagnostics import fit_diagnostics
 from rcp_data.calibration.fit import MapSettings, fit_map, read_thetas
 from rcp_data.calibration.rubric import RubricSettings, fit_rubric
 from rcp_data.calibration.verdicts import VerdictCounts, count_verdicts, read_verdicts
-from rcp_data.errors import UsageError
+from rcp_data.errors import InputError, UsageError
 from rcp_data.gains import ItemParams
 from rcp_data.layout import atomic_dir, write_json, write_parquet
 
@@ -135,7 +135,12 @@ def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | 
     """Read the verdict table (and theta table), fit, write ``out``; returns the calibration."""
     counts = count_verdicts(read_verdicts(criteria), source=str(criteria))
     table = read_thetas(thetas) if thetas is not None else None
-    cal = calibrate(counts, table, rubric_only=rubric_only, device=device, progress=progress,
-                    thetas_source=str(thetas))
+    try:
+        cal = calibrate(counts, table, rubric_only=rubric_only, device=device,
+                        progress=progress, thetas_source=str(thetas))
+    except InputError as exc:
+        if exc.path is not None:
+            raise
+        raise InputError(exc.message, path=str(criteria)) from exc
     write_calibration(cal, out)
     return cal

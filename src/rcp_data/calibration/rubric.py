@@ -2,9 +2,10 @@
 
 Each document is a respondent whose answers are its pass counts ``S_c`` over its ``n``
 placements (binomial), with ability ``theta ~ N(0, 1)``. The marginal likelihood is integrated
-by Gauss-Hermite quadrature and maximized directly over (log gamma_c, beta_c) with L-BFGS; a
-weak N(0, 100^2) prior on both (a ridge of 1e-4 on the summed log-likelihood) keeps a criterion
-that nobody (or everybody) passes finite and is negligible otherwise. Documents with the same counts are the same respondent, so the fit runs on the distinct
+by Gauss-Hermite quadrature and maximized directly over (log gamma_c, beta_c) with L-BFGS-B and
+the analytic gradient; a weak N(0, 100^2) prior on both (a ridge of 1e-4 on the summed
+log-likelihood) is negligible but keeps near-degenerate criteria finite. A criterion that
+nobody (or everybody) passes has no finite estimate: an error names it. Documents with the same counts are the same respondent, so the fit runs on the distinct
 count patterns. Ability is the posterior mean (EAP) under the fitted items.
 
 Reported on the paper's convention sum(gamma) = C, mean(beta) = 0: with ``k = sum(gamma) / C``
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import torch
+from scipy.optimize import minimize
+from scipy.special import expit, logsumexp
 
 from rcp_data.calibration.verdicts import VerdictCounts
 from rcp_data.errors import InputError
@@ -35,7 +37,7 @@ class RubricSettings:
     ridge: float = 1e-4
     max_iter: int = 500
     tolerance_grad: float = 1e-10
-    tolerance_change: float = 1e-14
+    tolerance_change: float = 1e-15
 
 
 @dataclass
@@ -78,70 +80,74 @@ def fit_rubric_arrays(n: np.ndarray, passes: np.ndarray, *,
     """2PL MML on per-document counts ``n`` (D,) and ``passes`` (D, C)."""
     s = settings or RubricSettings()
     t0 = time.perf_counter()
+    n = np.asarray(n, dtype=np.int64)
+    passes = np.asarray(passes, dtype=np.int64)
     n_docs, n_crit = passes.shape
     if n_docs == 0 or n.sum() == 0:
         raise InputError("no responses to fit")
+    total = passes.sum(0)
+    for c in range(n_crit):
+        if total[c] in (0, n.sum()):
+            what = "nobody passes" if total[c] == 0 else "every document passes"
+            raise InputError(
+                f"criterion C{c + 1}: {what} it, so its difficulty has no finite rubric-only "
+                "estimate; drop the criterion or fit with tournament scores (MAP)",
+                field=f"C{c + 1}")
     patterns, inverse, weight = np.unique(
         np.column_stack([n, passes]), axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.ravel()
-    f64 = torch.float64
-    pn = torch.as_tensor(patterns[:, 0], dtype=f64)
-    ps = torch.as_tensor(patterns[:, 1:], dtype=f64)
-    pw = torch.as_tensor(weight, dtype=f64)
-    x_np, w_np = _quadrature(s.quadrature_points)
-    x = torch.as_tensor(x_np, dtype=f64)
-    logw = torch.log(torch.as_tensor(w_np, dtype=f64))
+    pn = patterns[:, 0].astype(np.float64)
+    ps = patterns[:, 1:].astype(np.float64)
+    pf = pn[:, None] - ps
+    w = weight.astype(np.float64)
+    x, qw = _quadrature(s.quadrature_points)
+    logw = np.log(qw)
     norm = 1.0 / (float(n.sum()) * n_crit)
 
-    loga = torch.zeros(n_crit, dtype=f64, requires_grad=True)
-    # start difficulties at the logit of each criterion's failure share
-    share = (passes.sum(0) + 0.5) / (n.sum() + 1.0)
-    b = torch.as_tensor(-np.log(share / (1 - share)) / 1.7, dtype=f64).requires_grad_(True)
-
-    def log_joint() -> torch.Tensor:
-        a = torch.exp(loga)
-        z = a[None, :] * (x[:, None] - b[None, :])  # (K, C)
-        logp = -torch.nn.functional.softplus(-z)
-        log1mp = -torch.nn.functional.softplus(z)
+    def log_joint(loga: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = np.exp(loga) * (x[:, None] - b)  # (K, C)
         # (P, K): log P(counts | x_k) + log w_k (binomial coefficients are constant)
-        return ps @ logp.T + (pn[:, None] - ps) @ log1mp.T + logw
+        ll = -(ps @ np.logaddexp(0.0, -z).T) - (pf @ np.logaddexp(0.0, z).T) + logw
+        return ll, expit(z)
 
-    def objective() -> torch.Tensor:
-        marg = torch.logsumexp(log_joint(), dim=1)
-        return -norm * ((pw * marg).sum() - 0.5 * s.ridge * ((loga**2).sum() + (b**2).sum()))
+    def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
+        loga, b = params[:n_crit], params[n_crit:]
+        a = np.exp(loga)
+        ll, p = log_joint(loga, b)
+        marg = logsumexp(ll, axis=1)
+        post = np.exp(ll - marg[:, None])  # (P, K)
+        g = post.T @ (w[:, None] * ps) - (post.T @ (w * pn))[:, None] * p  # d/dz, (K, C)
+        grad_loga = a * (g * (x[:, None] - b)).sum(0)
+        grad_b = -a * g.sum(0)
+        value = -(w @ marg) + 0.5 * s.ridge * (params @ params)
+        grad = -np.concatenate([grad_loga, grad_b]) + s.ridge * params
+        return norm * value, norm * grad
 
-    opt = torch.optim.LBFGS([loga, b], lr=1.0, max_iter=s.max_iter,
-                            tolerance_grad=s.tolerance_grad, tolerance_change=s.tolerance_change,
-                            history_size=20, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = objective()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    iters = int(opt.state[opt._params[0]].get("n_iter", 0))
-    with torch.no_grad():
-        final = float(objective())
-        post = torch.softmax(log_joint(), dim=1)
-        eap = (post * x).sum(1)
-        sd = torch.sqrt(torch.clamp((post * x**2).sum(1) - eap**2, min=0.0))
-        gamma_raw = torch.exp(loga).numpy().copy()
-        beta_raw = b.detach().numpy().copy()
-    theta_raw = eap.numpy()[inverse]
-    sd_raw = sd.numpy()[inverse]
+    # start: equal discriminations, difficulties at the logit of each criterion's failure share
+    share = (total + 0.5) / (n.sum() + 1.0)
+    start = np.concatenate([np.zeros(n_crit), -np.log(share / (1 - share)) / 1.7])
+    res = minimize(objective, start, jac=True, method="L-BFGS-B",
+                   options={"maxiter": s.max_iter, "ftol": s.tolerance_change,
+                            "gtol": s.tolerance_grad})
+    gamma_raw, beta_raw = np.exp(res.x[:n_crit]), res.x[n_crit:].copy()
+    ll, _ = log_joint(res.x[:n_crit], beta_raw)
+    post = np.exp(ll - logsumexp(ll, axis=1)[:, None])
+    eap = post @ x
+    sd = np.sqrt(np.clip(post @ x**2 - eap**2, 0.0, None))
+    theta_raw, sd_raw = eap[inverse], sd[inverse]
     k = float(gamma_raw.sum() / n_crit)
     m = float(beta_raw.mean())
     out = RubricArrays(
         gamma_raw=gamma_raw, beta_raw=beta_raw, theta_raw=theta_raw, theta_sd_raw=sd_raw,
         gamma=gamma_raw / k, beta=k * (beta_raw - m), theta=k * (theta_raw - m),
-        theta_sd=k * sd_raw, scale=k, shift=m, iterations=iters, objective=final,
-        converged=iters < s.max_iter, seconds=time.perf_counter() - t0,
-        n_patterns=int(patterns.shape[0]),
+        theta_sd=k * sd_raw, scale=k, shift=m, iterations=int(res.nit),
+        objective=float(res.fun), converged=bool(res.success),
+        seconds=time.perf_counter() - t0, n_patterns=int(patterns.shape[0]),
     )
+    if not out.converged:
+        log.warning("rubric-only fit did not converge: %s", res.message)
     log.info("rubric-only fit: %d documents as %d count patterns, %d iterations, %.1f s",
-             n_docs, out.n_patterns, iters, out.seconds)
+             n_docs, out.n_patterns, out.iterations, out.seconds)
     return out
 
 

@@ -11,8 +11,9 @@ Use it in-process::
 at its own import. Code that cannot pass ``endpoint=`` (``datasets.load_dataset``) must therefore
 either set ``os.environ["HF_ENDPOINT"]`` to the hub's URL *before* importing ``datasets`` or
 ``huggingface_hub`` (choose the port up front: ``LocalHub(root, port=N)``), or run in a
-subprocess whose environment carries ``HF_ENDPOINT``. Set ``HF_HUB_DISABLE_XET=1`` too; the
-server answers every preupload with ``uploadMode: "regular"`` so no Xet or LFS transfer is needed.
+subprocess whose environment carries ``HF_ENDPOINT``. The server answers every preupload with
+``uploadMode: "regular"`` (content travels inline in the commit), so clients with or without
+``hf_xet`` (``HF_HUB_DISABLE_XET``) need no Xet or LFS transfer.
 
 The server never reads or logs the ``Authorization`` header: it has no accounts, anyone who can
 reach the port can write, hence the loopback default.
@@ -254,26 +255,29 @@ def _repo_api(h: _Handler, req: _Request, rtype: str, repo_id: str, rest: list[s
     store = h.server.store
     repo = store.existing(rtype, repo_id)
     action, args, method = (rest[0] if rest else ""), rest[1:], req.method
+    rev = "/".join(args)  # clients quote '/' in revisions; accept it unquoted too
     if action == "" and method == "GET":
         return h.send_json(200, _repo_info(h, rtype, repo_id, repo, DEFAULT_BRANCH))
-    if action == "revision" and len(args) == 1 and method == "GET":
-        return h.send_json(200, _repo_info(h, rtype, repo_id, repo, args[0]))
     if action == "refs" and method == "GET":
         return h.send_json(200, _refs(store, repo))
-    if action == "commits" and len(args) == 1 and method == "GET":
-        return _commits(h, req, repo, args[0])
     if action == "tree" and args and method == "GET":
         return _tree(h, req, repo, args[0], "/".join(args[1:]))
-    if action == "paths-info" and len(args) == 1 and method == "POST":
-        return _paths_info(h, req, repo, args[0])
-    if action == "preupload" and len(args) == 1 and method == "POST":
-        return _preupload(h, req, repo, args[0])
-    if action == "commit" and len(args) == 1 and method == "POST":
-        return _commit(h, req, rtype, repo_id, repo, args[0])
-    if action == "tag" and len(args) == 1 and method in ("POST", "DELETE"):
-        return _tag(h, req, repo, args[0])
-    if action == "branch" and len(args) == 1 and method in ("POST", "DELETE"):
-        return _branch(h, req, repo, args[0])
+    if not rev:
+        raise HubError(404, f"No such endpoint: {method} {req.raw_path}")
+    if action == "revision" and method == "GET":
+        return h.send_json(200, _repo_info(h, rtype, repo_id, repo, rev))
+    if action == "commits" and method == "GET":
+        return _commits(h, req, repo, rev)
+    if action == "paths-info" and method == "POST":
+        return _paths_info(h, req, repo, rev)
+    if action == "preupload" and method == "POST":
+        return _preupload(h, req, repo, rev)
+    if action == "commit" and method == "POST":
+        return _commit(h, req, rtype, repo_id, repo, rev)
+    if action == "tag" and method in ("POST", "DELETE"):
+        return _tag(h, req, repo, rev)
+    if action == "branch" and method in ("POST", "DELETE"):
+        return _branch(h, req, repo, rev)
     raise HubError(404, f"No such endpoint: {method} {req.raw_path}")
 
 
@@ -679,6 +683,13 @@ class LocalHub:
         self.stop()
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free right now on ``host``: choose it, export ``HF_ENDPOINT``, then start the hub."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 @contextlib.contextmanager
 def embedded_hub(root: Path | None = None, *, port: int = 0) -> Iterator[str]:
     """Run a LocalHub on loopback for the duration of the block and yield its URL.
@@ -686,7 +697,13 @@ def embedded_hub(root: Path | None = None, *, port: int = 0) -> Iterator[str]:
     ``root`` None stores repositories in a temporary folder removed afterwards. Clients must be
     pointed at the URL explicitly: ``HfApi(endpoint=url)``, ``hf_hub_download(..., endpoint=url)``.
     ``datasets`` only honours ``HF_ENDPOINT`` read at its import: set ``os.environ["HF_ENDPOINT"]``
-    (pick ``port`` up front) before importing it, or load in a subprocess with that environment.
+    before importing it (or ``huggingface_hub``), or load in a subprocess with that environment::
+
+        port = free_port()
+        os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{port}"
+        os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
+        with embedded_hub(port=port) as url:
+            import datasets  # first import after the environment is set
     """
     tmp = None
     if root is None:
@@ -725,4 +742,4 @@ def serve_forever(
             signal.signal(sig, handler)
 
 
-__all__ = ["LocalHub", "embedded_hub", "serve_forever", "parse_front_matter"]
+__all__ = ["LocalHub", "embedded_hub", "free_port", "serve_forever", "parse_front_matter"]

@@ -33,7 +33,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from rcp_data.errors import RefusedError, UsageError
+from rcp_data.errors import InputError, RefusedError, UsageError
 from rcp_data.release.check import CheckReport, check_release_dir
 from rcp_data.release.history import (
     History,
@@ -195,6 +195,11 @@ def _check_older_releases(history: History, tags: dict[str, str], chain: list[st
                 f"is not in the history of branch {branch}")
         if not hub:
             log.warning("release %d's tag %s is not on the Hub", r.release, r.tag)
+    data = history.releases[-1].data_revision
+    if data and chain and not any(same_commit(data, c) for c in chain):
+        raise RefusedError(
+            f"provenance/releases.json says the data of release {history.releases[-1].release} "
+            f"last changed in {data}, which is not in the history of branch {branch}")
 
 
 def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
@@ -364,9 +369,35 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     if history_file is not False and result.status == "published":
         path = Path(history_file) if history_file else default_history_file(report.suite, repo)
         if path is not None:
-            result.recorded = record(result, plan, path)
-            if path.parent.resolve() == histories_dir().resolve():
-                from rcp_data.release.render import write_releases_md
+            try:
+                result.recorded = record(result, plan, path)
+                if path.parent.resolve() == histories_dir().resolve():
+                    from rcp_data.release.render import write_releases_md
 
-                write_releases_md()
+                    write_releases_md()
+            except InputError as exc:  # the release is out; say what to fix in the history
+                msg = f"published, but could not record the release in {path}: {exc.message}"
+                log.warning(msg)
+                result.messages.append(msg)
     return result
+
+
+def publish_series(builders: list, repo: str, *, api: HfApi | None = None, branch: str = "main",
+                   create_repo: bool = True, history_file: str | Path | None | bool = False
+                   ) -> list[PublishResult]:
+    """Publish releases one after another (the demo: v1, then a recalibrated v2).
+
+    Each builder is called with the commit sha of the release published before it (None for
+    the first), which its releases.json must name, and returns the release directory to
+    publish.
+    """
+    api = api or hub_api()
+    results: list[PublishResult] = []
+    previous: str | None = None
+    for build in builders:
+        root = build(previous)
+        result = publish(root, repo, branch=branch, api=api,
+                         create_repo=create_repo and not results, history_file=history_file)
+        results.append(result)
+        previous = result.commit
+    return results

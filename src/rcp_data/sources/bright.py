@@ -162,13 +162,15 @@ def read_subset(sub: SubsetSpec, *, gold_field: str = "gold_ids") -> SubsetSourc
         log.warning("%s: upstream lists exclusions for %d queries though the spec names none",
                     sub.name, len(excluded))
 
-    n_excluded_pairs = 0 if excluded is None else int(excluded["excluded-corpus-ids"].map(len).sum())
+    n_excluded_pairs = (0 if excluded is None
+                        else int(excluded["excluded-corpus-ids"].map(len).sum()))
     notes = {
         "documents": len(scan),
         "queries": len(queries),
         "qrels": len(qrels),
         "empty_documents": len(scan.empty_ids),
         "empty_ids": list(scan.empty_ids),
+        "empty_gold_documents": int(qrels["corpus-id"].isin(set(scan.empty_ids)).sum()),
         "document_repeats": scan.repeats,
         "gold_listed": gold_listed,
         "gold_repeats": gold_repeats,

@@ -161,7 +161,8 @@ def _batch(ids: list[str], texts: list[str]) -> pa.RecordBatch:
          pa.array(texts, pa.string())], schema=CORPUS_SCHEMA)
 
 
-def fold_rows(frame: pd.DataFrame, key: list[str], *, what: str, path: str) -> tuple[pd.DataFrame, int]:
+def fold_rows(frame: pd.DataFrame, key: list[str], *, what: str,
+              path: str) -> tuple[pd.DataFrame, int]:
     """Drop rows repeating an earlier row exactly; rows sharing ``key`` but differing elsewhere
     are an InputError. Returns the folded frame and the number of repeats dropped."""
     repeated = frame.duplicated(keep="first")
