@@ -26,6 +26,22 @@ TASKS = ["aops", "biology", "earth-science", "economics", "leetcode", "pony", "p
          "theoremqa-theorems"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _irds_home(tmp_path_factory):
+    """ir_datasets fixes its cache home when first imported: make that the test home (the one
+    conftest's per-test fixture names) before any module-scoped fixture imports it, and refuse
+    to stage files anywhere else."""
+    base = tmp_path_factory.getbasetemp()
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
+        actual = irds_cache.irds_home()
+        if not actual.is_relative_to(base):
+            pytest.fail(f"ir_datasets was imported earlier with home {actual}; not staging there")
+        yield actual
+
+
 def _raw(bright_data: Path, task: str) -> list[dict]:
     with gzip.open(bright_data / f"examples.bright-{task}.jsonl.gz", "rt") as fh:
         return [json.loads(line) for line in fh]
@@ -55,7 +71,7 @@ def raw(bright_data):
 
 
 @pytest.fixture(scope="module")
-def suite(bright_data, raw):
+def suite(_irds_home, bright_data, raw):
     for task in TASKS:
         irds_cache.stage_bright(task, examples=bright_data / f"examples.bright-{task}.jsonl.gz",
                                 docs=_synthetic_docs(raw[task], task))

@@ -12,8 +12,24 @@ from rcp_data.sources.nanobeir import read_nanobeir, self_argument_exclusions
 from rcp_data.specs import load_spec
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _irds_home(tmp_path_factory):
+    """ir_datasets fixes its cache home when first imported: make that the test home (the one
+    conftest's per-test fixture names) before any module-scoped fixture imports it, and refuse
+    to stage files anywhere else."""
+    base = tmp_path_factory.getbasetemp()
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
+        actual = irds_cache.irds_home()
+        if not actual.is_relative_to(base):
+            pytest.fail(f"ir_datasets was imported earlier with home {actual}; not staging there")
+        yield actual
+
+
 @pytest.fixture(scope="module")
-def staged():
+def staged(_irds_home):
     fixtures = make_all()
     stage(fixtures)
     return fixtures

@@ -225,9 +225,16 @@ class HashEncoder:
                  **kwargs) -> None:
         from mteb.models import ModelMeta
 
-        self.mteb_model_meta = ModelMeta.create_empty(overwrites={
-            "name": model_name, "revision": revision, "similarity_fn_name": "cosine",
-            "embed_dim": self.dim})
+        fields = {"name": model_name, "revision": revision, "similarity_fn_name": "cosine",
+                  "embed_dim": self.dim}
+        if hasattr(ModelMeta, "create_empty"):
+            self.mteb_model_meta = ModelMeta.create_empty(overwrites=fields)
+        else:  # mteb < 2.10 has no create_empty: name every required field
+            empty = dict.fromkeys(("loader", "release_date", "languages", "n_parameters",
+                                   "memory_usage_mb", "max_tokens", "license", "open_weights",
+                                   "public_training_code", "public_training_data",
+                                   "use_instructions", "training_datasets"))
+            self.mteb_model_meta = ModelMeta(**empty, framework=[], **fields)
 
     def _vector(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)

@@ -53,6 +53,23 @@ BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
 
 
+LINK_FORMULAS = {
+    "weighted_discrimination": "gain(θ) = Σ_c γ_c · σ(γ_c (θ − β_c)) / Σ_c γ_c        ∈ (0, 1)",
+    "unweighted": "gain(θ) = (1/n) Σ_c σ(γ_c (θ − β_c))        ∈ (0, 1)",
+    "logistic": "gain(θ) = σ(θ)        ∈ (0, 1)",
+}
+
+
+def link_formula(link: str) -> str:
+    """The formula of a gain link (``criterion:Cn``: that criterion's pass probability)."""
+    if link.startswith("criterion:"):
+        c = link.split(":", 1)[1]
+        return f"gain(θ) = σ(γ_{c} (θ − β_{c}))        ∈ (0, 1)"
+    if link not in LINK_FORMULAS:
+        raise InputError(f"no formula for gain link {link!r}")
+    return LINK_FORMULAS[link]
+
+
 def _n(value: int) -> str:
     return f"{int(value):,}"
 
@@ -240,14 +257,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
                 repo: str | None = None) -> str:
     """The card of the release directory ``root`` (text of ``README.md``)."""
     root = Path(root)
-    if spec is None:
-        from rcp_data.layout import detect_suite
-
-        suite = detect_suite(root)
-        if suite is None:
-            raise InputError("cannot tell the suite of this release (no build manifest and no "
-                             "card tags)", path=str(root))
-        spec = load_spec(suite)
+    spec = spec or _suite_spec(root)
     history = history or release_history(root, spec, repo=repo)
     repo = repo or history.repo
     current = history.current
@@ -277,6 +287,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "criteria_text": (f"{item_params.criteria[0]}–{item_params.criteria[-1]}"
                           if item_params.n_criteria > 1 else item_params.criteria[0]),
         "link": current.link,
+        "formula": link_formula(current.link),
         "item_params": current.item_params,
         "n_rerankers": len(models),
         "revision_text": revision_text,
@@ -522,7 +533,48 @@ def write_card(root: Path, text: str) -> Path:
     return path
 
 
+def _suite_spec(root: Path) -> SuiteSpec:
+    from rcp_data.layout import detect_suite
+
+    suite = detect_suite(root)
+    if suite is None:
+        raise InputError("cannot tell the suite of this release (no build manifest and no "
+                         "card tags)", path=str(root))
+    return load_spec(suite)
+
+
+def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
+                         history: History | None = None, repo: str | None = None
+                         ) -> dict[str, str]:
+    """The card and task file of a release directory: ``{path: text}`` (nothing written)."""
+    from rcp_data.taskfile import render_task_file
+
+    root = Path(root)
+    spec = spec or _suite_spec(root)
+    history = history or release_history(root, spec, repo=repo)
+    repo = repo or history.repo
+    releases = [r.to_dict() for r in history.releases]
+    return {
+        CARD_FILE: render_card(root, spec=spec, history=history, repo=repo),
+        TASK_FILE: render_task_file(spec, releases, repo=repo),
+    }
+
+
+def write_release_files(root: Path, **kwargs) -> list[Path]:
+    """Render and write ``README.md`` and ``rcp_ndcg_tasks.py`` into ``root``."""
+    written = []
+    for rel, text in render_release_files(root, **kwargs).items():
+        path = Path(root) / rel
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+        log.info("wrote %s (%d bytes)", path, len(text.encode("utf-8")))
+    return written
+
+
 __all__ = [
     "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
-    "render_card", "replay_results", "subset_facts", "suite_tag", "views_shown", "write_card",
+    "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
+    "views_shown", "write_card", "write_release_files",
 ]

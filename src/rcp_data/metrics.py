@@ -141,6 +141,30 @@ def ideal_dcg(offsets: np.ndarray, gains: np.ndarray, k: int) -> np.ndarray:
     return top @ discounts(kk)
 
 
+def _top_block(layout: CandidateLayout, score_mat: np.ndarray, kk: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates scoring at least each row's kk-th largest score, in row order.
+
+    Every member of the tie group at rank kk is included, so the top kk under any tie rule, and
+    the full tie group straddling the cutoff, lie in this block. Returns ``(index, scores)``
+    of shape ``(Q, C)``, padded with ``n`` / ``-inf``.
+    """
+    n_q, width = score_mat.shape
+    if kk >= width:
+        return layout.index, score_mat
+    kth = -np.partition(-score_mat, kk - 1, axis=1)[:, kk - 1]
+    mask = score_mat >= kth[:, None]
+    rows, cols = np.nonzero(mask)                       # row-major: keeps row order
+    counts = np.bincount(rows, minlength=n_q)
+    block = int(counts.max())
+    pos = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    index = np.full((n_q, block), layout.n_candidates, dtype=np.int64)
+    scores = np.full((n_q, block), -np.inf)
+    index[rows, pos] = layout.index[rows, cols]
+    scores[rows, pos] = score_mat[rows, cols]
+    return index, scores
+
+
 def _dcg_one_run(layout: CandidateLayout, scores: np.ndarray, gains: np.ndarray, k: int,
                  rules: Sequence[str]) -> dict[str, np.ndarray]:
     """DCG@k of one run (``scores`` shape ``(n,)``) for gains ``(G, n)`` under ``rules``."""
@@ -151,29 +175,29 @@ def _dcg_one_run(layout: CandidateLayout, scores: np.ndarray, gains: np.ndarray,
         return {r: np.zeros((gains.shape[0], n_q)) for r in rules}
     kk = min(k, width)
     disc = discounts(kk)
-    score_mat = _pad(scores, -np.inf)[layout.index]
+    index, score_mat = _top_block(layout, _pad(scores, -np.inf)[layout.index], kk)
+    block = index.shape[1]
     perm = np.argsort(-score_mat, axis=1, kind="stable")
-    ranked = np.take_along_axis(layout.index, perm, axis=1)          # flat index per rank
+    ranked = np.take_along_axis(index, perm, axis=1)                  # flat index per rank
     gains_p = _pad(gains, 0.0)                                        # (G, n + 1)
     for rule in rules:
         if rule in ("doc-id", "pool-order"):
             out[rule] = gains_p[:, ranked[:, :kk]] @ disc
     if "group-mean" in rules:
         sorted_scores = np.take_along_axis(score_mat, perm, axis=1)
-        new = np.ones((n_q, width), dtype=bool)
+        new = np.ones((n_q, block), dtype=bool)
         new[:, 1:] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
-        cols = np.arange(width, dtype=np.int64)
+        cols = np.arange(block, dtype=np.int64)
         start = np.maximum.accumulate(np.where(new, cols, 0), axis=1)[:, :kk]
-        nxt = np.full((n_q, width), width, dtype=np.int64)
-        nxt[:, :-1] = np.where(new[:, 1:], cols[1:], width)
+        nxt = np.full((n_q, block), block, dtype=np.int64)
+        nxt[:, :-1] = np.where(new[:, 1:], cols[1:], block)
         end = np.minimum.accumulate(nxt[:, ::-1], axis=1)[:, ::-1][:, :kk]
-        ranked_gains = gains_p[:, ranked]                              # (G, Q, W)
-        csum = np.zeros(ranked_gains.shape[:-1] + (width + 1,), dtype=np.float64)
+        ranked_gains = gains_p[:, ranked]                              # (G, Q, C)
+        csum = np.zeros(ranked_gains.shape[:-1] + (block + 1,), dtype=np.float64)
         np.cumsum(ranked_gains, axis=-1, out=csum[..., 1:])
         rows = np.arange(n_q)[:, None]
         total = csum[:, rows, end] - csum[:, rows, start]
-        mean = total / (end - start)
-        out["group-mean"] = mean @ disc
+        out["group-mean"] = (total / (end - start)) @ disc
     return out
 
 

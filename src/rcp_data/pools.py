@@ -67,6 +67,26 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
     return out[RUN_COLUMNS].reset_index(drop=True)
 
 
+def check_known_ids(run: pd.DataFrame, corpus, *, source: str = "<run>") -> None:
+    """Refuse a run that names a document outside the corpus (error naming file and line).
+
+    ``corpus`` is a :class:`~rcp_data.sources.base.CorpusReader` (its ``known`` mask); ``run``
+    has ``corpus-id`` and, for TREC files, ``_line`` (else rows count from 1).
+    """
+    if len(run) == 0:
+        return
+    ids = run["corpus-id"].astype(str)
+    uniq = pd.unique(ids)
+    unknown = set(uniq[~corpus.known(uniq)])
+    if not unknown:
+        return
+    bad = ids.isin(unknown).to_numpy()
+    i = int(np.flatnonzero(bad)[0])
+    lines = run["_line"].to_numpy() if "_line" in run.columns else np.arange(1, len(run) + 1)
+    raise InputError(f"unknown document {ids.iloc[i]!r} (not in the corpus; {len(unknown)} "
+                     "unknown in all)", path=source, row=int(lines[i]), field="corpus-id")
+
+
 def _desc_str_key(values: np.ndarray) -> np.ndarray:
     """An integer key whose ascending order is the strings' descending byte-wise order."""
     uniq, inv = np.unique(values.astype(str), return_inverse=True)

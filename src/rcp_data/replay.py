@@ -63,7 +63,7 @@ class SubsetRuns:
     subset: str
     query_ids: np.ndarray            # (Q,) str
     offsets: np.ndarray              # (Q + 1,) candidates of query q: [offsets[q], offsets[q+1])
-    corpus_ids: np.ndarray           # (n,) str, pool order within each query
+    corpus_ids: pa.Array             # (n,) str, pool order within each query
     doc_key: np.ndarray              # (n,) byte-wise order rank of corpus_ids
     gains: np.ndarray                # (2, n): RCP gain, qrel grade (negative -> 0)
     ideal_offsets: np.ndarray        # (Q + 1,) ragged qrels rows per query (exclusions removed)
@@ -165,8 +165,9 @@ class _PairIndex:
             self.index = None
         else:
             self.table = None
-            self.index = pd.Index(keys)
-            self.value = np.asarray(value, dtype=np.int64)
+            uniq, first = np.unique(keys[::-1], return_index=True)     # last value wins
+            self.index = pd.Index(uniq)
+            self.value = np.asarray(value, dtype=np.int64)[::-1][first]
 
     def get(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
         keys = q.astype(np.int64) * self.n_docs + d
@@ -268,17 +269,16 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
             values = values.filter(pa.array(keep))
             qidx, dcode = qidx[keep], dcode[keep]
     n = len(values)
-    dup_probe = qidx * max(len(docs), 1) + dcode
-    uniq, first, counts = np.unique(dup_probe, return_index=True, return_counts=True)
-    if len(uniq) != n:
-        i = int(first[np.flatnonzero(counts > 1)[0]])
-        raise InputError(
-            f"query {qids[int(qidx[i])].as_py()!r} lists candidate {values[i].as_py()!r} twice",
-            path=path_top, row=int(qidx[i]), field="corpus-ids")
     all_q = np.concatenate([qidx, ex_q])
     all_d = np.concatenate([dcode, ex_d])
     all_v = np.concatenate([np.arange(n, dtype=np.int64), np.full(len(ex_q), -2)])
     pairs = _PairIndex(all_q, all_d, all_v, len(docs))
+    back = pairs.get(qidx, dcode)
+    if not np.array_equal(back, np.arange(n)):
+        i = int(np.flatnonzero(back != np.arange(n))[0])
+        raise InputError(
+            f"query {qids[int(qidx[i])].as_py()!r} lists candidate {values[i].as_py()!r} twice",
+            path=path_top, row=int(qidx[i]), field="corpus-ids")
     return _Candidates(qids, offsets, values, qidx, docs, dcode, pairs, (ex_q, ex_d))
 
 
@@ -378,13 +378,15 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
                 f"run of model {models[int(m_idx[r])]!r} scores query "
                 f"{q_dict[int(q_idx[r])].as_py()!r}, which is in no top_ranked of "
                 f"{', '.join(names)}", path=path, row=r, field="query-id")
-    row_sub = np.searchsorted(starts, row_qpos, side="right") - 1
     keep_model = np.ones(len(models), dtype=bool) if include_judge else ~judge
+    sub_of = np.repeat(np.arange(len(names), dtype=np.int16), np.diff(starts))
+    row_sub = np.where(keep_model[m_idx], sub_of[row_qpos], len(names)).astype(np.int16)
+    grouped = np.argsort(row_sub, kind="stable")             # radix sort of small ints
+    bounds = np.searchsorted(row_sub[grouped], np.arange(len(names) + 1))
     out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
     for si, s in enumerate(names):
         cand = cands[s]
-        rows = np.flatnonzero(row_sub == si)
-        rows = rows[keep_model[m_idx[rows]]]
+        rows = grouped[bounds[si]:bounds[si + 1]]
         lq = row_qpos[rows] - starts[si]
         ld = _lookup(d_dict, cand.docs)[d_idx[rows]]
         target = cand.pairs.get(lq, ld)
@@ -469,7 +471,7 @@ def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.n
         subset=subset,
         query_ids=np.asarray(cand.query_ids.to_pylist(), dtype=object),
         offsets=cand.offsets,
-        corpus_ids=np.asarray(cand.doc_ids.to_pylist(), dtype=object),
+        corpus_ids=cand.doc_ids,
         doc_key=byte_order_key(cand.doc_ids),
         gains=gains,
         ideal_offsets=ideal_off,

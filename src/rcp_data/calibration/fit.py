@@ -165,7 +165,7 @@ def fit_map_arrays(
         loss = objective()
         loss.backward()
         evals += 1
-        it = opt.state[opt._params[0]].get("n_iter", 0)
+        it = opt.state[u].get("n_iter", 0)
         if it > bar.n:
             bar.update(it - bar.n)
             bar.set_postfix(objective=f"{loss.item():.6g}")
@@ -173,7 +173,7 @@ def fit_map_arrays(
 
     opt.step(closure)
     bar.close()
-    state = opt.state[opt._params[0]]
+    state = opt.state[u]
     iters = int(state.get("n_iter", 0))
     with torch.no_grad():
         final = float(objective().item())

@@ -28,6 +28,7 @@ class Simulation:
     theta_bt: np.ndarray  # per document
     n: np.ndarray  # placements per document
     passes: np.ndarray  # (D, C) pass counts
+    row_doc: np.ndarray | None = None  # document of each verdict row (simulate_verdicts)
 
     @property
     def theta(self) -> np.ndarray:
@@ -69,6 +70,7 @@ def simulate_verdicts(n_queries: int, docs_per_query: int, windows_per_query: in
     call = np.tile(np.repeat(np.arange(windows_per_query), window_size), n_queries)
     p = expit(sim.gamma * (sim.theta[doc][:, None] - sim.beta))
     answers = (rng.random(p.shape) < p).astype(np.int8)
+    sim.row_doc = doc
     sim.n = np.bincount(doc, minlength=sim.theta_bt.size).astype(np.int64)
     sim.passes = np.stack([np.bincount(doc, answers[:, c], sim.theta_bt.size)
                            for c in range(answers.shape[1])], axis=1).astype(np.int64)

@@ -18,9 +18,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rcp_data.card import render_release_files, write_release_files
 from rcp_data.errors import InputError, RefusedError, UsageError
 from rcp_data.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
-from rcp_data.release.history import History, fill_known_shas, read_history
+from rcp_data.release.history import fill_known_shas, read_history
 from rcp_data.specs import SuiteSpec, load_spec
 
 log = logging.getLogger(__name__)
@@ -28,42 +29,15 @@ log = logging.getLogger(__name__)
 REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
 
 
+__all__ = ["REGENERATED_FILES", "Regenerated", "regenerate", "register",
+           "render_release_files", "write_release_files"]
+
+
 def _spec_of(root: Path, suite: str | None) -> SuiteSpec:
     name = suite or detect_suite(root)
     if name is None:
         raise InputError("cannot tell the suite of this release; pass --suite", path=str(root))
     return load_spec(name)
-
-
-def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
-                         history: History | None = None, repo: str | None = None
-                         ) -> dict[str, str]:
-    """The card and task file of a release directory: ``{path: text}`` (nothing written)."""
-    from rcp_data.card import release_history, render_card
-    from rcp_data.taskfile import render_task_file
-
-    root = Path(root)
-    spec = spec or _spec_of(root, None)
-    history = history or release_history(root, spec, repo=repo)
-    repo = repo or history.repo
-    releases = [r.to_dict() for r in history.releases]
-    return {
-        CARD_FILE: render_card(root, spec=spec, history=history, repo=repo),
-        TASK_FILE: render_task_file(spec, releases, repo=repo),
-    }
-
-
-def write_release_files(root: Path, **kwargs) -> list[Path]:
-    """Render and write ``README.md`` and ``rcp_ndcg_tasks.py`` into ``root``."""
-    written = []
-    for rel, text in render_release_files(root, **kwargs).items():
-        path = Path(root) / rel
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-        log.info("wrote %s (%d bytes)", path, len(text.encode("utf-8")))
-    return written
 
 
 @dataclass

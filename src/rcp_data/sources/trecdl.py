@@ -275,7 +275,37 @@ def corpus_reader(facts: dict, *, size: int, batch_rows: int = BATCH_ROWS,
                      changed, n, raw_name, " (each equal to the project's repair)"
                      if verify_repair else "")
 
-    return CorpusReader(_batches, group=group, size=size, schema=CORPUS_SCHEMA)
+    return CorpusReader(_batches, group=group, size=size, schema=CORPUS_SCHEMA,
+                        contains=_IdIndex(collection_path()))
+
+
+class _IdIndex:
+    """Membership in the collection's ids, read once from ``collection.tsv``'s first column
+    (Arrow's CSV reader: seconds for 8.8M lines, no docs_iter pass)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ids: pa.Array | None = None
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        import pyarrow.compute as pc
+
+        if self._ids is None:
+            self._ids = read_collection_ids(self.path)
+        return pc.is_in(values, value_set=self._ids)
+
+
+def read_collection_ids(path: Path) -> pa.Array:
+    """The id column of an ``id<TAB>text`` file."""
+    from pyarrow import csv
+
+    table = csv.read_csv(
+        path,
+        read_options=csv.ReadOptions(autogenerate_column_names=True, block_size=1 << 26),
+        parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
+        convert_options=csv.ConvertOptions(include_columns=["f0"],
+                                           column_types={"f0": pa.string()}))
+    return table.column("f0").combine_chunks()
 
 
 def _compare_raw(raw: Iterator, raw_name: str, ids: list[str], texts: list[str], offset: int,
