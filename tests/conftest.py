@@ -30,6 +30,8 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ.pop("HF_HUB_OFFLINE", None)
 os.environ.pop("HF_TOKEN", None)
 os.environ.setdefault("MTEB_CACHE", str(_SESSION_TMP / "mteb"))
+# ir_datasets fixes its home when first imported: point it at the session's temp folder now.
+os.environ["IR_DATASETS_HOME"] = str(_SESSION_TMP / "ir_datasets")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RCP_DATA_SHARED", ROOT.parent / "shared"))
@@ -59,12 +61,3 @@ def bright_data(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def reference_dir(shared_dir: Path) -> Path:
     return _require(shared_dir / "reference")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Keep caches of ir_datasets and the HF clients out of the user's home."""
-    home = tmp_path_factory.getbasetemp() / "home"
-    home.mkdir(exist_ok=True)
-    monkeypatch.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
-    yield

@@ -298,3 +298,57 @@ def test_demo_release_equals_naive_replay(tmp_path: Path):
                 n_checked += 1
     assert n_checked == len(per_query)
     assert np.isnan(per_query["qrel_ndcg"]).any()           # the demo has a query w/o positives
+
+
+# -- views of a suite with languages (runs stored per domain) ------------------------------------
+def test_vidore_layout_views_native_and_languages(tmp_path: Path):
+    """A tiny hand-built release in the ViDoRe layout (NOT real data): 48 subsets, runs per
+    domain. Query of subset i: candidates [a, b]; a is the positive. The model ranks a first on
+    subsets with odd index, else b first (nDCG 1/log2(3))."""
+    spec = load_spec("vidore_v3")
+    root = tmp_path / "vidore"
+    write_json({"suite": "vidore_v3"}, root / "provenance" / "build_manifest.json")
+    runs: dict[str, list[dict]] = {}
+    value = {}
+    for i, sub in enumerate(spec.subsets):
+        q = f"{sub.name}-q0"
+        write_parquet(_qrels_df([(q, f"{sub.domain}-a", 1, 1.0), (q, f"{sub.domain}-b", 0, 0.0)])
+                      .to_pandas(), root / sub.name / "qrels.parquet", SCHEMAS["qrels"])
+        write_parquet(pd.DataFrame({"query-id": [q], "corpus-ids": [[f"{sub.domain}-a",
+                                                                     f"{sub.domain}-b"]]}),
+                      root / sub.name / "top_ranked.parquet", SCHEMAS["top_ranked"])
+        a_first = i % 2 == 1
+        runs.setdefault(sub.domain, []).extend(_runs("m1", False, {q: {
+            f"{sub.domain}-a": 1.0 if a_first else 0.0, f"{sub.domain}-b": 0.5}}))
+        value[sub.name] = 1.0 if a_first else 1 / math.log2(3)
+    for domain, rows in runs.items():
+        write_parquet(pd.DataFrame(rows), root / "provenance" / "runs" / f"{domain}.parquet",
+                      SCHEMAS["runs"])
+    data = load_release(root)
+    assert len(data.subsets) == 48
+    from rcp_data.replay import replay_loaded
+
+    subsets = replay_loaded(data, tie_rule="group-mean", view="subsets").to_json()
+    assert subsets["metrics"]["rcp_ndcg"]["m1"]["mean"] == pytest.approx(
+        np.mean(list(value.values())), abs=1e-14)
+    native = replay_loaded(data, tie_rule="group-mean", view="native")
+    langs = replay_loaded(data, tie_rule="group-mean", view="languages")
+    for dom in spec.domains:
+        nat = value[f"{dom.name}__{dom.native}"]
+        mean6 = np.mean([value[f"{dom.name}__{lang}"] for lang in spec.view_languages])
+        assert native.to_json()["metrics"]["rcp_ndcg"]["m1"][dom.name] == pytest.approx(nat)
+        assert native.to_json()["metrics"]["qrel_ndcg"]["m1"][dom.name] == pytest.approx(nat)
+        assert langs.to_json()["metrics"]["rcp_ndcg"]["m1"][dom.name] == pytest.approx(mean6)
+    text = native.markdown()
+    assert text.startswith("**Native-language questions")
+    assert "| Reranker | Comp. Sci. | Energy | Finance (en) |" in text
+    # the default rule of this suite is its paper rule
+    assert replay_release(root, view="native").tie_rule == "group-mean"
+    # our Markdown reads back as the native view and matches the unrounded JSON
+    from rcp_data.compare import compare_files
+
+    (tmp_path / "README.md").write_text(text, encoding="utf-8")
+    (tmp_path / "native.json").write_text(json.dumps(native.to_json()), encoding="utf-8")
+    result = compare_files(tmp_path / "native.json", tmp_path / "README.md")
+    assert result.ok and len(result.rows) == 2 * 9
+    assert {r["view"] for r in result.rows} == {"native"}

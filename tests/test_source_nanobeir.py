@@ -240,6 +240,37 @@ def test_cli_build_nanobeir(tmp_path):
     for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True):
         assert not set(ids) & set(got.get(q, []))
     assert not rel.has("NanoSCIDOCSRetrieval", "excluded")
+    _replay_matches_trec_eval(tmp_path / "release", spec, "NanoArguAnaRetrieval")
+
+
+def _replay_matches_trec_eval(root, spec, subset: str) -> None:
+    """qrel-nDCG@10 of ``rcp-data replay`` (doc-id ties) equals pytrec_eval's on the runs cut to
+    each query's candidates, i.e. with the excluded self-arguments removed."""
+    import numpy as np
+    import pytrec_eval
+
+    from rcp_data.layout import ReleaseDir
+    from rcp_data.replay import replay_release
+
+    got = replay_release(root, spec, k=10, tie_rule="doc-id").to_json()["metrics"]["qrel_ndcg"]
+    rel = ReleaseDir(root, spec)
+    qrels = rel.table(subset, "qrels")
+    qrel = {}
+    for q, d, g in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"], strict=True):
+        qrel.setdefault(q, {})[d] = int(g)
+    top = rel.table(subset, "top_ranked")
+    cand = {q: set(ids) for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True)}
+    runs = rel.provenance("runs", subset)
+    runs = runs[~runs["is_judge"]]
+    assert set(got) == set(runs["model"].unique())
+    for model, frame in runs.groupby("model"):
+        run = {}
+        for q, d, sc in zip(frame["query-id"], frame["corpus-id"], frame["score"], strict=True):
+            if d in cand[q]:
+                run.setdefault(q, {})[d] = float(sc)
+        ev = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut.10"}).evaluate(run)
+        want = np.mean([v["ndcg_cut_10"] for v in ev.values()])
+        assert got[model][subset] == pytest.approx(want, abs=1e-12), model
 
 
 def test_read_suite_options():

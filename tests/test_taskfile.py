@@ -369,3 +369,25 @@ class _CrossEncoder:
 
     def predict(self, inputs1, inputs2, *, task_metadata, hf_split, hf_subset, **kwargs):
         raise AssertionError("never called")
+
+
+def test_builtin_task_of_same_name_and_revision_is_returned(tmp_path, monkeypatch):
+    spec = load_spec("demo")
+    rcp = _load(render_task_file(spec, _releases(1, current_sha=SHA1), repo=spec.repo),
+                tmp_path, name="rcp_tasks_builtin")
+
+    class Shipped:
+        def __init__(self, revision):
+            self.metadata = type("M", (), {"dataset": {"path": spec.repo,
+                                                      "revision": revision}})()
+
+    shipped = {"DemoAlphaRCPReranking": Shipped(SHA1), "DemoBetaRCPReranking": Shipped("x" * 40)}
+
+    def get_task(name, **kwargs):
+        return shipped[name]
+
+    monkeypatch.setattr(rcp.mteb, "get_task", get_task)
+    alpha, beta = rcp.get_tasks()
+    assert alpha is shipped["DemoAlphaRCPReranking"]  # same name, same revision: mteb's own
+    assert beta is not shipped["DemoBetaRCPReranking"]  # pinned elsewhere: this file's task
+    assert beta.metadata.dataset["revision"] == SHA1

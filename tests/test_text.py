@@ -164,6 +164,8 @@ def test_repair_array_counts_and_nulls(corpus: list) -> None:
     with pytest.raises(ValueError):
         count_changed(["a"], ["a", "b"])
     assert repair_array([]).changed == 0
+    ascii_only = repair_array(["plain", None, "text"])
+    assert ascii_only.changed == 0 and ascii_only.texts.to_pylist() == ["plain", None, "text"]
 
 
 def test_batches_agree_with_passages_and_any_id_subset() -> None:

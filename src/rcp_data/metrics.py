@@ -106,7 +106,10 @@ class CandidateLayout:
             doc_key = np.asarray(doc_key)
             if doc_key.shape != (n,):
                 raise ValueError(f"doc_key has shape {doc_key.shape}, expected ({n},)")
-            flat = np.lexsort((-doc_key.astype(np.int64), qidx))
+            key = doc_key.astype(np.int64)
+            span = int(key.max()) + 1 if n else 1
+            # query ascending, key descending (ids are unique within a query)
+            flat = np.argsort(qidx * span + (span - 1 - key), kind="stable")
         index = np.full((n_q, width), n, dtype=np.int64)
         index[qidx, pos] = flat
         return cls(offsets=offsets, index=index, lengths=lengths, keyed=doc_key is not None)

@@ -60,8 +60,9 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
         out = out.sort_values(["query-id", "rank"], kind="stable")
     else:
         # score desc, then corpus-id desc (byte-wise): sort ascending on (-score) then reverse id
+        q_key = pd.factorize(out["query-id"], sort=True)[0]
         order = np.lexsort((_desc_str_key(out["corpus-id"].to_numpy()), -out["score"].to_numpy(),
-                            out["query-id"].to_numpy()))
+                            q_key))
         out = out.iloc[order]
         out["rank"] = out.groupby("query-id", sort=False).cumcount().to_numpy(dtype=np.int64) + 1
     return out[RUN_COLUMNS].reset_index(drop=True)
@@ -89,8 +90,8 @@ def check_known_ids(run: pd.DataFrame, corpus, *, source: str = "<run>") -> None
 
 def _desc_str_key(values: np.ndarray) -> np.ndarray:
     """An integer key whose ascending order is the strings' descending byte-wise order."""
-    uniq, inv = np.unique(values.astype(str), return_inverse=True)
-    return (len(uniq) - 1 - inv).astype(np.int64)
+    codes, uniq = pd.factorize(pd.Series(values, dtype=object).astype(str), sort=True)
+    return (len(uniq) - 1 - codes).astype(np.int64)
 
 
 def rrf_fuse(runs: pd.DataFrame, retrievers: Sequence[str], *, k: int = 60,
@@ -106,21 +107,36 @@ def rrf_fuse(runs: pd.DataFrame, retrievers: Sequence[str], *, k: int = 60,
     unknown = sorted(set(runs["retriever"]) - set(retrievers) - {FUSED})
     if unknown:
         raise InputError(f"unknown first-stage retriever(s) {unknown}; expected {list(retrievers)}")
-    parts = runs[runs["retriever"].isin(known)].copy()
+    parts = runs[runs["retriever"].isin(known)]
     order = {r: i for i, r in enumerate(known)}
-    parts["_r"] = parts["retriever"].map(order).astype(np.int64)
-    parts = parts.sort_values(["query-id", "_r", "rank"], kind="stable").reset_index(drop=True)
-    parts["_c"] = 1.0 / (k + parts["rank"].to_numpy(dtype=np.float64))
-    parts["_i"] = np.arange(len(parts), dtype=np.int64)
-    # first appearance index per (query, doc) in the walk; sum contributions in retriever order
-    grouped = parts.groupby(["query-id", "corpus-id"], sort=False)
-    fused = grouped.agg(score=("_c", "sum"), first=("_i", "min")).reset_index()
-    fused = fused.sort_values(["query-id", "score", "first"], ascending=[True, False, True],
-                              kind="stable")
-    fused["rank"] = fused.groupby("query-id", sort=False).cumcount().to_numpy(np.int64) + 1
+    # integer codes: query codes in sorted (string) order, documents by first sight
+    q_code, q_uniq = pd.factorize(parts["query-id"].astype(str), sort=True)
+    d_code, d_uniq = pd.factorize(parts["corpus-id"].astype(str))
+    r_code = parts["retriever"].map(order).to_numpy(dtype=np.int64)
+    rank = parts["rank"].to_numpy(dtype=np.int64)
+    # the walk: per query, retrievers in the given order, each by rank
+    walk = np.lexsort((rank, r_code, q_code))
+    q_w, d_w = q_code[walk].astype(np.int64), d_code[walk].astype(np.int64)
+    contrib = 1.0 / (k + rank[walk].astype(np.float64))
+    key = q_w * max(len(d_uniq), 1) + d_w
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    # np.bincount adds the weights in array order: contributions summed in retriever order
+    score = np.bincount(inv, weights=contrib, minlength=len(uniq))
+    fq = q_w[first]
+    ordered = np.lexsort((first, -score, fq))
+    fq, fd, fs = fq[ordered], d_w[first][ordered], score[ordered]
+    starts = np.r_[0, np.flatnonzero(np.diff(fq)) + 1]
+    fused_rank = np.arange(len(fq), dtype=np.int64) - np.repeat(starts, np.diff(
+        np.r_[starts, len(fq)])) + 1
+    fused = pd.DataFrame({
+        "retriever": FUSED,
+        "query-id": np.asarray(q_uniq, dtype=object)[fq],
+        "corpus-id": np.asarray(d_uniq, dtype=object)[fd],
+        "rank": fused_rank,
+        "score": fs,
+    })
     if depth is not None:
         fused = fused[fused["rank"] <= depth]
-    fused["retriever"] = FUSED
     return fused[RUN_COLUMNS].reset_index(drop=True)
 
 

@@ -152,13 +152,21 @@ def _require(table: pa.Table, columns: list[str], path: str) -> None:
                               path=path, field=c)
 
 
-class _PairIndex:
-    """Map (query code, document code) pairs to a value (dense table or hash)."""
+def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    return values if rows is None else values[rows]
 
-    def __init__(self, q: np.ndarray, d: np.ndarray, value: np.ndarray, n_docs: int):
-        self.n_docs = max(int(n_docs), 1)
-        keys = q.astype(np.int64) * self.n_docs + d
-        self.n_keys = (int(q.max()) + 1 if len(q) else 1) * self.n_docs
+
+class _PairIndex:
+    """Map (query code, document code) pairs to a value, -1 when absent (dense table or hash).
+
+    Document code ``n_docs`` is a sentinel for "not a known document" and always maps to -1.
+    """
+
+    def __init__(self, q: np.ndarray, d: np.ndarray, value: np.ndarray, n_docs: int,
+                 n_queries: int):
+        self.width = int(n_docs) + 1
+        self.n_keys = max(int(n_queries), 1) * self.width
+        keys = q.astype(np.int64) * self.width + d
         if self.n_keys <= _DENSE_LIMIT:
             self.table = np.full(self.n_keys, -1, dtype=np.int64)
             self.table[keys] = value
@@ -170,16 +178,18 @@ class _PairIndex:
             self.value = np.asarray(value, dtype=np.int64)[::-1][first]
 
     def get(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
-        keys = q.astype(np.int64) * self.n_docs + d
-        ok = (q >= 0) & (d >= 0)
-        out = np.full(len(keys), -1, dtype=np.int64)
+        """Values of pairs with ``0 <= q < n_queries`` and ``0 <= d <= n_docs`` (sentinel)."""
+        keys = q.astype(np.int64) * self.width + d
         if self.table is not None:
-            ok &= keys < self.n_keys
-            out[ok] = self.table[keys[ok]]
-        else:
-            pos = self.index.get_indexer(keys[ok])
-            out[ok] = np.where(pos >= 0, self.value[np.maximum(pos, 0)], -1)
-        return out
+            return self.table[keys]
+        pos = self.index.get_indexer(keys)
+        return np.where(pos >= 0, self.value[np.maximum(pos, 0)], -1)
+
+    def doc_codes(self, values: pa.Array, docs: pa.Array) -> np.ndarray:
+        """Codes of ``values`` among ``docs``, unknown ones as the sentinel."""
+        codes = _lookup(values, docs)
+        codes[codes < 0] = self.width - 1
+        return codes
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str],
@@ -258,7 +268,7 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     dcode = _lookup(values, docs)
     ex_d = _lookup(ex_ids, docs)
     if len(ex_q):
-        probe = _PairIndex(ex_q, ex_d, np.full(len(ex_q), -2), len(docs))
+        probe = _PairIndex(ex_q, ex_d, np.full(len(ex_q), -2), len(docs), n_q)
         hit = probe.get(qidx, dcode) == -2
         if hit.any():
             log.warning("%s: %d excluded candidates dropped from top_ranked", path_top,
@@ -272,7 +282,7 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     all_q = np.concatenate([qidx, ex_q])
     all_d = np.concatenate([dcode, ex_d])
     all_v = np.concatenate([np.arange(n, dtype=np.int64), np.full(len(ex_q), -2)])
-    pairs = _PairIndex(all_q, all_d, all_v, len(docs))
+    pairs = _PairIndex(all_q, all_d, all_v, len(docs), n_q)
     back = pairs.get(qidx, dcode)
     if not np.array_equal(back, np.arange(n)):
         i = int(np.flatnonzero(back != np.arange(n))[0])
@@ -299,8 +309,9 @@ def _qrels(qrels: pa.Table, cand: _Candidates, path: str) -> tuple[np.ndarray, n
         raise InputError(f"negative gain {gain[row]!r}", path=path, row=row, field="gain")
     q = _lookup(q_dict, cand.query_ids)[q_idx]
     inside = q >= 0                                   # rows of queries in this subset
-    d_ext = _lookup(d_dict, cand.docs)[d_idx]
-    target = cand.pairs.get(q, d_ext)                 # candidate index, -2 excluded, -1 outside
+    d_ext = cand.pairs.doc_codes(d_dict, cand.docs)[d_idx]
+    target = np.full(len(q), -1, dtype=np.int64)     # candidate index, -2 excluded, -1 outside
+    target[inside] = cand.pairs.get(q[inside], d_ext[inside])
     rows = np.flatnonzero(inside & (target != -2))
     # duplicates (query, document): same grade and gain -> one row; different -> error
     d_key = d_idx[rows]
@@ -379,45 +390,48 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
                 f"{q_dict[int(q_idx[r])].as_py()!r}, which is in no top_ranked of "
                 f"{', '.join(names)}", path=path, row=r, field="query-id")
     keep_model = np.ones(len(models), dtype=bool) if include_judge else ~judge
-    sub_of = np.repeat(np.arange(len(names), dtype=np.int16), np.diff(starts))
-    row_sub = np.where(keep_model[m_idx], sub_of[row_qpos], len(names)).astype(np.int16)
-    grouped = np.argsort(row_sub, kind="stable")             # radix sort of small ints
-    bounds = np.searchsorted(row_sub[grouped], np.arange(len(names) + 1))
+    wanted = np.flatnonzero(keep_model)
+    local = np.full(len(models), -1, dtype=np.int64)
+    local[wanted] = np.arange(len(wanted))
+    if len(names) == 1 and keep_model.all():
+        groups = [None]                                     # every row, no copy
+    else:
+        sub_of = np.repeat(np.arange(len(names), dtype=np.int16), np.diff(starts))
+        row_sub = np.where(keep_model[m_idx], sub_of[row_qpos], len(names)).astype(np.int16)
+        grouped = np.argsort(row_sub, kind="stable")         # radix sort of small ints
+        bounds = np.searchsorted(row_sub[grouped], np.arange(len(names) + 1))
+        groups = [grouped[bounds[i]:bounds[i + 1]] for i in range(len(names))]
     out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
     for si, s in enumerate(names):
         cand = cands[s]
-        rows = grouped[bounds[si]:bounds[si + 1]]
-        lq = row_qpos[rows] - starts[si]
-        ld = _lookup(d_dict, cand.docs)[d_idx[rows]]
+        rows = groups[si]
+        lq = _take(row_qpos, rows) - starts[si]
+        ld = cand.pairs.doc_codes(d_dict, cand.docs)[_take(d_idx, rows)]
         target = cand.pairs.get(lq, ld)
-        outside = target == -1
-        if outside.any():
-            r = int(rows[np.flatnonzero(outside)[0]])
-            raise InputError(
-                f"run of model {models[int(m_idx[r])]!r} names document "
-                f"{d_dict[int(d_idx[r])].as_py()!r} for query {q_dict[int(q_idx[r])].as_py()!r},"
-                f" which is not a candidate (top_ranked) of subset {s!r}",
-                path=path, row=r, field="corpus-id")
-        inpool = target >= 0
-        rows, target = rows[inpool], target[inpool]
-        present = np.unique(m_idx[rows])
-        wanted = np.flatnonzero(keep_model)
+        if (target < 0).any():
+            outside = np.flatnonzero(target == -1)
+            if len(outside):
+                r = int(outside[0] if rows is None else rows[outside[0]])
+                raise InputError(
+                    f"run of model {models[int(m_idx[r])]!r} names document "
+                    f"{d_dict[int(d_idx[r])].as_py()!r} for query "
+                    f"{q_dict[int(q_idx[r])].as_py()!r}, which is not a candidate (top_ranked) "
+                    f"of subset {s!r}", path=path, row=r, field="corpus-id")
+            inpool = np.flatnonzero(target >= 0)             # drop rows of excluded documents
+            rows = inpool if rows is None else rows[inpool]
+            target = target[inpool]
         n = len(cand.doc_ids)
-        local = np.full(len(models), -1, dtype=np.int64)
-        local[wanted] = np.arange(len(wanted))
-        mr = local[m_idx[rows]]
+        mr = local[_take(m_idx, rows)]
         flat = mr * n + target
         counts = np.bincount(flat, minlength=len(wanted) * n).reshape(len(wanted), n)
-        if (counts > 1).any():
-            mi, ci = np.argwhere(counts > 1)[0]
-            raise InputError(
-                f"run of model {models[int(wanted[mi])]!r} scores document "
-                f"{cand.doc_ids[int(ci)].as_py()!r} of query "
-                f"{cand.query_ids[int(cand.qidx[ci])].as_py()!r} twice", path=path,
-                field="corpus-id")
-        if n and not len(present) and len(wanted):
-            raise InputError(f"no run rows for the queries of subset {s!r}", path=path)
-        if (counts == 0).any():
+        if (counts != 1).any():
+            if (counts > 1).any():
+                mi, ci = np.argwhere(counts > 1)[0]
+                raise InputError(
+                    f"run of model {models[int(wanted[mi])]!r} scores document "
+                    f"{cand.doc_ids[int(ci)].as_py()!r} of query "
+                    f"{cand.query_ids[int(cand.qidx[ci])].as_py()!r} twice", path=path,
+                    field="corpus-id")
             mi, ci = np.argwhere(counts == 0)[0]
             n_miss = int((counts[mi] == 0).sum())
             raise InputError(
@@ -427,7 +441,7 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
                 "candidates missing in all); every run must score every candidate",
                 path=path, field="corpus-id")
         scores = np.empty((len(wanted), n), dtype=np.float64)
-        scores[mr, target] = score[rows]
+        scores.reshape(-1)[flat] = _take(score, rows)
         out[s] = ([models[i] for i in wanted], judge[wanted], scores)
     return out
 
@@ -685,12 +699,24 @@ class ReplayResult:
         parts = [render_markdown_table(self.tables[m], self.spec,
                                        title=table_title(m, self.k, self.tie_rule))
                  for m in METRICS]
+        heading = view_heading(self.spec, self.view)
+        if heading:
+            parts.insert(0, f"**{heading}**")
         return "\n\n".join(parts) + "\n"
 
 
 def _num(v: float) -> float | None:
     v = float(v)
     return None if math.isnan(v) else v
+
+
+def view_heading(spec: SuiteSpec, view: str) -> str | None:
+    """The cards' heading above a view's tables (None for the plain subsets view)."""
+    if view == "native":
+        return "Native-language questions (one subset per domain)"
+    if view == "languages":
+        return f"Mean over the {len(spec.view_languages)} language subsets (the mteb task score)"
+    return None
 
 
 def table_title(metric: str, k: int, tie_rule: str) -> str:
@@ -748,5 +774,5 @@ __all__ = [
     "build_subset_runs",
     "default_tie_rule", "format_percent", "load_release", "model_order", "render_markdown_table",
     "replay_loaded", "replay_release", "resolve_spec", "score_queries", "score_subset",
-    "summarize", "table_title",
+    "summarize", "table_title", "view_heading",
 ]

@@ -11,6 +11,11 @@ UTF-8 sequence (2, 3 or 4 bytes) is replaced by the character those bytes encode
 else is left byte-identical: ASCII, correct accents (a lone "é"), CJK and its punctuation,
 emoji, curly quotes, symbols, genuine C1 control characters.
 
+Implementation: ``re`` finds runs of a lead character (U+00C2..U+00F4) and up to three
+continuation characters (U+0080..U+00BF); each run whose start is one well-formed sequence is
+decoded (cached per distinct run). On Arrow batches, ``pyarrow.compute`` first drops passages
+that are ASCII or have no lead-then-continuation pair, so only candidates reach Python.
+
 Why one left-to-right scan equals ir_datasets' three passes (windows of 4, then 3, then 2):
 a window is only replaced when it decodes to exactly one character, i.e. it is one complete
 UTF-8 sequence of characters <= U+00FF. Lead bytes (C2..F4) are never continuation bytes
@@ -25,6 +30,7 @@ two (it maps C1 controls through cp1252 and undoes every level).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -44,34 +50,34 @@ log = logging.getLogger(__name__)
 #: Bump when the repair's output could change for some input.
 REPAIR_VERSION = "1"
 
-# One well-formed UTF-8 sequence of 2-4 bytes, spelled as Latin-1 characters (Python's UTF-8
-# decoder accepts exactly these: no overlongs, no surrogates, nothing above U+10FFFF).
-_SEQUENCE_PATTERN = (
-    "[\xc2-\xdf][\x80-\xbf]"
-    "|\xe0[\xa0-\xbf][\x80-\xbf]"
-    "|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
-    "|\xed[\x80-\x9f][\x80-\xbf]"
-    "|\xf0[\x90-\xbf][\x80-\xbf]{2}"
-    "|[\xf1-\xf3][\x80-\xbf]{3}"
-    "|\xf4[\x80-\x8f][\x80-\xbf]{2}"
-)
-_SEQUENCE = re.compile(_SEQUENCE_PATTERN)
+# A lead character (C2..F4) and the continuation characters (80..BF) after it, up to three.
+# Whether the run starts with one well-formed UTF-8 sequence is decided in ``_fix``. A simple
+# character-class pattern lets ``re`` scan quickly; continuation characters can never start a
+# sequence, so consuming them with a failed or shorter match loses nothing.
+_RUN_PATTERN = "[\xc2-\xf4][\x80-\xbf]{1,3}"
+_RUN = re.compile(_RUN_PATTERN)
 
-# Necessary condition for a change (a lead byte followed by a continuation byte), evaluated by
-# Arrow (RE2) on whole batches so that only candidate passages reach Python.
+# Necessary condition for a change, evaluated by Arrow (RE2) on whole batches (after a cheaper
+# ASCII test) so that only candidate passages reach Python.
 _PREFILTER_PATTERN = "[\u00c2-\u00f4][\u0080-\u00bf]"
 
 _CACHE_LIMIT = 1 << 16
-_decoded: dict[str, str] = {}
+_fixed_runs: dict[str, str] = {}
 
 
-def _decode(match: re.Match[str]) -> str:
-    seq = match.group()
-    out = _decoded.get(seq)
+def _fix(match: re.Match[str]) -> str:
+    run = match.group()
+    out = _fixed_runs.get(run)
     if out is None:
-        out = seq.encode("latin-1").decode("utf-8")
-        if len(_decoded) < _CACHE_LIMIT:
-            _decoded[seq] = out
+        lead = ord(run[0])
+        size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        out = run
+        if len(run) >= size:
+            # Python's UTF-8 decoder rejects overlongs, surrogates and > U+10FFFF
+            with contextlib.suppress(UnicodeDecodeError):
+                out = run[:size].encode("latin-1").decode("utf-8") + run[size:]
+        if len(_fixed_runs) < _CACHE_LIMIT:
+            _fixed_runs[run] = out
     return out
 
 
@@ -79,13 +85,16 @@ def repair_text(text: str) -> str:
     """Undo one level of UTF-8-read-as-Latin-1 in ``text`` (same output as ir_datasets)."""
     if text.isascii():
         return text
-    return _SEQUENCE.sub(_decode, text)
+    return _RUN.sub(_fix, text)
 
 
 def needs_repair(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Boolean mask: True where :func:`repair_text` may change the passage (vectorized)."""
-    mask = pc.fill_null(pc.match_substring_regex(texts, _PREFILTER_PATTERN), False)
-    return mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    non_ascii = pc.fill_null(pc.invert(pc.string_is_ascii(texts)), False)
+    maybe = pc.match_substring_regex(texts.filter(non_ascii), _PREFILTER_PATTERN)
+    return pc.replace_with_mask(non_ascii, non_ascii, maybe)
 
 
 @dataclass(frozen=True)
@@ -108,10 +117,10 @@ def repair_array(texts: pa.Array | pa.ChunkedArray | Sequence[str]) -> RepairRes
     if len(texts) == 0:
         return RepairResult(texts, 0)
     mask = needs_repair(texts)
-    candidates = texts.filter(mask).to_pylist()
+    candidates = texts.filter(mask).to_numpy(zero_copy_only=False).tolist()
     if not candidates:
         return RepairResult(texts, 0)
-    fixed = [_SEQUENCE.sub(_decode, t) for t in candidates]
+    fixed = [_RUN.sub(_fix, t) for t in candidates]
     changed = sum(1 for a, b in zip(candidates, fixed, strict=True) if a != b)
     if changed == 0:
         return RepairResult(texts, 0)
@@ -152,7 +161,7 @@ def repair_settings() -> dict:
         "rule": "each run of U+0080-U+00FF characters that is one well-formed UTF-8 sequence "
         "(2-4 bytes) as Latin-1 bytes is replaced by the character it encodes; one level "
         "per pass; no Unicode normalization; everything else byte-identical",
-        "sequence_pattern": ascii(_SEQUENCE_PATTERN),
+        "run_pattern": ascii(_RUN_PATTERN),
         "equivalent_to": "ir_datasets msmarco_passage.FixEncoding (collection irds_version v2)",
     }
 

@@ -72,8 +72,8 @@ def _fold(ids: list[str]) -> tuple[list[str], int]:
 def read_examples(ds, dataset_id: str, path: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Queries (``id, text``) and the examples' id lists through ir_datasets.
 
-    Returns the folded queries and a frame ``query-id, gold, excluded, gold_listed,
-    excluded_listed`` (lists as upstream lists them, before folding; one row per query).
+    Returns the folded queries and a frame ``query-id, gold, excluded`` (one row per query; the
+    id lists as upstream lists them, repeats and ``"N/A"`` not yet removed).
     """
     with irds.upstream(dataset_id, "examples (queries)", path):
         queries = pd.DataFrame([(str(q.query_id), q.text) for q in ds.queries_iter()],

@@ -41,7 +41,10 @@ def irds_home() -> Path:
     import ir_datasets
 
     # any dataset whose handler exposes its cache path publicly will do: <home>/bright/<file>
-    probe = Path(ir_datasets.load("bright/pony").docs_path(force=False))
+    try:
+        probe = Path(ir_datasets.load("bright/pony").docs_path(force=False))
+    except KeyError:  # ir_datasets < 0.6 has no BRIGHT: fall back to the current environment
+        return Path(ir_datasets.util.home_path())
     return probe.parents[1]
 
 

@@ -1,0 +1,277 @@
+"""Benchmark: ``rcp-data verify`` of a ViDoRe-scale release after download (SYNTHETIC data).
+
+On demand, not a test:
+
+    .venv/bin/python bench/verify.py                      # 306 queries x 48 subsets: 2.2M pairs
+    .venv/bin/python bench/verify.py --queries 60         # smaller
+    .venv/bin/python bench/verify.py --keep /tmp/vidore   # keep (and reuse) the generated release
+
+Generates, with numpy/pyarrow directly, a SYNTHETIC release in the ViDoRe v3 layout (suite spec
+``vidore_v3``: 8 domains x 6 languages, per-domain corpus and provenance): corpora of ids with
+empty text (no images), queries, first-stage runs of three retrievers and their RRF fusion
+(``rcp_data.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
+from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, build manifest and a
+card (front matter from ``rcp_data.card``, tables from the replay). Nothing here is real data.
+
+Then times, in the same run:
+
+- baseline: the replay alone (load ``provenance-runs`` and score both tie rules), the least any
+  verification that reproduces the card's tables must do;
+- ``verify``: every check of ``rcp_data.verify.verify_release_dir`` (the download excluded).
+
+Target: verify < 60 s on 2 cores at full scale (2.2M pool pairs, 14 runs). Prints the ratio
+verify / baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rcp_data.gains import ItemParams, gain
+from rcp_data.layout import (
+    BUILD_MANIFEST,
+    CARD_FILE,
+    RELEASES_JSON,
+    SCHEMAS,
+    provenance_file,
+    shard_name,
+    subset_file,
+    write_json,
+)
+from rcp_data.pools import rrf_fuse
+from rcp_data.release.history import History, Release, release_tag, write_history
+from rcp_data.specs import SuiteSpec, load_spec
+
+TARGET_S = 60.0
+FULL_QUERIES = 306             # x 48 subsets x 150 = 2,203,200 pool pairs
+N_RUNS = 14
+DOCS_PER_DOMAIN = 1500
+DEPTH = 150
+SEED = 20261130
+JUDGE = {"model": "rcp-data/synthetic-judge-7b", "revision": "bench"}
+PARAMS = ItemParams(gamma=(1.3, 1.0, 0.9, 0.7, 0.6), beta=(-1.5, -0.5, 0.2, 1.1, 2.0),
+                    extra={"note": "SYNTHETIC benchmark item parameters"})
+ITEM_PARAMS = "provenance/item_params.synth.json"
+REPO = "bench/synthetic-vidore-scale"
+
+
+def _write(frame: pd.DataFrame | pa.Table, path: Path, kind: str | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(
+        frame, schema=SCHEMAS[kind] if kind else None, preserve_index=False)
+    pq.write_table(table, path, compression="zstd")
+
+
+def _domain(spec: SuiteSpec, domain: str, n_queries: int, models: list[str],
+            rng: np.random.Generator, root: Path) -> dict[str, dict]:
+    """Write one domain (its corpus, 6 language subsets and provenance); return counts."""
+    docs = np.array([f"{domain}-p{i:05d}" for i in range(DOCS_PER_DOMAIN)], dtype=object)
+    n_inj_docs = 64                               # never retrieved: injected positives
+    _write(pd.DataFrame({"id": docs, "title": "", "text": ""}),
+           root / "corpus" / domain / shard_name(0, 1), "corpus")
+    subsets = [s for s in spec.subsets if s.domain == domain]
+    qids_all, fs_parts = [], []
+    counts = {}
+    pool_parts, run_parts = [], []
+    for sub in subsets:
+        qids = np.array([f"{sub.name}-q{i:04d}" for i in range(n_queries)], dtype=object)
+        qids_all.append(qids)
+        _write(pd.DataFrame({"id": qids, "text": "SYNTHETIC"}), root / subset_file(sub.name,
+                                                                                   "queries"),
+               "queries")
+        base = rng.normal(size=(n_queries, DOCS_PER_DOMAIN - n_inj_docs))
+        runs = []
+        for r_i, retriever in enumerate(spec.pool.retrievers):
+            score = base + rng.normal(scale=0.6 + 0.2 * r_i, size=base.shape)
+            top = np.argsort(-score, axis=1, kind="stable")[:, :DEPTH]
+            runs.append(pd.DataFrame({
+                "retriever": retriever,
+                "query-id": np.repeat(qids, DEPTH),
+                "corpus-id": docs[top.reshape(-1)],
+                "rank": np.tile(np.arange(1, DEPTH + 1, dtype=np.int64), n_queries),
+                "score": np.round(np.take_along_axis(score, top, 1).reshape(-1), 6),
+            }))
+        first = pd.concat(runs, ignore_index=True)
+        fused = rrf_fuse(first, spec.pool.retrievers, k=spec.pool.rrf_k)
+        fs_parts.append(pd.concat([first, fused], ignore_index=True))
+        pool = fused[fused["rank"] <= spec.pool.size].copy()
+        pool = pool.rename(columns={"rank": "pool_rank", "score": "rrf_score"})
+        pool["gt_injected"] = False
+        # every 10th query: one positive nobody retrieved replaces the lowest-ranked candidate
+        inj_q = qids[::10]
+        last = pool["query-id"].isin(inj_q).to_numpy() & (pool["pool_rank"] == spec.pool.size)
+        inj_docs = docs[DOCS_PER_DOMAIN - n_inj_docs + rng.integers(0, n_inj_docs, last.sum())]
+        pool.loc[last, "corpus-id"] = inj_docs
+        pool.loc[last, "rrf_score"] = 0.0
+        pool.loc[last, "gt_injected"] = True
+        pool["excluded"] = False
+        pool["judged"] = True
+        pool = pool[["query-id", "corpus-id", "pool_rank", "rrf_score", "gt_injected",
+                     "excluded", "judged"]].reset_index(drop=True)
+        pool_parts.append(pool)
+        # qrels: 3 positives among pool ranks 1..100 per query, plus the injected ones
+        n = len(pool)
+        score = np.zeros(n, dtype=np.int64)
+        pick = (np.arange(n_queries)[:, None] * spec.pool.size
+                + rng.integers(0, 100, size=(n_queries, 3))).reshape(-1)
+        score[pick] = rng.integers(1, 3, size=len(pick))
+        score[pool["gt_injected"].to_numpy()] = 1
+        theta = np.round(rng.normal(0, 1.5, n) + score, 6)
+        qrels = pd.DataFrame({"query-id": pool["query-id"], "corpus-id": pool["corpus-id"],
+                              "score": score, "gain": gain(theta, PARAMS), "theta": theta})
+        _write(qrels, root / subset_file(sub.name, "qrels"), "qrels")
+        top = pool.groupby("query-id", sort=False)["corpus-id"].agg(list).reset_index()
+        _write(top.rename(columns={"corpus-id": "corpus-ids"}),
+               root / subset_file(sub.name, "top_ranked"), "top_ranked")
+        for m_i, model in enumerate(models):
+            s = np.round(theta + rng.normal(0, 0.5 + 0.1 * m_i, n), 2 if m_i % 3 == 0 else 4)
+            run_parts.append((model, pool["query-id"].to_numpy(), pool["corpus-id"].to_numpy(),
+                              s))
+        counts[sub.name] = {"queries": n_queries, "pool_pairs": n,
+                            "gt_injected": int(pool["gt_injected"].sum())}
+    _write(pd.concat(pool_parts, ignore_index=True), root / provenance_file("pool", domain),
+           "pool")
+    _write(pd.concat(fs_parts, ignore_index=True), root / provenance_file("first_stage", domain),
+           "first_stage")
+    _write(_runs_table(run_parts, rng), root / provenance_file("runs", domain))
+    return counts
+
+
+def _runs_table(parts: list, rng: np.random.Generator) -> pa.Table:
+    """One runs table: rank_by_score (1-based, score desc within model and query) and
+    stored_position (0-based position in the model's stored, shuffled ranking)."""
+    model = np.concatenate([np.full(len(p[1]), p[0], dtype=object) for p in parts])
+    q = np.concatenate([p[1] for p in parts])
+    d = np.concatenate([p[2] for p in parts])
+    s = np.concatenate([p[3] for p in parts])
+    frame = pd.DataFrame({"model": model, "is_judge": False, "query-id": q, "corpus-id": d,
+                          "score": s})
+    frame["rank_by_score"] = frame.groupby(["model", "query-id"], sort=False)["score"].rank(
+        method="first", ascending=False).astype(np.int64)
+    frame["_k"] = rng.random(len(frame))
+    frame["stored_position"] = frame.groupby(["model", "query-id"], sort=False)["_k"].rank(
+        method="first").astype(np.int64) - 1
+    return pa.Table.from_pandas(frame.drop(columns="_k"), schema=SCHEMAS["runs"],
+                                preserve_index=False)
+
+
+def generate(root: Path, n_queries: int) -> Path:
+    """Write the SYNTHETIC ViDoRe-scale release into ``root``."""
+    spec = load_spec("vidore_v3")
+    rng = np.random.default_rng(SEED)
+    models = list(dict.fromkeys(spec.rerankers.values()))[:N_RUNS]
+    if len(models) < N_RUNS:
+        models += [f"bench/synthetic-reranker-{i}" for i in range(N_RUNS - len(models))]
+    counts = {}
+    for d in spec.domains:
+        counts.update(_domain(spec, d.name, n_queries, models, rng, root))
+        print(f"  generated domain {d.name}", file=sys.stderr)
+    PARAMS.write(root / ITEM_PARAMS)
+    history = History(repo=REPO, releases=(Release(
+        release=1, tag=release_tag(1, JUDGE["model"]), revision=None, data_revision=None,
+        judge=dict(JUDGE), calibration={"method": "2pl-irt", "item_params": ITEM_PARAMS,
+                                        "link": "weighted_discrimination"},
+        status="current", summary="SYNTHETIC benchmark release"),))
+    write_history(history, root / RELEASES_JSON)
+    write_json({"schema": "rcp-data.build-manifest/1", "suite": spec.name, "synthetic": True,
+                "judge": JUDGE, "calibration": {"item_params": ITEM_PARAMS,
+                                                "link": "weighted_discrimination"},
+                "counts": counts}, root / BUILD_MANIFEST)
+    _card(root, spec, history)
+    return root
+
+
+def _card(root: Path, spec: SuiteSpec, history: History) -> None:
+    """Front matter from the card module, every table of both rules and views from a replay."""
+    from rcp_data.card import card_data
+    from rcp_data.replay import load_release, render_markdown_table, replay_loaded, table_title
+
+    data = load_release(root, spec)
+    parts = ["# SYNTHETIC ViDoRe-scale benchmark release (not real data)", ""]
+    headings = {"native": "Native-language questions (one language per domain)",
+                "languages": "Mean over the 6 language subsets (the mteb task score)"}
+    for view in ("native", "languages"):
+        parts += [f"### {headings[view]}", ""]
+        for rule in ("doc-id", "group-mean"):
+            result = replay_loaded(data, k=10, tie_rule=rule, view=view)
+            for metric in ("rcp_ndcg", "qrel_ndcg"):
+                parts += [render_markdown_table(result.tables[metric], spec,
+                                                title=table_title(metric, 10, rule)), ""]
+    front = card_data(root, spec, history).to_yaml()
+    (root / CARD_FILE).write_text(f"---\n{front}\n---\n\n" + "\n".join(parts), encoding="utf-8")
+
+
+def _replay_only(root: Path) -> float:
+    from rcp_data.replay import load_release, score_queries
+
+    t0 = time.perf_counter()
+    data = load_release(root, load_spec("vidore_v3"))
+    score_queries(data, k=10, tie_rules=("doc-id", "group-mean"))
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=FULL_QUERIES,
+                    help=f"queries per subset (default {FULL_QUERIES}: 2.2M pool pairs)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="write the release here and keep it (reused when it exists)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    tmp = None
+    if args.keep is not None:
+        root = args.keep
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="rcp-bench-verify-"))
+        root = tmp / "release"
+    try:
+        if not (root / CARD_FILE).exists():
+            t0 = time.perf_counter()
+            root.mkdir(parents=True, exist_ok=True)
+            generate(root, args.queries)
+            print(f"generated SYNTHETIC release in {time.perf_counter() - t0:.1f} s: {root}")
+        pairs = sum(pq.read_metadata(p).num_rows for p in root.glob("provenance/pool/*.parquet"))
+        runs = sum(pq.read_metadata(p).num_rows for p in root.glob("provenance/runs/*.parquet"))
+        print(f"scale: {pairs:,} pool pairs, {runs:,} run rows ({runs // max(pairs, 1)} runs)")
+
+        from rcp_data.verify import verify_release_dir
+
+        baseline = _replay_only(root)
+        t0 = time.perf_counter()
+        report = verify_release_dir(root)
+        elapsed = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+        failed = [c for c in report.checks if not c.ok]
+        print(f"baseline (replay alone, both tie rules): {baseline:6.1f} s")
+        print(f"verify (all checks):                     {elapsed:6.1f} s   "
+              f"ratio verify/baseline {elapsed / baseline:.2f}x   "
+              f"(pin {report.seconds.get('pin', 0):.1f} s, integrity "
+              f"{report.seconds.get('integrity', 0):.1f} s, numbers "
+              f"{report.seconds.get('replay', 0):.1f} s)")
+        print(f"peak RSS {rss:.2f} GiB; {len(report.checks)} checks, {len(failed)} failed")
+        for c in failed:
+            print(f"  FAILED {c.name}: {c.found} ({c.where})")
+        scale = pairs / (FULL_QUERIES * 48 * 150)
+        ok = elapsed < TARGET_S * max(scale, 1e-9) and not failed
+        print(f"target < {TARGET_S:.0f} s at full scale (this run: {scale:.2f} of it): "
+              f"{'MET' if ok else 'NOT MET'}")
+        return 0 if ok else 1
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""``rcp-data verify`` against the local Hub with the real huggingface_hub client.
+
+The SYNTHETIC demo suite is built once per module, published as release 1 and as release 2 (a
+recalibration: new item parameters, new gains, same data); each kind of damage is then made in
+a NEW commit (on a branch of its own) with ``HfApi.create_commit`` and must be caught and named.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub import CommitOperationAdd, HfApi
+
+from rcp_data.cli import main
+from rcp_data.compare import CellKey, TableSet, load_tables
+from rcp_data.demo import make_demo_release
+from rcp_data.gains import ItemParams
+from rcp_data.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
+from rcp_data.recalibrate import recalibrate_release
+from rcp_data.release.history import History, read_history, write_history
+from rcp_data.release.publish import publish
+from rcp_data.specs import load_spec
+from rcp_data.verify import check_paper, paper_applies, verify
+
+log = logging.getLogger(__name__)
+REPO_TYPE = "dataset"
+
+
+# -- building and publishing the demo releases ----------------------------------------------------
+def _release_files(root: Path, spec, history: History) -> None:
+    """Card and task file: the card module's, else a minimal card with the same tables."""
+    try:
+        from rcp_data.commands.card import write_release_files
+
+        write_release_files(root, spec=spec, history=history, repo=history.repo)
+        return
+    except Exception as exc:  # the card module is still changing; keep verify testable
+        log.warning("card rendering failed (%s); writing a minimal SYNTHETIC test card", exc)
+    from rcp_data.card import (
+        METRICS_SHOWN,
+        TIE_RULES_SHOWN,
+        card_data,
+        replay_results,
+        views_shown,
+    )
+    from rcp_data.replay import render_markdown_table, table_title
+    from rcp_data.taskfile import render_task_file
+
+    results = replay_results(root, spec)
+    parts = ["# SYNTHETIC demo release (test card)", ""]
+    for view, heading in views_shown(spec):
+        if heading:
+            parts += [f"### {heading}", ""]
+        for metric, _ in METRICS_SHOWN:
+            for rule, _, _ in TIE_RULES_SHOWN:
+                parts += [render_markdown_table(results[(view, rule)].tables[metric], spec,
+                                                title=table_title(metric, 10, rule)), ""]
+    front = card_data(root, spec, history).to_yaml()
+    (root / CARD_FILE).write_text(f"---\n{front}\n---\n\n" + "\n".join(parts), encoding="utf-8")
+    (root / TASK_FILE).write_text(render_task_file(
+        spec, [r.to_dict() for r in history.releases], repo=history.repo), encoding="utf-8")
+
+
+def _first_history(root: Path, spec, repo: str) -> History:
+    from rcp_data.card import release_history
+
+    return release_history(root, spec, repo=repo)
+
+
+@pytest.fixture(scope="module")
+def published(local_hub, tmp_path_factory) -> dict:
+    """Demo release 1 and 2 on the local Hub: ``{repo, api, tag1, sha1, tag2, sha2, v1, v2}``."""
+    base = tmp_path_factory.mktemp("verify-demo")
+    repo = f"rcp-test/verify-{uuid.uuid4().hex[:8]}"
+    api = HfApi(endpoint=local_hub.url)
+    spec = load_spec("demo")
+    v1, v2 = base / "v1", base / "v2"
+    make_demo_release(v1, work=base / "inputs")
+    history = _first_history(v1, spec, repo)
+    write_history(history, v1 / RELEASES_JSON)
+    _release_files(v1, spec, history)
+    r1 = publish(v1, repo, api=api, create_repo=True, history_file=False)
+    params = ItemParams.read(v1 / history.current.item_params)
+    refit = ItemParams(gamma=tuple(round(g * 1.07, 6) for g in params.gamma),
+                       beta=tuple(round(b - 0.15, 6) for b in params.beta),
+                       extra={"note": "SYNTHETIC refit"})
+    recalibrate_release(v1, v2, spec, refit, previous_revision=r1.commit, date="2026-11-30",
+                        summary="SYNTHETIC recalibration")
+    _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
+    r2 = publish(v2, repo, api=api, history_file=False)
+    return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
+            "sha2": r2.commit, "v1": v1, "v2": v2}
+
+
+def _tamper(p: dict, name: str, files: dict[str, bytes]) -> str:
+    """A new commit on a branch of its own, on top of release 2, changing ``files``."""
+    api: HfApi = p["api"]
+    branch = f"tamper-{name}"
+    api.create_branch(p["repo"], branch=branch, revision=p["sha2"], repo_type=REPO_TYPE)
+    info = api.create_commit(
+        p["repo"], [CommitOperationAdd(path_in_repo=k, path_or_fileobj=v)
+                    for k, v in files.items()],
+        commit_message=f"SYNTHETIC tampering: {name}", repo_type=REPO_TYPE, revision=branch,
+        parent_commit=p["sha2"])
+    return info.oid
+
+
+def _parquet_bytes(frame: pd.DataFrame, kind: str, tmp: Path) -> bytes:
+    path = tmp / f"{kind}.parquet"
+    write_parquet(frame, path, SCHEMAS[kind])
+    return path.read_bytes()
+
+
+def _failed(report) -> dict:
+    return {c.name: c for c in report.checks if not c.ok}
+
+
+def _hub_state(api: HfApi, repo: str) -> tuple:
+    refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
+    commits = [c.commit_id for c in api.list_repo_commits(repo, repo_type=REPO_TYPE)]
+    return (commits, sorted((b.name, b.target_commit) for b in refs.branches),
+            sorted((t.name, t.target_commit) for t in refs.tags))
+
+
+def _tree(root: Path, skip: Path | None = None, *, server_caches: bool = False) -> dict:
+    """``{path: (size, mtime) | None}`` of a folder (``server_caches``: leave out the local
+    Hub server's own top-level caches, ``.blob-cache`` and ``.tmp``; repositories stay in)."""
+    out = {}
+    for p in sorted(Path(root).rglob("*")):
+        if skip is not None and (p == skip or skip in p.parents):
+            continue
+        if server_caches and p.relative_to(root).parts[0].startswith("."):
+            continue
+        st = p.lstat()
+        out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns) if p.is_file() else None
+    return out
+
+
+# -- clean releases --------------------------------------------------------------------------------
+def test_both_releases_verify_clean_by_tag_and_sha(published, local_hub, tmp_path, monkeypatch):
+    import os
+
+    p = published
+    hf_home = Path(os.environ["HF_HOME"])
+    hf_home.mkdir(parents=True, exist_ok=True)
+    cache = tmp_path / "cache"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    hub_before, store_before = _hub_state(p["api"], p["repo"]), _tree(local_hub.root,
+                                                                          server_caches=True)
+    home_before, tmp_before = _tree(hf_home), _tree(tmp_path, skip=cache)
+    for rev, number, sha in ((p["tag1"], 1, p["sha1"]), (p["sha1"], 1, p["sha1"]),
+                             (p["tag2"], 2, p["sha2"]), (p["sha2"], 2, p["sha2"])):
+        report = verify(repo=p["repo"], revision=rev, cache_dir=cache)
+        assert report.ok, report.text()
+        assert (report.sha, report.release, report.suite) == (sha, number, "demo")
+        names = {c.name for c in report.checks}
+        assert {"gains", "fusion", "pool-rule", "top-ranked-in-corpus", "configs",
+                "card-tables", "replay"} <= names
+        assert report.check("card-tables").found.endswith("0 differ")
+        assert report.check("paper-tables").status == "skipped"      # synthetic: no paper
+        assert (report.check("tag") is not None) == (rev.startswith("v"))
+        # downloaded strictly by sha, into the cache only
+        assert str(report.root).startswith(str(cache)) and sha in str(report.root)
+    # release 2 has other gains than release 1: each verified against its own item parameters
+    g1 = pq.read_table(p["v1"] / "alpha/qrels.parquet")["gain"].to_pylist()
+    g2 = pq.read_table(p["v2"] / "alpha/qrels.parquet")["gain"].to_pylist()
+    assert g1 != g2
+    # verification wrote nothing to the Hub and nothing outside its cache
+    assert _hub_state(p["api"], p["repo"]) == hub_before
+    assert _tree(local_hub.root, server_caches=True) == store_before
+    assert _tree(hf_home) == home_before
+    assert _tree(tmp_path, skip=cache) == tmp_before
+
+
+def test_cli_by_tag_json_and_exit_zero(published, tmp_path, capsys):
+    p = published
+    rc = main(["verify", "--repo", p["repo"], "--revision", p["tag2"], "--json",
+               "--cache-dir", str(tmp_path / "c")])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["ok"] and out["exit_code"] == 0
+    assert out["sha"] == p["sha2"] and out["release"] == 2
+    assert all(set(c) >= {"name", "what", "expected", "found", "where", "status"}
+               for c in out["checks"])
+    rc = main(["verify", f"hf://datasets/{p['repo']}@{p['tag1']}", "--cache-dir",
+               str(tmp_path / "c")])
+    text = capsys.readouterr().out
+    assert rc == 0 and "VERIFIED" in text and p["sha1"] in text
+
+
+def test_local_directory_verifies(published):
+    report = verify(path=published["v1"])
+    assert report.ok, report.text()
+    assert report.sha is None and report.release == 1
+
+
+# -- tampering -------------------------------------------------------------------------------------
+def test_changed_gain_is_named(published, tmp_path):
+    p = published
+    q = pd.read_parquet(p["v2"] / "beta/qrels.parquet")
+    i = q.index[q["theta"].notna()][11]
+    q.loc[i, "gain"] = q.loc[i, "gain"] + 1e-6
+    sha = _tamper(p, "gain", {"beta/qrels.parquet": _parquet_bytes(q, "qrels", tmp_path)})
+    report = verify(repo=p["repo"], revision=sha, cache_dir=tmp_path / "c")
+    failed = _failed(report)
+    assert "gains" in failed and report.exit_code == 1
+    detail = failed["gains"].details[0]
+    assert "subset beta" in detail
+    assert f"query {q.loc[i, 'query-id']}" in detail
+    assert f"document {q.loc[i, 'corpus-id']}" in detail
+    assert len(failed["gains"].details) == 1
+    assert "subset beta" in report.text()
+
+
+def test_deleted_pooled_document_is_named(published, tmp_path):
+    p = published
+    corpus = pd.read_parquet(p["v2"] / "alpha/corpus.parquet")
+    top = pd.read_parquet(p["v2"] / "alpha/top_ranked.parquet")
+    victim = top["corpus-ids"].iloc[3][5]
+    kept = corpus[corpus["id"] != victim]
+    assert len(kept) == len(corpus) - 1
+    sha = _tamper(p, "corpus", {"alpha/corpus.parquet": _parquet_bytes(kept, "corpus",
+                                                                        tmp_path)})
+    report = verify(repo=p["repo"], revision=sha, cache_dir=tmp_path / "c")
+    failed = _failed(report)
+    assert "top-ranked-in-corpus" in failed
+    assert any(victim in d for d in failed["top-ranked-in-corpus"].details)
+    assert failed["top-ranked-in-corpus"].found == "1 missing"
+
+
+def test_moved_tag_fails(published, tmp_path, capsys):
+    p = published
+    api: HfApi = p["api"]
+    api.delete_tag(p["repo"], tag=p["tag1"], repo_type=REPO_TYPE)
+    api.create_tag(p["repo"], tag=p["tag1"], revision=p["sha2"], repo_type=REPO_TYPE)
+    try:
+        report = verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c")
+        failed = _failed(report)
+        assert set(failed) == {"tag"}, report.text()
+        tag = failed["tag"]
+        assert p["sha1"] in tag.expected and p["sha2"] in tag.found
+        assert "no longer matches releases.json" in tag.details[0]
+        rc = main(["verify", "--repo", p["repo"], "--revision", p["tag1"], "--cache-dir",
+                   str(tmp_path / "c")])
+        assert rc == 1 and "no longer matches releases.json" in capsys.readouterr().out
+    finally:
+        api.delete_tag(p["repo"], tag=p["tag1"], repo_type=REPO_TYPE)
+        api.create_tag(p["repo"], tag=p["tag1"], revision=p["sha1"], repo_type=REPO_TYPE)
+    assert verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c").ok
+
+
+def test_edited_card_cell_is_named(published, tmp_path, capsys):
+    p = published
+    text = (p["v2"] / CARD_FILE).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    title = next(i for i, line in enumerate(lines)
+                 if re.search(r"qrel-nDCG@10 \(%\), rule \(b\)", line))
+    row = next(i for i in range(title + 1, len(lines)) if lines[i].startswith("| Beta-RR"))
+    cells = lines[row].split("|")
+    old = float(cells[3])          # second column: the "Beta" subset
+    cells[3] = f" {old + 0.3:.1f} "
+    lines[row] = "|".join(cells)
+    sha = _tamper(p, "card", {CARD_FILE: ("\n".join(lines) + "\n").encode("utf-8")})
+    rc = main(["verify", "--repo", p["repo"], "--revision", sha, "--json", "--cache-dir",
+               str(tmp_path / "c")])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and not out["ok"]
+    failed = {c["name"]: c for c in out["checks"] if not c["ok"]}
+    assert set(failed) == {"card-tables"}
+    (detail,) = failed["card-tables"]["details"]
+    assert detail.startswith("qrel-nDCG@10 rule (b), view subsets, row Beta-RR, column Beta: "
+                             f"card {old + 0.3:.2f}, replay ")
+    replayed = float(detail.rsplit("replay ", 1)[1])
+    assert abs(replayed - old) <= 0.05 + 1e-6
+
+
+# -- could not run ---------------------------------------------------------------------------------
+def test_unknown_repo_revision_and_unreadable_file_exit_2(published, tmp_path, capsys):
+    p = published
+    assert main(["verify", "--repo", "rcp-test/no-such-repo", "--revision", "v1",
+                 "--cache-dir", str(tmp_path / "c")]) == 2
+    assert main(["verify", "--repo", p["repo"], "--revision", "v9-nothing", "--json",
+                 "--cache-dir", str(tmp_path / "c")]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit_code"] == 2 and "v9-nothing" in err["error"]
+    broken = tmp_path / "broken"
+    shutil.copytree(p["v1"], broken)
+    (broken / RELEASES_JSON).write_text("{not json", encoding="utf-8")
+    assert main(["verify", str(broken)]) == 2
+    assert main(["verify", str(tmp_path / "missing-dir")]) == 2
+    assert main(["verify"]) == 2
+
+
+# -- the paper ------------------------------------------------------------------------------------
+def _paper_cells(spec, reference: Path) -> TableSet:
+    paper = load_tables(reference, spec)
+    return TableSet("replay", "replay", spec.name, dict(paper.cells), 0.0)
+
+
+def test_paper_only_for_the_release_the_paper_used(reference_dir):
+    spec = load_spec("vidore_v3")
+    project = read_history(Path(__file__).resolve().parents[1] / "release/vidore_v3.json")
+    r1, r2 = project.releases
+    assert paper_applies(spec, project, r1, None)[0]
+    assert paper_applies(spec, project, r2, "f" * 40)[0] is False
+    assert paper_applies(spec, project, r2, spec.paper_revision)[0]
+
+
+def test_paper_differences_fail_or_diff(reference_dir):
+    spec = load_spec("vidore_v3")
+    reference = reference_dir / "paper_values.json"
+    replay = _paper_cells(spec, reference)
+    key = next(k for k in replay.cells if k.metric == "rcp_ndcg" and k.column != "mean")
+    moved = dict(replay.cells)
+    moved[key] = replay.cells[key] + 0.3
+    replay = TableSet("replay", "replay", spec.name, moved, 0.0)
+    (same,) = check_paper(reference, _paper_cells(spec, reference), {}, spec, True, "paper's")
+    assert same.ok and same.status == "ok"
+    (fail,) = check_paper(reference, replay, {}, spec, True, "the paper's release")
+    assert not fail.ok and fail.status == "failed" and len(fail.details) == 1
+    assert spec.short_name(key.model) in fail.details[0]
+    (diff,) = check_paper(reference, replay, {}, spec, False, "release 2")
+    assert diff.ok and diff.status == "diff" and diff.details == fail.details
+    assert isinstance(key, CellKey)
