@@ -28,6 +28,18 @@ for version in "${VERSIONS[@]}"; do
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet "$TORCH_PIN" "mteb==$version" \
       "pytest>=8,<10" -e "$ROOT"
+  # mteb 2.0.1's wheel (and sdist) ship mteb/tasks/Retrieval, .../STS, ... while its code imports
+  # mteb.tasks.retrieval, .../sts: it only imports on case-insensitive filesystems. On Linux,
+  # link the lowercase names to the shipped folders (the package's code stays untouched).
+  tasks_dir="$("$venv/bin/python" -c 'import importlib.util as u, os; print(os.path.join(os.path.dirname(u.find_spec("mteb").origin), "tasks"))')"
+  for dir in "$tasks_dir"/*/; do
+    name="$(basename "$dir")"
+    lower="$(echo "$name" | tr '[:upper:]' '[:lower:]')"
+    if [ "$name" != "$lower" ] && [ ! -e "$tasks_dir/$lower" ]; then
+      ln -s "$name" "$tasks_dir/$lower"
+      echo "   note: linked mteb/tasks/$lower -> $name (case mismatch in the mteb $version package)"
+    fi
+  done
   installed="$("$venv/bin/python" -c 'import mteb, torch; print(mteb.__version__, torch.__version__)')"
   echo "   installed mteb/torch: $installed"
   case "$installed" in

@@ -9,11 +9,10 @@ import pyarrow as pa
 import pytest
 import Stemmer
 
-from rcp_data.bm25 import B, K1, METHOD, bm25_run, build_index, search
+from rcp_data.bm25 import K1, METHOD, B, bm25_run, build_index, search
 from rcp_data.sources.base import CorpusReader
 
-WORDS = ("the river stones of a running harbor ran runs engine copper signal meadow quartz "
-         "lanterns glacier and it is to be or not").split()
+WORDS = ["the", "river", "stones", "of", "a", "running", "harbor", "ran", "runs", "engine", "copper", "signal", "meadow", "quartz", "lanterns", "glacier", "and", "it", "is", "to", "be", "or", "not"]  # noqa: SIM905
 
 
 def _corpus(n: int = 4000, seed: int = 3) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pytest
 from rcp_data.calibration.diagnostics import expected_calibration_error, yen_q3
 from rcp_data.calibration.simulate import simulate_verdicts
 from rcp_data.cli import main
-from rcp_data.gains import ItemParams, gain
+from rcp_data.gains import ItemParams
 from rcp_data.layout import write_parquet
 
 
@@ -91,31 +91,13 @@ def test_q3_is_the_correlation_of_residuals():
     np.testing.assert_allclose(q3, np.corrcoef(resid, rowvar=False), atol=1e-12)
 
 
-def test_gain_diff_of_a_refit_against_a_demo_release(tmp_path):
-    from rcp_data.calibration.pipeline import calibrate_files
-    from rcp_data.calibration.recalibrate import gain_changes
-    from rcp_data.demo import make_demo_release
-    from rcp_data.layout import ReleaseDir
-    from rcp_data.specs import load_spec
+def test_cuda_without_a_gpu_is_a_usage_error(inputs, tmp_path, capsys):
+    import torch
 
-    release = tmp_path / "release"
-    make_demo_release(release, work=tmp_path / "inputs")
-    judge = tmp_path / "inputs" / "judge"
-    rel = ReleaseDir(release, load_spec("demo"))
-    old_params = ItemParams.read(judge / "item_params.json")
-    qrels = pd.concat([rel.table(s, "qrels").assign(subset=s) for s in rel.spec.subset_names])
-    # the release against itself: nothing changes
-    same = gain_changes(release, old_params, qrels[qrels["theta"].notna()])
-    assert same.n_changed == 0 and len(same.rows) == len(qrels)
-    # a refit of the same judge's answers changes the gains
-    cal = calibrate_files(judge / "criteria.parquet", judge / "thetas.parquet", tmp_path / "fit",
-                          progress=False)
-    diff = gain_changes(release, cal.params, cal.thetas)
-    rows = diff.rows
-    scored = rows["theta_after"].notna()
-    np.testing.assert_allclose(rows.loc[scored, "gain_after"],
-                               gain(rows.loc[scored, "theta_after"].to_numpy(), cal.params))
-    assert (rows.loc[~scored, "gain_after"] == 0).all()
-    assert diff.n_changed == int((rows["change"].abs() > 1e-12).sum()) > 0
-    assert diff.summary["rows"].sum() == len(qrels)
-    assert diff.max_abs_change == pytest.approx(rows["change"].abs().max())
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    rc = main(["calibrate", "--criteria", str(inputs / "criteria.parquet"),
+               "--thetas", str(inputs / "thetas.parquet"), "--out", str(tmp_path / "o"),
+               "--device", "cuda", "--no-progress"])
+    assert rc == 2 and "no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -168,7 +169,21 @@ class SubsetFacts:
     queries_with_more_positives_than_pool: int
 
 
-def subset_facts(rd: ReleaseDir, subset: str) -> SubsetFacts:
+def all_subset_facts(rd: ReleaseDir) -> list[SubsetFacts]:
+    """Facts of every subset, reading each provenance pool once."""
+    pools: dict[str, pd.DataFrame] = {}
+    out = []
+    for s in rd.spec.subset_names:
+        split = rd.spec.provenance_split(s)
+        if split not in pools:
+            pools = {split: rd.provenance("pool", split)}
+        out.append(subset_facts(rd, s, pool=pools[split]))
+    return out
+
+
+def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = None
+                 ) -> SubsetFacts:
+    """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
     spec = rd.spec
     positive = int(spec.source.get("grade_positive", 1))
     queries = rd.table(subset, "queries", columns=["id"])
@@ -180,7 +195,7 @@ def subset_facts(rd: ReleaseDir, subset: str) -> SubsetFacts:
                                                                         "excluded-corpus-ids"]))
     ex_pairs = set(zip(excluded["query-id"], excluded["excluded-corpus-ids"], strict=True))
     split = spec.provenance_split(subset)
-    pool = rd.provenance("pool", split)
+    pool = rd.provenance("pool", split) if pool is None else pool
     qids = set(queries["id"])
     pool = pool[pool["query-id"].isin(qids)]
     sizes = pool.groupby("query-id").size()
@@ -264,7 +279,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     if current is None:
         raise InputError("the release history has no current release", path=str(root))
     rd = ReleaseDir(root, spec)
-    facts = [subset_facts(rd, s) for s in spec.subset_names]
+    facts = all_subset_facts(rd)
     item_params = ItemParams.read(root / current.item_params)
     fams = families(spec)
     number = current.release
@@ -494,8 +509,9 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
 def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:
-        runs = rd.provenance("runs", s, columns=["model", "is_judge"])
-        judge_models |= set(runs.loc[runs["is_judge"], "model"])
+        runs = pq.read_table(rd.root / provenance_file("runs", s), columns=["model", "is_judge"])
+        judged = runs.filter(pc.fill_null(runs["is_judge"], False))
+        judge_models |= set(pc.unique(judged["model"]).to_pylist())
     lines = []
     if judge_models:
         names = ", ".join(f"`{m}`" for m in sorted(judge_models))

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "build",
     "text",
     "calibrate",
+    "recalibrate",
     "replay",
     "compare",
     "card",

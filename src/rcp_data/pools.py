@@ -103,8 +103,9 @@ def rrf_fuse(runs: pd.DataFrame, retrievers: Sequence[str], *, k: int = 60,
     descending, ties in order of first appearance when the runs are walked in ``retrievers``
     order. ``depth`` keeps the top ``depth`` per query.
     """
-    known = [r for r in retrievers if r in set(runs["retriever"])]
-    unknown = sorted(set(runs["retriever"]) - set(retrievers) - {FUSED})
+    present = {str(r) for r in pd.unique(runs["retriever"])}
+    known = [r for r in retrievers if r in present]
+    unknown = sorted(present - set(retrievers) - {FUSED})
     if unknown:
         raise InputError(f"unknown first-stage retriever(s) {unknown}; expected {list(retrievers)}")
     parts = runs[runs["retriever"].isin(known)]

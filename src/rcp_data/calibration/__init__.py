@@ -5,7 +5,7 @@
 - :mod:`rubric`: rubric-only 2PL marginal maximum likelihood (no tournament scores);
 - :mod:`diagnostics`: tau/alpha percentiles, ECE, Yen's Q3, difficulty order;
 - :mod:`pipeline`: one run from files to an output folder;
-- :mod:`recalibrate`: how a refit changes the gains of an existing release;
+- release N+1 from a refit (new gains, diff report) is :mod:`rcp_data.recalibrate`;
 - :mod:`simulate`: SYNTHETIC verdicts from known parameters (tests, benchmarks).
 """
 

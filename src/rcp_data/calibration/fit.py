@@ -198,7 +198,11 @@ def negative_log_posterior(
     arrays: MapArrays, query_index: np.ndarray, theta_bt: np.ndarray, n: np.ndarray,
     passes: np.ndarray, settings: MapSettings | None = None,
 ) -> float:
-    """Eq. 7 at given estimates, evaluated in numpy from the counts (for checks)."""
+    """Eq. 7 at given estimates, evaluated in numpy from the counts (for checks).
+
+    ``u`` and ``v`` are recovered as ``log(gamma / C)`` centred and ``beta``: at the optimum the
+    ridge makes both have mean 0 (the constraints leave their means free).
+    """
     s = settings or MapSettings()
     gamma = arrays.gamma
     u = np.log(gamma / len(gamma))
