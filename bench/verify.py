@@ -264,9 +264,12 @@ def main(argv: list[str] | None = None) -> int:
         for c in failed:
             print(f"  FAILED {c.name}: {c.found} ({c.where})")
         scale = pairs / (FULL_QUERIES * 48 * 150)
-        ok = elapsed < TARGET_S * max(scale, 1e-9) and not failed
-        print(f"target < {TARGET_S:.0f} s at full scale (this run: {scale:.2f} of it): "
-              f"{'MET' if ok else 'NOT MET'}")
+        if scale < 0.99:
+            print(f"target < {TARGET_S:.0f} s applies at full scale; this run is {scale:.2f} "
+                  f"of it (linear estimate {elapsed / scale:.0f} s)")
+            return 0 if not failed else 1
+        ok = elapsed < TARGET_S and not failed
+        print(f"target < {TARGET_S:.0f} s at full scale: {'MET' if ok else 'NOT MET'}")
         return 0 if ok else 1
     finally:
         if tmp is not None:

@@ -377,3 +377,11 @@ def test_theta_table_missing_pool_documents(spec, source, inputs_dir, tmp_path):
     err = _fails(spec, source, root, tmp_path)
     assert "judge/thetas.parquet" in str(err) and "no theta" in str(err)
     assert pool["corpus-id"].iloc[5] in str(err)
+
+
+def test_dev_small_queries_from_the_tarball(staged):
+    from rcp_data.sources.trecdl import dev_small_queries
+
+    dev = dev_small_queries()
+    assert len(dev) == 6980 == len(staged.real.dev_topics)
+    assert set(dev["id"]) == set(staged.real.dev_topics["id"])

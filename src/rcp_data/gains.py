@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import expit
 
 from rcp_data.errors import InputError
+from rcp_data.jsonfile import read_json
 
 DEFAULT_LINK = "weighted_discrimination"
 LINK_NAMES = ("weighted_discrimination", "unweighted", "logistic", "criterion:<Cn>")
@@ -73,12 +74,7 @@ class ItemParams:
     @classmethod
     def read(cls, path: str | Path) -> ItemParams:
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise InputError("file not found", path=str(path)) from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+        data = read_json(path)
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict:

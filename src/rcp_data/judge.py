@@ -5,7 +5,6 @@ Every function takes plain tables and returns plain tables in the published layo
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 
 from rcp_data.errors import InputError
 from rcp_data.gains import DEFAULT_LINK, ItemParams, gain
+from rcp_data.jsonfile import read_json
 from rcp_data.layout import criteria_columns
 
 log = logging.getLogger(__name__)
@@ -39,19 +39,11 @@ class JudgeInfo:
     revision: str
     short: str
 
-    @property
-    def slug(self) -> str:
-        """Tag slug of the judge, e.g. ``nvidia-qwen3.5-397b-a17b-nvfp4``."""
-        return self.model.replace("/", "-").lower()
-
     @classmethod
     def read(cls, path: Path) -> JudgeInfo:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise InputError("file not found", path=str(path)) from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise InputError("judge.json must be a JSON object", path=str(path))
         for key in ("model", "short"):
             if not data.get(key):
                 raise InputError(f"missing key {key!r}", path=str(path), field=key)
@@ -167,12 +159,9 @@ class RunSpec:
 
 
 def read_runs_json(path: Path) -> list[RunSpec]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError("file not found", path=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise InputError("runs.json must be a JSON list of runs", path=str(path))
     specs = []
     for i, entry in enumerate(data):
         for key in ("file", "model"):

@@ -228,6 +228,43 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
     return checks, rel
 
 
+# -- counts the card states ---------------------------------------------------------------------
+# Phrases of the cards (this project's template and the published cards) that state totals:
+# (pattern, {group number: count name}).
+CARD_COUNT_PATTERNS: tuple[tuple[str, dict[int, str]], ...] = (
+    (r"\(([\d,]+) queries, split", {1: "queries"}),
+    (r"([\d,]+) queries in total", {1: "queries"}),
+    (r"([\d,]+) queries over [\d,]+ (?:datasets|subsets|tasks)", {1: "queries"}),
+    (r"([\d,]+) of ([\d,]+) pool pairs", {1: "gt_injected", 2: "pool_pairs"}),
+    (r"([\d,]+) pool pairs over ([\d,]+) queries", {1: "pool_pairs", 2: "queries"}),
+)
+
+
+def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
+    """Totals the card's prose states (queries, pool pairs, injected documents) equal the data."""
+    import re
+
+    body = card_text.split("\n---", 2)[-1] if card_text.startswith("---") else card_text
+    stated, wrong = [], []
+    for pattern, groups in CARD_COUNT_PATTERNS:
+        for m in re.finditer(pattern, body):
+            for g, name in groups.items():
+                value = int(m.group(g).replace(",", ""))
+                stated.append(name)
+                if name in totals and value != totals[name]:
+                    wrong.append(f"the card says {m.group(0)!r}: {name} {value:,}, the data has "
+                                 f"{totals[name]:,}")
+    if not stated:
+        return [_check("card-counts", True, "counts the card states equal the data",
+                       expected="statements of queries / pool pairs / injected documents",
+                       found="none found", where=CARD_FILE, status="absent")]
+    return [_check("card-counts", not wrong, "counts the card states (queries, pool pairs, "
+                   "injected documents) equal the data",
+                   expected=", ".join(f"{k} {v:,}" for k, v in totals.items()),
+                   found=f"{len(stated)} statements, {len(wrong)} differ", where=CARD_FILE,
+                   details=wrong)]
+
+
 # -- step 3: numbers -----------------------------------------------------------------------------
 def views_of(spec: SuiteSpec) -> list[str]:
     return ["native", "languages"] if spec.has_languages else ["subsets"]
@@ -461,12 +498,20 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     report.seconds["pin"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    integrity, _ = run_integrity(ReleaseDir(root, spec), params, link,
+    integrity, tables = run_integrity(ReleaseDir(root, spec), params, link,
                                  card_configs(card_text) if card_text is not None else None)
     for c in integrity:
         if c.name == "gains":
             c.where = f"{c.where} (item parameters {params_path}, link {link})"
     report.checks += integrity
+    if card_text is not None and tables:
+        from rcp_data.integrity import subset_counts
+
+        totals: dict[str, int] = {}
+        for t in tables.values():
+            for k, v in subset_counts(t).items():
+                totals[k] = totals.get(k, 0) + v
+        report.checks += check_card_counts(card_text, totals)
     report.seconds["integrity"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rcp_data.errors import InputError
 from rcp_data.gains import get_link
+from rcp_data.jsonfile import read_json
 
 SCHEMA = "rcp-data.releases/1"
 STATUSES = ("current", "superseded")
@@ -204,12 +205,7 @@ class History:
 def read_history(path: str | Path, *, for_commit: bool = False) -> History:
     """Read and validate a releases file; refuses an unknown ``schema``."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError("file not found", path=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+    data = read_json(path)
     return loads_history(data, source=str(path), for_commit=for_commit)
 
 
