@@ -195,3 +195,12 @@ def test_qrel_ndcg_doc_id_equals_pytrec_eval_on_real_trecdl(trecdl_data: Path, y
         other = ndcg_at_k(offs, np.concatenate(cand_scores), np.array(cand_gains, dtype=float),
                           ideal, k=10, tie_rule="pool-order")
         assert np.max(np.abs(other - theirs)) > 1e-3
+
+
+def test_engine_refuses_non_finite_values():
+    with pytest.raises(ValueError, match="finite"):
+        dcg_at_k(np.array([0, 2]), np.array([1.0, np.nan]), np.array([1.0, 0.0]),
+                 tie_rules=("pool-order",))
+    with pytest.raises(ValueError, match="finite"):
+        dcg_at_k(np.array([0, 2]), np.array([1.0, 0.0]), np.array([np.inf, 0.0]),
+                 tie_rules=("group-mean",))

@@ -385,3 +385,16 @@ def test_dev_small_queries_from_the_tarball(staged):
     dev = dev_small_queries()
     assert len(dev) == 6980 == len(staged.real.dev_topics)
     assert set(dev["id"]) == set(staged.real.dev_topics["id"])
+
+
+def test_nan_first_stage_score_of_a_later_query_names_its_row(spec, source, inputs_dir,
+                                                              tmp_path):
+    root = _copy_inputs(inputs_dir, tmp_path)
+    path = root / "first_stage" / "embed_v4.parquet"
+    frame = pd.read_parquet(path)
+    first_2020 = inputs_dir[1]["query_ids"][2020][0]
+    i = int(np.flatnonzero(frame["query-id"].to_numpy() == first_2020)[3])
+    frame.loc[i, "score"] = np.inf
+    frame.to_parquet(path)
+    err = _fails(spec, source, root, tmp_path)
+    assert str(path) in str(err) and f"row {i + 1}," in str(err) and "score" in str(err)

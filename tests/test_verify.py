@@ -203,6 +203,24 @@ def test_local_directory_verifies(published):
     assert report.sha is None and report.release == 1
 
 
+def test_card_count_that_disagrees_with_the_data_is_named(published, tmp_path):
+    root = tmp_path / "v1"
+    shutil.copytree(published["v1"], root)
+    pool_pairs = sum(pq.read_metadata(f).num_rows for f in root.glob("provenance/pool/*.parquet"))
+    card = (root / CARD_FILE).read_text(encoding="utf-8")
+    stated = re.findall(rf"\b{pool_pairs:,} pool pairs\b", card)
+    if not stated:
+        pytest.skip("this card states no pool-pair total")
+    (root / CARD_FILE).write_text(card.replace(f"{pool_pairs:,} pool pairs",
+                                               f"{pool_pairs + 1:,} pool pairs", 1),
+                                  encoding="utf-8")
+    report = verify(path=root)
+    failed = _failed(report)
+    assert set(failed) == {"card-counts"}
+    (detail,) = failed["card-counts"].details
+    assert f"pool_pairs {pool_pairs + 1:,}, the data has {pool_pairs:,}" in detail
+
+
 # -- tampering -------------------------------------------------------------------------------------
 def test_changed_gain_is_named(published, tmp_path):
     p = published
@@ -219,6 +237,9 @@ def test_changed_gain_is_named(published, tmp_path):
     assert f"document {q.loc[i, 'corpus-id']}" in detail
     assert len(failed["gains"].details) == 1
     assert "subset beta" in report.text()
+    # the commit carries release 2's releases.json, but the Hub's tag of release 2 is elsewhere
+    revision = report.check("revision")
+    assert revision.ok and revision.status == "diff" and p["sha2"] in revision.found
 
 
 def test_deleted_pooled_document_is_named(published, tmp_path):
@@ -256,6 +277,16 @@ def test_moved_tag_fails(published, tmp_path, capsys):
         api.delete_tag(p["repo"], tag=p["tag1"], repo_type=REPO_TYPE)
         api.create_tag(p["repo"], tag=p["tag1"], revision=p["sha1"], repo_type=REPO_TYPE)
     assert verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c").ok
+    # the other way round: tag v2 moved back onto the v1 commit, whose releases.json has no v2
+    api.delete_tag(p["repo"], tag=p["tag2"], repo_type=REPO_TYPE)
+    api.create_tag(p["repo"], tag=p["tag2"], revision=p["sha1"], repo_type=REPO_TYPE)
+    try:
+        report = verify(repo=p["repo"], revision=p["tag2"], cache_dir=tmp_path / "c")
+        assert set(_failed(report)) == {"tag"}
+        assert "names no such release" in report.check("tag").found
+    finally:
+        api.delete_tag(p["repo"], tag=p["tag2"], repo_type=REPO_TYPE)
+        api.create_tag(p["repo"], tag=p["tag2"], revision=p["sha2"], repo_type=REPO_TYPE)
 
 
 def test_edited_card_cell_is_named(published, tmp_path, capsys):
@@ -296,8 +327,39 @@ def test_unknown_repo_revision_and_unreadable_file_exit_2(published, tmp_path, c
     shutil.copytree(p["v1"], broken)
     (broken / RELEASES_JSON).write_text("{not json", encoding="utf-8")
     assert main(["verify", str(broken)]) == 2
+    unreadable = tmp_path / "unreadable"
+    shutil.copytree(p["v1"], unreadable)
+    (unreadable / "beta/qrels.parquet").write_bytes(b"PAR1 not parquet")
+    assert main(["verify", str(unreadable), "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert "beta/qrels.parquet" in err["error"]
     assert main(["verify", str(tmp_path / "missing-dir")]) == 2
     assert main(["verify"]) == 2
+
+
+# -- published card tables --------------------------------------------------------------------------
+def test_published_card_tables_are_read_and_a_changed_cell_named(reference_dir):
+    """The published ViDoRe card (plain text, both rules, both views) against itself."""
+    from rcp_data.verify import check_card_tables
+
+    spec = load_spec("vidore_v3")
+    card = load_tables(reference_dir / "card-rcp-ndcg-vidore-v3.txt", spec)
+    expected = {(m, 10, r, v) for m in ("rcp_ndcg", "qrel_ndcg")
+                for r in ("doc-id", "group-mean") for v in ("native", "languages")}
+    assert card.groups() == expected
+    same = TableSet("replay", "replay", spec.name, dict(card.cells), 0.0)
+    shown, cells = check_card_tables(card, same, spec, expected)
+    assert shown.ok and cells.ok and cells.found == f"{len(card.cells)} matched, 0 differ"
+    key = next(k for k in card.cells if k.view == "languages" and k.tie_rule == "doc-id"
+               and k.metric == "qrel_ndcg" and k.column == "energy")
+    moved = dict(card.cells)
+    moved[key] += 0.1
+    _, cells = check_card_tables(card, TableSet("replay", "replay", spec.name, moved, 0.0),
+                                 spec, expected)
+    assert not cells.ok and len(cells.details) == 1
+    assert cells.details[0].startswith(
+        f"qrel-nDCG@10 rule (a), view languages, row {spec.short_name(key.model)}, column Energy: "
+        f"card {card.cells[key]:.2f}, replay {moved[key]:.2f}")
 
 
 # -- the paper ------------------------------------------------------------------------------------

@@ -333,9 +333,9 @@ def read_tsv(path: Path) -> pd.DataFrame:
 
 
 def ensure_irds_home(base: Path) -> None:
-    """Point ir_datasets at the tests' home before its first import (conftest's path)."""
+    """Give ir_datasets a temporary home before its first import, unless conftest already did
+    (the placement helpers ask ir_datasets for the home it fixed, so either works)."""
     os.environ.setdefault("IR_DATASETS_HOME", str(base / "home" / "ir_datasets"))
-    os.environ["IR_DATASETS_HOME"] = str(base / "home" / "ir_datasets")
 
 
 __all__ = ["brute_force_fuse", "brute_force_pool", "brute_force_pools", "stage_cache",

@@ -110,11 +110,15 @@ def build_index(corpus: CorpusReader, *, text_column: str = "text",
     idf = np.zeros(n_vocab, dtype=np.float32)
     nz = np.flatnonzero(df)
     idf[nz] = [idf_fn(int(d), N=n) for d in df[nz]]
-    tfc = _select_tfc_scorer(METHOD)(tf_array=tf, l_d=doc_len[doc].astype(np.float64),
-                                     l_avg=avg_len, k1=K1, b=B)
+    tfc_fn = _select_tfc_scorer(METHOD)
+    scores = np.empty(len(tf), dtype=np.float32)
+    step = 1 << 24  # in slices: no full-size float64 temporaries at MS MARCO scale
+    for lo in range(0, len(tf), step):
+        hi = lo + step
+        tfc = tfc_fn(tf_array=tf[lo:hi], l_d=doc_len[doc[lo:hi]].astype(np.float64),
+                     l_avg=avg_len, k1=K1, b=B)
+        scores[lo:hi] = idf[term[lo:hi]] * tfc
     del tf
-    scores = (idf[term] * tfc).astype(np.float32)
-    del tfc
     matrix = sp.csc_matrix((scores, (doc, term)), shape=(n, n_vocab), dtype=np.float32)
     del scores, doc, term
     retriever = bm25s.BM25(method=METHOD, k1=K1, b=B)

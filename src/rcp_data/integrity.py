@@ -233,6 +233,8 @@ class _Keys:
         return key // self.n_docs, key % self.n_docs
 
     def name(self, key: int) -> tuple[str, str]:
+        if key < 0:
+            return "<null or unknown id>", "<null or unknown id>"
         q, d = divmod(int(key), self.n_docs)
         return self.queries[q].as_py(), self.docs[d].as_py()
 
@@ -542,7 +544,11 @@ def check_fusion(rel: ReleaseDir, split: str, pool: pa.Table) -> list[Check]:
         bad |= same_q & (rank[so][1:] != rank[so][:-1] + 1)
         for j in np.flatnonzero(bad)[:MAX_DETAILS]:
             problems.append(f"{name(so[j + 1])}: rrf_fused order differs from the fusion "
-                            "(score descending, ties by first appearance)")
+                            "(score descending, ties by first appearance, ranks 1..n)")
+    if len(so):
+        head = np.r_[True, qcode[so][1:] != qcode[so][:-1]]
+        for i in so[head & (rank[so] != 1)][:MAX_DETAILS]:
+            problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
     # no document left out that scores above a query's last stored one
     if len(st) and len(uniq):
         uq = uniq // K.n_docs
@@ -567,6 +573,22 @@ def check_fusion(rel: ReleaseDir, split: str, pool: pa.Table) -> list[Check]:
         for i in bad_pool[:MAX_DETAILS]:
             q, d = K.name(int(pk[i]))
             problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
+    # the pool's fused part follows the fused order
+    fused_rank = np.full(len(scored), -1, dtype=np.int64)
+    srow = _lookup(keys[st], pk[scored])
+    fused_rank[srow >= 0] = rank[st][srow[srow >= 0]]
+    prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    pq_ = pk[scored] // K.n_docs
+    o = np.lexsort((prank[scored], pq_))
+    if len(o) > 1:
+        same_q = pq_[o][1:] == pq_[o][:-1]
+        fr = fused_rank[o]
+        back = same_q & (fr[1:] >= 0) & (fr[:-1] >= 0) & (fr[1:] <= fr[:-1])
+        for j in np.flatnonzero(back)[:MAX_DETAILS]:
+            q, d = K.name(int(pk[scored][o[j + 1]]))
+            problems.append(f"pool: query {q}, document {d} (pool_rank "
+                            f"{int(prank[scored][o[j + 1]])}) is out of the fused order")
     if problems:
         return [_fail("fusion", what, "identical", f"{len(problems)} problems", rel_path,
                       problems)]

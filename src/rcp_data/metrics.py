@@ -242,6 +242,8 @@ def dcg_at_k(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, gains: n
     n = layout.n_candidates
     if scores.shape[-1] != n or gains.shape[-1] != n:
         raise ValueError(f"scores {scores.shape} and gains {gains.shape} must end in {n}")
+    if not (np.isfinite(scores).all() and np.isfinite(gains).all()):
+        raise ValueError("scores and gains must be finite")
     runs = scores.reshape(-1, n)
     gain_mat = gains.reshape(-1, n)
     per_rule: dict[str, list[np.ndarray]] = {r: [] for r in tie_rules}

@@ -33,8 +33,13 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
     for col in ("query-id", "corpus-id", "score"):
         if col not in run.columns:
             raise InputError(f"missing column {col!r}", path=source, field=col)
-    lines = (run["_line"].to_numpy() if "_line" in run.columns
-             else np.arange(1, len(run) + 1))
+    # file lines (TREC) or rows of the table as read (parquet: a filtered frame keeps its labels)
+    if "_line" in run.columns:
+        lines = run["_line"].to_numpy()
+    elif pd.api.types.is_integer_dtype(run.index.dtype):
+        lines = run.index.to_numpy(dtype=np.int64) + 1
+    else:
+        lines = np.arange(1, len(run) + 1)
     frame = run[["query-id", "corpus-id", "score"] + (["rank"] if "rank" in run.columns else [])]
     frame = frame.astype({"query-id": str, "corpus-id": str})
     scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=np.float64)

@@ -47,13 +47,11 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
 
 def render_release_files(root: Path, spec: SuiteSpec, history: History) -> None:
     """Write releases.json, the task file and the card of ``root`` from ``history``."""
-    from rcp_data.card import render_card, write_card
-    from rcp_data.taskfile import write_task_file
+    from rcp_data.card import write_release_files
 
     root = Path(root)
     write_history(history, root / RELEASES_JSON)
-    write_task_file(root, spec, [r.to_dict() for r in history.releases], repo=history.repo)
-    write_card(root, render_card(root, spec=spec, history=history))
+    write_release_files(root, spec=spec, history=history, repo=history.repo)
     log.info("wrote releases.json (%d releases), task file and card into %s",
              len(history.releases), root)
 

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from rcp_data.errors import InputError, SchemaError, UsageError
 from rcp_data.layout import (
@@ -538,7 +539,8 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
     for s in spec.subset_names:
         by_split.setdefault(spec.provenance_split(s), []).append(s)
     subsets: dict[str, SubsetRuns] = {}
-    for split, names in by_split.items():
+    for split, names in tqdm(by_split.items(), desc="replay", unit="split", leave=False,
+                             disable=len(by_split) < 4):
         tables, labels = {}, {}
         for s in names:
             excl = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -122,16 +123,16 @@ class VerifyReport:
         order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
         for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
             mark = {"failed": "FAILED", "ok": "ok"}.get(c.status, c.status)
+            if c.status == "ok":
+                tail = "; ".join(x for x in (c.found, c.where) if x)
+                lines.append(f"[{mark:>7}] {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
+                continue
             lines.append(f"[{mark:>7}] {c.name}: {c.what}")
-            if c.status != "ok" or c.where:
-                if c.expected:
-                    lines.append(f"           expected: {c.expected}")
-                if c.found:
-                    lines.append(f"           found:    {c.found}")
-                if c.where:
-                    lines.append(f"           where:    {c.where}")
-            if c.status != "ok":
-                lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
+            for label, value in (("expected", c.expected), ("found", c.found),
+                                 ("where", c.where)):
+                if value:
+                    lines.append(f"           {label + ':':9} {value}")
+            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         verdict = "VERIFIED" if self.ok else f"FAILED ({len(self.failed)} check(s))"
         lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
@@ -176,9 +177,13 @@ def held_release(history: History, sha: str | None) -> Release | None:
     return history.latest
 
 
-def check_pin(pin: PinnedRevision | None, history: History | None, problems: list[str]
-              ) -> tuple[list[Check], Release | None]:
-    """Does the requested revision agree with releases.json at that revision?"""
+def check_pin(pin: PinnedRevision | None, history: History | None, problems: list[str],
+              hub_tags: dict[str, str] | None = None) -> tuple[list[Check], Release | None]:
+    """Does the requested revision agree with releases.json at that revision?
+
+    ``hub_tags`` (``{tag: sha}`` from the Hub) lets a revision given by sha or branch be
+    compared with the tag of the release it holds (a difference is reported, not failed).
+    """
     checks: list[Check] = []
     if history is None:
         checks.append(_check("releases-json", False, "the revision carries its release history",
@@ -221,10 +226,18 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
     rel = held_release(history, sha)
     if rel is not None:
         how = "revision null" if rel.revision is None else f"revision {rel.revision}"
+        tagged = (hub_tags or {}).get(rel.tag)
+        expected = sha if rel.revision is None else rel.revision
+        differs = bool(sha and tagged and expected and not same_commit(tagged, expected))
         checks.append(_check(
             "revision", True, "the release this revision holds",
-            found=f"release {rel.release} ({rel.tag}, {how}, {rel.status})",
-            where=f"{RELEASES_JSON} @ {sha}" if sha else RELEASES_JSON))
+            expected=f"the Hub's tag {rel.tag} on {expected}" if differs else "",
+            found=f"release {rel.release} ({rel.tag}, {how}, {rel.status})"
+                  + (f"; the Hub's tag {rel.tag} points at {tagged}" if differs else ""),
+            where=f"{RELEASES_JSON} @ {sha}" if sha else RELEASES_JSON,
+            status="diff" if differs else "ok",
+            details=[f"this commit is not the commit tagged {rel.tag} ({tagged}): it carries "
+                     "that release's releases.json but was made after it"] if differs else []))
     return checks, rel
 
 
@@ -468,8 +481,8 @@ def _calibration(root: Path, release: Release | None) -> tuple[ItemParams, str, 
 
 
 def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
-                       reference: Path | None = None, target: str | None = None
-                       ) -> VerifyReport:
+                       reference: Path | None = None, target: str | None = None,
+                       hub_tags: dict[str, str] | None = None) -> VerifyReport:
     """Verify a release directory (a pinned snapshot when ``pin`` is given)."""
     root = Path(root)
     if not root.is_dir():
@@ -479,7 +492,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                           sha=pin.sha if pin else None)
     t0 = time.perf_counter()
     history, problems = read_release_history(root)
-    pin_checks, release = check_pin(pin, history, problems)
+    pin_checks, release = check_pin(pin, history, problems, hub_tags)
     report.checks += pin_checks
     if history is not None and pin is not None and history.repo != pin.repo:
         report.checks.append(_check(
@@ -588,7 +601,16 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     root = _hub(lambda: download_snapshot(repo, pin.sha, _path(cache_dir)),
                 f"{repo}@{pin.sha}")
     return verify_release_dir(root, pin=pin, reference=_path(reference),
-                              target=f"{repo}@{revision}")
+                              target=f"{repo}@{revision}", hub_tags=_hub(lambda: _tags(repo),
+                                                                         repo))
+
+
+def _tags(repo: str) -> dict[str, str]:
+    """``{tag: sha}`` of a dataset repo on the Hub (read only)."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+    return {t.name: t.target_commit for t in api.list_repo_refs(repo, repo_type="dataset").tags}
 
 
 def _path(p: str | Path | None) -> Path | None:

@@ -30,22 +30,23 @@ class CorpusReader:
     group: str | None = None
     size: int | None = None
     schema: pa.Schema | None = None
-    #: optional fast membership test: ids -> boolean mask (else :meth:`known` streams the ids)
+    #: optional fast membership test: ids -> boolean mask (else :meth:`known` streams the ids
+    #: once and keeps them)
     contains: Callable[[pa.Array], pa.Array] | None = None
+    _ids: pa.Array | None = field(default=None, init=False, repr=False, compare=False)
 
     def known(self, ids: pd.Series | list[str]) -> np.ndarray:
         """Boolean mask: which of ``ids`` are documents of this corpus."""
         values = pa.array(list(map(str, ids)), pa.string())
         if self.contains is not None:
-            return np.asarray(self.contains(values).to_numpy(zero_copy_only=False), dtype=bool)
-        wanted = pc.unique(values)
-        found: list[pa.Array] = []
-        for batch in self.batches():
-            col = batch.column(batch.schema.get_field_index("id")).cast(pa.string())
-            found.append(col.filter(pc.is_in(col, value_set=wanted)))
-        seen = pa.concat_arrays(found) if found else pa.array([], pa.string())
-        return np.asarray(pc.is_in(values, value_set=seen).to_numpy(zero_copy_only=False),
-                          dtype=bool)
+            mask = self.contains(values)
+        else:
+            if self._ids is None:
+                parts = [b.column(b.schema.get_field_index("id")).cast(pa.string())
+                         for b in self.batches()]
+                self._ids = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+            mask = pc.is_in(values, value_set=self._ids)
+        return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, group: str | None = None) -> CorpusReader:
