@@ -108,3 +108,55 @@ def test_positive_dropped_from_pool_is_caught(release):
     write_parquet(p[keep], path, SCHEMAS["pool"])
     failed, _ = _run(release)
     assert "positives-accounted" in failed
+
+
+def test_pool_out_of_fused_order_is_caught(release):
+    path = release / "provenance/pool/beta.parquet"
+    p = pd.read_parquet(path)
+    rows = p.index[(p["query-id"] == p["query-id"].iloc[0]) & ~p["gt_injected"]][:2]
+    a, b = rows
+    for col in ("corpus-id", "rrf_score"):
+        p.loc[a, col], p.loc[b, col] = p.loc[b, col], p.loc[a, col]
+    write_parquet(p, path, SCHEMAS["pool"])
+    top_path = release / "beta/top_ranked.parquet"
+    top = pd.read_parquet(top_path)
+    i = top.index[top["query-id"] == p.loc[a, "query-id"]][0]
+    ids = list(top.at[i, "corpus-ids"])
+    ia, ib = ids.index(p.loc[a, "corpus-id"]), ids.index(p.loc[b, "corpus-id"])
+    ids[ia], ids[ib] = ids[ib], ids[ia]
+    top.at[i, "corpus-ids"] = ids
+    write_parquet(top, top_path, SCHEMAS["top_ranked"])
+    failed, _ = _run(release)
+    assert set(failed) == {"fusion"}
+    (detail,) = failed["fusion"].details
+    assert f"document {p.loc[b, 'corpus-id']} (pool_rank {p.loc[b, 'pool_rank']})" in detail
+    assert "out of the fused order" in detail
+
+
+def test_injected_document_above_fused_ones_breaks_the_pool_rule(release):
+    path = release / "provenance/pool/alpha.parquet"
+    p = pd.read_parquet(path)
+    q = p.loc[p["gt_injected"], "query-id"].iloc[0]
+    grp = p.index[p["query-id"] == q]
+    inj = grp[p.loc[grp, "gt_injected"].to_numpy()][0]
+    order = [inj, *[i for i in grp if i != inj]]          # the injected row first
+    moved = p.loc[order].copy()
+    moved["pool_rank"] = range(1, len(order) + 1)
+    p = pd.concat([p[p["query-id"] != q], moved]).reset_index(drop=True)
+    write_parquet(p, path, SCHEMAS["pool"])
+    failed, _ = _run(release)
+    assert "pool-rule" in failed
+    assert failed["pool-rule"].details == [
+        f"query {q}: injected documents are not at the bottom"]
+
+
+def test_top_ranked_out_of_pool_order_is_caught(release):
+    path = release / "beta/top_ranked.parquet"
+    top = pd.read_parquet(path)
+    ids = list(top.at[5, "corpus-ids"])
+    ids[2], ids[7] = ids[7], ids[2]
+    top.at[5, "corpus-ids"] = ids
+    write_parquet(top, path, SCHEMAS["top_ranked"])
+    failed, _ = _run(release)
+    assert set(failed) == {"top-ranked-order"}
+    assert failed["top-ranked-order"].details[0].startswith(f"query {top.at[5, 'query-id']}:")

@@ -3,8 +3,9 @@
 1. build release 1 of the bundled demo suite, add releases.json, the task file and the card;
 2. refit the judge's verdicts (2PL MAP) and build release 2 from it: same data, new gains;
 3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions;
-4. list the releases (Hub refs beside releases.json), verify both releases by tag;
-5. stop the Hub.
+4. regenerate the card (a commit that writes in the shas known now; no tag moves);
+5. list the releases (Hub refs beside releases.json), verify both releases by tag;
+6. stop the Hub.
 """
 
 from __future__ import annotations
@@ -95,12 +96,17 @@ def run_demo(out: Path) -> int:
         v2 = build_v2(r1.commit)
         r2 = publish(v2, DEMO_REPO, api=api, history_file=False)
         print(f"published release 2 as {r2.tag} at {r2.commit}")
+        from rcp_data.release.regenerate import regenerate
+
+        regen = regenerate(DEMO_REPO, "main", workdir=out)
+        print(f"regenerated the card with the shas known now: commit {regen.commit} changes "
+              f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
         print(render_listing(list_releases(DEMO_REPO, api=api)))
         code = 0
-        from rcp_data.verify import verify_revision
+        from rcp_data.verify import verify
 
         for tag in (r1.tag, r2.tag):
-            report = verify_revision(DEMO_REPO, tag, cache_dir=out / "verify-cache")
+            report = verify(repo=DEMO_REPO, revision=tag, cache_dir=out / "verify-cache")
             print(report.text())
             code = max(code, report.exit_code)
         print("demo finished: " + ("both releases verified" if code == 0 else

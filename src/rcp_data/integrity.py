@@ -359,6 +359,7 @@ def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str
                       f"{len(top_keys)} pairs", s) if not len(miss) else _fail(
         "top-ranked-in-pool", "every top_ranked id is in provenance-pool", "0 missing",
         f"{len(miss)} missing", f"{s}-top_ranked", _pair_details(t, miss)))
+    checks.append(check_top_ranked_order(t, top_keys, pool_keys))
     # exclusions
     if t.excluded is not None:
         er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
@@ -411,6 +412,50 @@ def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str
                              "null and gain 0", "0", str(len(lost)), f"{s}-qrels",
                              _pair_details(t, q_keys[lost])))
     return checks
+
+
+def _excluded_keys(t: SubsetTables) -> np.ndarray:
+    if t.excluded is None:
+        return np.zeros(0, np.int64)
+    er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
+    if not len(er):
+        return np.zeros(0, np.int64)
+    return t.keys(_strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
+
+
+def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.ndarray
+                           ) -> Check:
+    """Each query's ``top_ranked`` list is its pool in ``pool_rank`` order, exclusions removed."""
+    K = t.keys
+    n = t.pool.num_rows
+    drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
+                  n, False) | _isin(pool_keys, _excluded_keys(t))
+    ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    keep = np.flatnonzero(~drop)
+    pq_, tq = pool_keys[keep] // K.n_docs, top_keys // K.n_docs
+    po = keep[np.lexsort((ranks[keep], pq_))]
+    to = np.argsort(tq, kind="stable")
+    pk, tk = pool_keys[po], top_keys[to]
+    pqs, tqs = pk // K.n_docs, tk // K.n_docs
+    width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
+
+    def slots(qs: np.ndarray) -> np.ndarray:
+        _, start_of, _ = _segments(qs)
+        return qs * width + (np.arange(len(qs)) - start_of)
+
+    row = _lookup(slots(pqs), slots(tqs))
+    bad_q = set(tqs[(row < 0) | (pk[np.maximum(row, 0)] != tk)].tolist()) if len(tk) else set()
+    counts_p = np.bincount(pqs, minlength=len(K.queries))
+    counts_t = np.bincount(tqs, minlength=len(K.queries))
+    bad_q |= set(np.flatnonzero(counts_p != counts_t).tolist())
+    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
+    if not bad_q:
+        return _ok("top-ranked-order", what, f"{len(tk)} candidates", t.name)
+    details = [f"query {K.queries[q].as_py()}: top_ranked has {int(counts_t[q])} candidates, "
+               f"the pool {int(counts_p[q])} (or another order)" for q in sorted(bad_q)]
+    return _fail("top-ranked-order", what, "the pool order", f"{len(bad_q)} queries differ",
+                 f"{t.name}-top_ranked", details)
 
 
 def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -133,7 +133,10 @@ def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
 
 
 def _floats(col: pa.ChunkedArray, name: str, path: str, *, null_as: float | None) -> np.ndarray:
-    arr = col.cast(pa.float64()).to_numpy()
+    try:
+        arr = col.cast(pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InputError(f"not numeric ({col.type})", path=path, field=name) from exc
     nulls = np.isnan(arr) & col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
     if nulls is not None:
         if null_as is None:

@@ -1,0 +1,101 @@
+"""Regenerate a published release's card, task file and releases.json on the Hub.
+
+Reads the repo at a revision (the branch head), writes in the commit shas known by now (from
+the Hub's tags) and publishes ONE commit that changes only ``README.md``, ``rcp_ndcg_tasks.py``
+and ``provenance/releases.json`` (``parent_commit`` = that head). No tag is created or moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rcp_data.card import render_release_files
+from rcp_data.errors import InputError, RefusedError, UsageError
+from rcp_data.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
+from rcp_data.release.history import fill_known_shas, read_history
+from rcp_data.specs import SuiteSpec, load_spec
+
+log = logging.getLogger(__name__)
+
+REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
+
+
+def _spec_of(root: Path, suite: str | None) -> SuiteSpec:
+    name = suite or detect_suite(root)
+    if name is None:
+        raise InputError("cannot tell the suite of this release; pass --suite", path=str(root))
+    return load_spec(name)
+
+
+@dataclass
+class Regenerated:
+    """Outcome of a regeneration: the new commit (None when nothing changed)."""
+
+    parent: str
+    commit: str | None
+    changed: list[str]
+
+
+def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | None = None,
+               workdir: Path | None = None) -> Regenerated:
+    """Regenerate card, task file and releases.json of ``repo`` at ``revision`` on the Hub."""
+    from huggingface_hub import CommitOperationAdd, snapshot_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    from rcp_data.release.publish import hub_api
+
+    api = hub_api()
+    try:
+        info = api.dataset_info(repo, revision=revision)
+    except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
+        raise UsageError(f"{repo}@{revision}: not found on the Hub ({type(exc).__name__})") from exc
+    parent = info.sha
+    with tempfile.TemporaryDirectory(prefix="rcp-card-", dir=workdir) as tmp:
+        root = Path(snapshot_download(repo, repo_type="dataset", revision=parent,
+                                      local_dir=Path(tmp) / "snapshot", endpoint=api.endpoint))
+        log.info("read %s at %s into %s", repo, parent, root)
+        if not (root / RELEASES_JSON).exists():
+            raise InputError(f"{repo}@{parent[:8]} has no {RELEASES_JSON}; publish a release "
+                             "first")
+        history = read_history(root / RELEASES_JSON)
+        refs = api.list_repo_refs(repo, repo_type="dataset")
+        history = fill_known_shas(history, refs)
+        spec = _spec_of(root, suite)
+        texts = render_release_files(root, spec=spec, history=history, repo=repo)
+        texts[RELEASES_JSON] = history.to_json()
+        changed = []
+        ops = []
+        for rel in REGENERATED_FILES:
+            data = texts[rel].encode("utf-8")
+            old = (root / rel).read_bytes() if (root / rel).exists() else None
+            if old != data:
+                changed.append(rel)
+                ops.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
+        if not ops:
+            log.info("%s@%s: card, task file and releases.json are up to date", repo, parent[:8])
+            return Regenerated(parent=parent, commit=None, changed=[])
+        try:
+            commit = api.create_commit(
+                repo, operations=ops, repo_type="dataset", revision=branch,
+                parent_commit=parent,
+                commit_message="Regenerate dataset card, task file and releases.json",
+                commit_description="Only README.md, rcp_ndcg_tasks.py and "
+                                   "provenance/releases.json change; the data is untouched.",
+            )
+        except HfHubHTTPError as exc:
+            status = getattr(exc.response, "status_code", None)
+            if status == 412:
+                raise RefusedError(f"{repo}: branch {branch!r} is no longer at {parent[:8]} "
+                                   "(it moved, or --revision is not its head); nothing was "
+                                   "committed") from exc
+            raise
+    sha = commit.oid
+    log.info("committed %s to %s@%s (%s)", ", ".join(changed), repo, branch, sha[:8])
+    return Regenerated(parent=parent, commit=sha, changed=changed)
