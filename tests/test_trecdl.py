@@ -350,8 +350,6 @@ def test_check_known_ids_names_file_and_line(source, staged, inputs_dir, tmp_pat
     assert slow.known(ids).tolist() == corpus.known(ids).tolist() == [False, True, True]
 
 
-@pytest.mark.xfail(strict=True, reason="needs rcp_data.build.first_stage_for to call "
-                   "pools.check_known_ids on each first-stage run (proposed to the lead)")
 def test_first_stage_naming_unknown_passage(spec, source, inputs_dir, tmp_path):
     root = _copy_inputs(inputs_dir, tmp_path)
     run = root / "first_stage" / "octen.trec"

@@ -44,7 +44,7 @@ from rcp_data.layout import (
     write_json,
     write_parquet,
 )
-from rcp_data.pools import FUSED, build_pools, normalize_run, rrf_fuse
+from rcp_data.pools import FUSED, build_pools, check_known_ids, normalize_run, rrf_fuse
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.specs import SuiteSpec
 
@@ -163,6 +163,7 @@ def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) 
         src = run.attrs.get("source", retriever)
         mine = for_split(run, split)
         mine = mine[mine["query-id"].astype(str).isin(qids)]
+        check_known_ids(mine, source.corpus, source=src)
         parts.append(normalize_run(mine, retriever, source=src))
     if not parts:
         raise InputError(f"no first-stage run for subset {source.name!r}",
@@ -189,7 +190,9 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
                        grade_positive=int(spec.source.get("grade_positive", 1)),
                        excluded=excluded_map, never_pool=never)
     thetas = for_split(inputs.thetas, spec.provenance_split(source.name))
-    qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link)
+    theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
+    qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link,
+                               source=theta_src)
     top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)
     top_ranked = pd.DataFrame({"query-id": qids,
                                "corpus-ids": [top.get(q, []) for q in qids]})
