@@ -208,6 +208,18 @@ def test_unreleased_dev_queries_are_ignored(built):
     assert manifest["sources"]["corpus"]["repair"]["changed_vs_raw"] > 0
 
 
+def test_card_states_the_repair_count_and_trec_facts(built, staged):
+    from rcp_data.card import render_card
+    from rcp_data.specs import load_spec
+
+    out, manifest, _ = built
+    card = render_card(out, spec=load_spec("trecdl"), repo="rcp-test/trecdl")
+    changed = manifest["sources"]["corpus"]["repair"]["changed_vs_raw"]
+    total = manifest["sources"]["corpus"]["documents"]
+    assert f"{changed:,} of {total:,} passages" in card
+    assert "97 queries" in card or "(97 queries" in card
+
+
 def test_shared_corpus_written_once(built, staged):
     out, _, _ = built
     shards = sorted((out / "corpus" / "msmarco_passage").glob("corpus-*.parquet"))

@@ -393,3 +393,32 @@ def test_paper_differences_fail_or_diff(reference_dir):
     (diff,) = check_paper(reference, replay, {}, spec, False, "release 2")
     assert diff.ok and diff.status == "diff" and diff.details == fail.details
     assert isinstance(key, CellKey)
+
+
+def _bench_generator():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "verify.py"
+    spec = importlib.util.spec_from_file_location("bench_verify", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paper_policy_end_to_end(tmp_path, reference_dir):
+    """A SYNTHETIC ViDoRe-layout release: its numbers differ from the paper's. As a release the
+    paper did not use, that is a diff (exit 0); named as the paper's release, a failure."""
+    root = _bench_generator().generate(tmp_path / "vidore", 2)
+    reference = reference_dir / "paper_values.json"
+    report = verify(path=root, reference=reference)
+    assert report.exit_code == 0, report.text()
+    paper = report.check("paper-tables")
+    assert paper.status == "diff" and paper.details
+    assert report.check("card-tables").ok and report.check("card-tables-shown").ok
+    history = json.loads((root / RELEASES_JSON).read_text(encoding="utf-8"))
+    history["paper"] = {"release": 1, "note": "SYNTHETIC test: pretend the paper used it"}
+    (root / RELEASES_JSON).write_text(json.dumps(history), encoding="utf-8")
+    report = verify(path=root, reference=reference)
+    assert report.exit_code == 1
+    assert [c.name for c in report.failed] == ["paper-tables"]
+    assert report.check("paper-tables").details == paper.details

@@ -82,3 +82,7 @@ def test_card_has_both_views_under_both_rules(published):
     tables = parse_card_tables(card)
     views = {(t.view, t.tie_rule, t.metric) for t in tables}
     assert len(views) == 8
+    # data notes computed from the upstream data (one empty-OCR page and one identical-text
+    # group with different qrels per generated domain)
+    assert "8 pages have empty OCR text" in card
+    assert "8 groups (16 pages) have byte-identical OCR text; in 8 of them" in card

@@ -520,9 +520,68 @@ def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
     lines.append(f"{_n(sum(x.pool_pairs for x in facts))} pool pairs over "
                  f"{_n(sum(x.queries for x in facts))} queries; corpus ids compare as strings "
                  "(byte order), never as numbers.")
+    lines += source_note_lines(spec, rd.manifest())
     if spec.synthetic:
         lines.append("All of it is SYNTHETIC (generated from fixed seeds); see the notice at "
                      "the top.")
+    return lines
+
+
+def _sum_counts(manifest: dict, key: str) -> tuple[int, list[str]]:
+    """Total of a per-subset source count in the build manifest, and the subsets that have it."""
+    total, where = 0, []
+    for subset, counts in manifest.get("counts", {}).items():
+        value = counts.get(key)
+        if isinstance(value, int) and value:
+            total += value
+            where.append(subset)
+    return total, where
+
+
+def source_note_lines(spec: SuiteSpec, manifest: dict) -> list[str]:
+    """Notes about the upstream data, from what the source reader recorded at build time."""
+    lines: list[str] = []
+    sources = manifest.get("sources", {})
+    repair = (sources.get("corpus") or {}).get("repair") or {}
+    docs = (sources.get("corpus") or {}).get("documents")
+    if repair.get("changed_vs_raw") is not None and docs:
+        changed = int(repair["changed_vs_raw"])
+        lines.append(f"**Corpus text.** The text is the repaired text the judge saw: "
+                     f"{_n(changed)} of {_n(int(docs))} passages "
+                     f"({100 * changed / int(docs):.1f}%) differ from the raw upstream text, "
+                     "which read UTF-8 bytes as Latin-1 (double encoding).")
+    empty, where = _sum_counts(manifest, "empty_documents")
+    if empty:
+        lines.append(f"**Empty documents.** {_n(empty)} documents are empty upstream "
+                     f"({', '.join(where)}); they enter no pool.")
+    same, _ = _sum_counts(manifest, "self_argument_same_id")
+    copies, _ = _sum_counts(manifest, "self_argument_copies")
+    if same or copies:
+        lines.append(f"**Self-documents.** {_n(same)} queries exclude the corpus document with "
+                     f"their own id, and {_n(copies)} a byte-identical copy under another id.")
+    repeats, where = _sum_counts(manifest, "excluded_repeats")
+    if repeats:
+        lines.append(f"**Repeated exclusions.** Upstream exclusion lists repeat {_n(repeats)} "
+                     f"ids ({', '.join(where)}); each is excluded once.")
+    domains = sources.get("domains") or {}
+    if domains:
+        empty_ocr = {d: n["empty_ocr_pages"] for d, n in domains.items()
+                     if n.get("empty_ocr_pages")}
+        if empty_ocr:
+            lines.append(f"**Empty OCR text.** {_n(sum(empty_ocr.values()))} pages have empty "
+                         "OCR text (" + ", ".join(f"{d} {_n(v)}" for d, v in sorted(
+                             empty_ocr.items(), key=lambda kv: -kv[1])) + "); a text first "
+                         "stage never retrieves them and they enter no pool.")
+        groups = sum(n.get("identical_ocr_groups", 0) for n in domains.values())
+        if groups:
+            pages = sum(n.get("identical_ocr_pages", 0) for n in domains.values())
+            differ = sum(n.get("identical_ocr_groups_with_different_qrels", 0)
+                         for n in domains.values())
+            lines.append(f"**Identical OCR text.** {_n(groups)} groups ({_n(pages)} pages) have "
+                         f"byte-identical OCR text; in {_n(differ)} of them the pages carry "
+                         "different qrels.")
+        lines.append("**Query language.** Each subset's questions are those whose record names "
+                     "its language (never inferred from row position).")
     return lines
 
 

@@ -169,6 +169,27 @@ def check_configs(root: Path, configs: list[dict]) -> list[Check]:
     return checks
 
 
+def check_config_coverage(rel: ReleaseDir, configs: list[dict]) -> list[Check]:
+    """The card declares a config for every table the release holds."""
+    names = {c.get("config_name") for c in configs}
+    want = []
+    for s in rel.spec.subset_names:
+        if not (rel.root / subset_file(s, "top_ranked")).exists():
+            continue
+        kinds = ["corpus", "queries", "qrels", "top_ranked"]
+        kinds += ["excluded"] if rel.has(s, "excluded") else []
+        want += [f"{s}-{k}" for k in kinds]
+    for kind, cfg in PROVENANCE_CONFIG.items():
+        if any(rel.has_provenance(kind, split) for split in rel.spec.provenance_splits):
+            want.append(cfg)
+    missing = [w for w in want if w not in names]
+    what = "the card declares a config for every table of the release"
+    if missing:
+        return [_fail("configs-complete", what, f"{len(want)} configs", f"{len(missing)} missing",
+                      "README.md", [f"no config {m!r}" for m in missing])]
+    return [_ok("configs-complete", what, f"{len(want)} configs", "README.md")]
+
+
 # -- vectorized helpers ----------------------------------------------------------------------
 def _strings(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -692,6 +713,7 @@ def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
     checks: list[Check] = []
     if configs is not None:
         checks += check_configs(rel.root, configs)
+        checks += check_config_coverage(rel, configs)
     tables: dict[str, SubsetTables] = {}
     corpora = _Corpora(rel)
     by_split: dict[str, list[str]] = {}

@@ -98,6 +98,7 @@ class VerifyReport:
         return {
             "schema": SCHEMA,
             "target": self.target,
+            "path": str(self.root),
             "repo": self.repo,
             "requested": self.requested,
             "sha": self.sha,
