@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["hub_fixture"]
+pytest_plugins = ["hub_fixture", "vidore_hub"]
 
 
 def _free_port() -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from fixtures_nanobeir import DATASETS, make_all, make_dataset, stage
@@ -13,19 +16,14 @@ from rcp_data.specs import load_spec
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _irds_home(tmp_path_factory):
-    """ir_datasets fixes its cache home when first imported: make that the test home (the one
-    conftest's per-test fixture names) before any module-scoped fixture imports it, and refuse
-    to stage files anywhere else."""
-    base = tmp_path_factory.getbasetemp()
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
-        actual = irds_cache.irds_home()
-        if not actual.is_relative_to(base):
-            pytest.fail(f"ir_datasets was imported earlier with home {actual}; not staging there")
-        yield actual
+def _irds_home():
+    """ir_datasets fixes its cache home when first imported; tests/conftest.py points it at the
+    session's temp folder before anything imports it. Refuse to stage files anywhere else."""
+    actual = irds_cache.irds_home()
+    expected = Path(os.environ["IR_DATASETS_HOME"])
+    if actual != expected or actual == Path.home() / ".ir_datasets":
+        pytest.fail(f"ir_datasets uses home {actual}, not the tests' {expected}; not staging there")
+    return actual
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ running it against a release on the local Hub."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.util
 import itertools
 import json
 import math
@@ -17,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from mteb_helpers import HashEncoder, load_task_module
 
 from rcp_data.specs import load_spec
 from rcp_data.taskfile import build_blocks, render_task_file, task_name
@@ -38,12 +37,7 @@ def _releases(n: int, *, current_sha: str | None = None) -> list[dict]:
 
 
 def _load(text: str, tmp_path: Path, name: str = "rcp_ndcg_tasks_t"):
-    path = tmp_path / f"{name}.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_task_module(text, tmp_path, name)
 
 
 # -- the text other tools read ---------------------------------------------------------------
@@ -96,7 +90,7 @@ def test_vidore_keeps_names_and_has_ocr_tasks():
     ocr = meta["Vidore3HrRCPRerankingOCR"]["metadata"]
     assert ocr["modalities"] == ["text"] and ocr["category"] == "t2t"
     img = meta["Vidore3HrRCPReranking"]["metadata"]
-    assert img["modalities"] == ["text", "image"] and img["category"] == "t2it"
+    assert img["modalities"] == ["text", "image"] and img["category"] == "t2i"
     assert img["superseded_by"] is None
     assert img["eval_langs"]["hr__french"] == ["fra-Latn"]
     assert len(img["eval_langs"]) == 6
@@ -215,49 +209,6 @@ def test_task_specific_scores_and_refusals(tmp_path):
 
 
 # -- stock mteb against the local Hub ----------------------------------------------------------
-class HashEncoder:
-    """A deterministic bag-of-words encoder (hashed token counts, cosine rounded to one
-    decimal so that scores tie); downloads nothing."""
-
-    dim = 64
-
-    def __init__(self, model_name: str = "rcp-test/hash-bow", revision: str | None = "1",
-                 **kwargs) -> None:
-        from mteb.models import ModelMeta
-
-        fields = {"name": model_name, "revision": revision, "similarity_fn_name": "cosine",
-                  "embed_dim": self.dim}
-        if hasattr(ModelMeta, "create_empty"):
-            self.mteb_model_meta = ModelMeta.create_empty(overwrites=fields)
-        else:  # mteb < 2.10 has no create_empty: name every required field
-            empty = dict.fromkeys(("loader", "release_date", "languages", "n_parameters",
-                                   "memory_usage_mb", "max_tokens", "license", "open_weights",
-                                   "public_training_code", "public_training_data",
-                                   "use_instructions", "training_datasets"))
-            self.mteb_model_meta = ModelMeta(**empty, framework=[], **fields)
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
-        for token in text.lower().split():
-            v[int(hashlib.md5(token.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = np.linalg.norm(v)
-        return v / norm if norm else v
-
-    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kw):
-        return np.stack([self._vector(t) for batch in inputs for t in batch["text"]])
-
-    def similarity(self, a, b):
-        import torch
-
-        # coarse scores (one decimal) so that many candidates tie
-        return torch.as_tensor(np.round(np.asarray(a) @ np.asarray(b).T, 1))
-
-    def similarity_pairwise(self, a, b):
-        import torch
-
-        return torch.as_tensor(np.round((np.asarray(a) * np.asarray(b)).sum(axis=1), 1))
-
-
 @pytest.fixture(scope="module")
 def published_demo(tmp_path_factory, local_hub):
     """The demo release published as release 1 on the local Hub: (repo, tag, sha, release dir)."""

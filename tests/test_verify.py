@@ -221,6 +221,22 @@ def test_card_count_that_disagrees_with_the_data_is_named(published, tmp_path):
     assert f"pool_pairs {pool_pairs + 1:,}, the data has {pool_pairs:,}" in detail
 
 
+def test_card_without_a_config_is_named(published, tmp_path):
+    import yaml
+
+    root = tmp_path / "v1"
+    shutil.copytree(published["v1"], root)
+    text = (root / CARD_FILE).read_text(encoding="utf-8")
+    _, front, body = text.split("---", 2)
+    data = yaml.safe_load(front)
+    data["configs"] = [c for c in data["configs"] if c["config_name"] != "beta-qrels"]
+    (root / CARD_FILE).write_text(f"---\n{yaml.safe_dump(data, sort_keys=False)}---{body}",
+                                  encoding="utf-8")
+    failed = _failed(verify(path=root))
+    assert set(failed) == {"configs-complete"}
+    assert failed["configs-complete"].details == ["no config 'beta-qrels'"]
+
+
 # -- tampering -------------------------------------------------------------------------------------
 def test_changed_gain_is_named(published, tmp_path):
     p = published

@@ -1,56 +1,21 @@
 """A whole ViDoRe v3 release (8 domains x 6 languages, SYNTHETIC pages) through the local Hub.
 
 The upstream datasets are uploaded to the local Hub under their upstream names and read back
-with ``datasets`` exactly as the builder reads the real Hub; the release is published, and its
-page images load and decode at the tag and at the sha.
+with ``datasets`` exactly as the builder reads the real Hub; the release is published (the
+session fixture ``vidore_published`` of tests/vidore_hub.py), and its page images load and
+decode at the tag and at the sha.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from vidore_fixtures import LANGS, N_QUESTIONS, write_domain
-
-from rcp_data.build import build_release, read_inputs
-from rcp_data.prepare import prepare_release
-from rcp_data.specs import load_spec
-from rcp_data.synthetic_judge import write_synthetic_inputs
-
-REPO = "rcp-test/rcp-ndcg-vidore-v3"
-
-
-def _upload_folder(api, repo: str, folder: Path) -> None:
-    from huggingface_hub import CommitOperationAdd
-
-    api.create_repo(repo, repo_type="dataset", exist_ok=True)
-    ops = [CommitOperationAdd(str(p.relative_to(folder)), str(p))
-           for p in sorted(folder.rglob("*")) if p.is_file()]
-    api.create_commit(repo, ops, commit_message="SYNTHETIC upstream fixture", repo_type="dataset")
+from vidore_fixtures import LANGS, N_QUESTIONS
+from vidore_hub import VIDORE_REPO as REPO
 
 
 @pytest.fixture(scope="module")
-def published(local_hub, tmp_path_factory):
-    from huggingface_hub import HfApi
-
-    from rcp_data.release.publish import publish
-    from rcp_data.sources.vidore import read_suite
-
-    spec = load_spec("vidore_v3")
-    api = HfApi(endpoint=local_hub.url)
-    up = tmp_path_factory.mktemp("vidore-up")
-    for i, d in enumerate(spec.domains):
-        write_domain(up, d.name, d.task.removeprefix("Vidore3"), seed=i)
-        _upload_folder(api, d.source, up / f"vidore_v3_{d.name}_mteb_format")
-        _upload_folder(api, d.ocr_source, up / f"{d.ocr_source.split('/')[1]}")
-    source = read_suite(spec, {})            # no root: read the (local) Hub with `datasets`
-    work = tmp_path_factory.mktemp("vidore-rel")
-    inputs = write_synthetic_inputs(spec, source, work / "inputs", seed=5)
-    build_release(spec, source, read_inputs(inputs), work / "release")
-    prepare_release(work / "release", spec, REPO, date="2026-11-29")
-    result = publish(work / "release", REPO, api=api, create_repo=True, history_file=False)
-    assert result.status == "published"
-    return result, work / "release", source
+def published(vidore_published):
+    return vidore_published.result, vidore_published.root, vidore_published.source
 
 
 def test_read_from_hub_gives_all_subsets(published):

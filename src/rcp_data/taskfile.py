@@ -123,7 +123,9 @@ def task_metadata(spec: SuiteSpec, fam: TaskFamily, release: dict, *, repo: str,
         "reference": PAPER_URL,
         "dataset": {"path": repo, "revision": revision},
         "type": "Reranking" if view == "reranking" else "Retrieval",
-        "category": "t2it" if image else "t2t",
+        # page images: text queries against page images, as mteb's own Vidore3 tasks (t2i);
+        # the OCR text is the text-only task's (t2t), never mixed into the image documents
+        "category": "t2i" if image else "t2t",
         "modalities": ["text", "image"] if image else ["text"],
         "eval_splits": [spec.split],
         "eval_langs": _eval_langs(spec, fam.subsets),

@@ -180,7 +180,8 @@ def held_release(history: History, sha: str | None) -> Release | None:
 
 def check_pin(pin: PinnedRevision | None, history: History | None, problems: list[str],
               hub_tags: dict[str, str] | None = None) -> tuple[list[Check], Release | None]:
-    """Does the requested revision agree with releases.json at that revision?
+    """Does the requested revision agree with releases.json at that revision? Returns the
+    checks and the release the commit holds (whose calibration its data must follow).
 
     ``hub_tags`` (``{tag: sha}`` from the Hub) lets a revision given by sha or branch be
     compared with the tag of the release it holds (a difference is reported, not failed).
@@ -223,7 +224,7 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
                 details=[f"the tag no longer matches releases.json: tag {pin.requested} was "
                          f"moved or points at another commit (releases.json names "
                          f"{rel.revision})"]))
-        return checks, rel
+        return checks, held_release(history, sha)
     rel = held_release(history, sha)
     if rel is not None:
         how = "revision null" if rel.revision is None else f"revision {rel.revision}"
@@ -240,6 +241,32 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
             details=[f"this commit is not the commit tagged {rel.tag} ({tagged}): it carries "
                      "that release's releases.json but was made after it"] if differs else []))
     return checks, rel
+
+
+# -- the task file -------------------------------------------------------------------------------
+def check_task_file(root: Path, release: Release | None) -> list[Check]:
+    """``rcp_ndcg_tasks.py`` pins the release this revision holds (its sha once known, else
+    its tag; the design note's literal ``_REVISION = "..."`` block)."""
+    import re
+
+    from rcp_data.layout import TASK_FILE
+
+    path = Path(root) / TASK_FILE
+    what = "the task file pins the release this revision holds"
+    if not path.exists():
+        return [_check("task-file", False, what, expected=TASK_FILE, found="missing",
+                       where=TASK_FILE)]
+    m = re.search(r'^_REVISION = "([^"]*)"', path.read_text(encoding="utf-8"), re.MULTILINE)
+    if release is None:
+        return [_check("task-file", True, what, found=m.group(1) if m else "no _REVISION",
+                       where=TASK_FILE, status="skipped")]
+    allowed = [release.tag] if release.revision is None else [release.revision, release.tag]
+    found = m.group(1) if m else None
+    ok = found is not None and (found in allowed or any(
+        same_commit(found, a) and len(found) >= 7 for a in allowed if a != release.tag))
+    return [_check("task-file", ok, what, expected=" or ".join(allowed),
+                   found=f"_REVISION = {found!r}" if found is not None else "no _REVISION line",
+                   where=TASK_FILE)]
 
 
 # -- counts the card states ---------------------------------------------------------------------
@@ -504,6 +531,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     spec = _spec_for(root)
     report.suite = spec.name
     params, link, params_path = _calibration(root, release)
+    report.checks += check_task_file(root, release)
     card = root / CARD_FILE
     card_text = card.read_text(encoding="utf-8") if card.exists() else None
     if card_text is None:
