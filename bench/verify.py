@@ -10,8 +10,9 @@ Generates, with numpy/pyarrow directly, a SYNTHETIC release in the ViDoRe v3 lay
 ``vidore_v3``: 8 domains x 6 languages, per-domain corpus and provenance): corpora of ids with
 empty text (no images), queries, first-stage runs of three retrievers and their RRF fusion
 (``rcp_data.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
-from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, build manifest and a
-card (front matter from ``rcp_data.card``, tables from the replay). Nothing here is real data.
+from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, build manifest, task
+file and a card (front matter from ``rcp_data.card``, tables from the replay). Nothing here is
+real data.
 
 Then times, in the same run:
 
@@ -45,6 +46,7 @@ from rcp_data.layout import (
     CARD_FILE,
     RELEASES_JSON,
     SCHEMAS,
+    TASK_FILE,
     provenance_file,
     shard_name,
     subset_file,
@@ -189,6 +191,10 @@ def generate(root: Path, n_queries: int) -> Path:
                 "judge": JUDGE, "calibration": {"item_params": ITEM_PARAMS,
                                                 "link": "weighted_discrimination"},
                 "counts": counts}, root / BUILD_MANIFEST)
+    from rcp_data.taskfile import render_task_file
+
+    (root / TASK_FILE).write_text(render_task_file(spec, [r.to_dict() for r in history.releases],
+                                                   repo=REPO), encoding="utf-8")
     _card(root, spec, history)
     return root
 

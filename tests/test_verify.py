@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -146,8 +148,6 @@ def _tree(root: Path, skip: Path | None = None, *, server_caches: bool = False) 
 
 # -- clean releases --------------------------------------------------------------------------------
 def test_both_releases_verify_clean_by_tag_and_sha(published, local_hub, tmp_path, monkeypatch):
-    import os
-
     p = published
     hf_home = Path(os.environ["HF_HOME"])
     hf_home.mkdir(parents=True, exist_ok=True)
@@ -195,6 +195,10 @@ def test_cli_by_tag_json_and_exit_zero(published, tmp_path, capsys):
                str(tmp_path / "c")])
     text = capsys.readouterr().out
     assert rc == 0 and "VERIFIED" in text and p["sha1"] in text
+    # a branch resolves to its head (release 2's commit) like a sha
+    report = verify(repo=p["repo"], revision="main", cache_dir=tmp_path / "c")
+    assert report.ok and (report.sha, report.release) == (p["sha2"], 2)
+    assert report.check("revision").status == "ok"
 
 
 def test_local_directory_verifies(published):
@@ -235,6 +239,20 @@ def test_card_without_a_config_is_named(published, tmp_path):
     failed = _failed(verify(path=root))
     assert set(failed) == {"configs-complete"}
     assert failed["configs-complete"].details == ["no config 'beta-qrels'"]
+
+
+def test_task_file_pinning_another_revision_is_named(published, tmp_path):
+    root = tmp_path / "v1"
+    shutil.copytree(published["v1"], root)
+    text = (root / TASK_FILE).read_text(encoding="utf-8")
+    assert f'_REVISION = "{published["tag1"]}"' in text
+    (root / TASK_FILE).write_text(text.replace(f'_REVISION = "{published["tag1"]}"',
+                                               f'_REVISION = "{published["tag2"]}"'),
+                                  encoding="utf-8")
+    failed = _failed(verify(path=root))
+    assert set(failed) == {"task-file"}
+    assert failed["task-file"].expected == published["tag1"]
+    assert failed["task-file"].found == f"_REVISION = {published['tag2']!r}"
 
 
 # -- tampering -------------------------------------------------------------------------------------
@@ -438,3 +456,26 @@ def test_paper_policy_end_to_end(tmp_path, reference_dir):
     assert report.exit_code == 1
     assert [c.name for c in report.failed] == ["paper-tables"]
     assert report.check("paper-tables").details == paper.details
+
+
+def test_trecdl_pair_statistics_fail_or_diff(reference_dir):
+    """TREC-DL's paper numbers are pair statistics (pool-order ties); random per-query values
+    (SYNTHETIC) cannot reproduce them: a failure for the paper's release, else a diff."""
+    spec = load_spec("trecdl")
+    rng = np.random.default_rng(3)
+    models = list(dict.fromkeys(spec.rerankers.values()))[:14]
+    frames = []
+    for subset, n_q in (("trec_dl_2019", 43), ("trec_dl_2020", 54)):
+        for m in models:
+            frames.append(pd.DataFrame({
+                "tie_rule": "pool-order", "subset": subset, "model": m,
+                "query-id": [f"{subset}-q{i}" for i in range(n_q)],
+                "rcp_ndcg": rng.random(n_q), "qrel_ndcg": rng.random(n_q)}))
+    per_query = {10: pd.concat(frames, ignore_index=True)}
+    empty = TableSet("replay", "replay", spec.name, {}, 0.0)
+    reference = reference_dir / "paper_values.json"
+    (fail,) = check_paper(reference, empty, per_query, spec, True, "the paper's release")
+    assert fail.name == "paper-pairs" and fail.status == "failed" and fail.details
+    assert any(d.startswith("dl19 ") for d in fail.details)
+    (diff,) = check_paper(reference, empty, per_query, spec, False, "a later release")
+    assert diff.ok and diff.status == "diff" and diff.details == fail.details

@@ -524,8 +524,10 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     report.checks += pin_checks
     if history is not None and pin is not None and history.repo != pin.repo:
         report.checks.append(_check(
-            "releases-json-repo", False, "releases.json names the repository it is in",
-            expected=pin.repo, found=history.repo, where=RELEASES_JSON))
+            "releases-json-repo", True, "releases.json names the repository it is in",
+            expected=pin.repo, found=history.repo, where=RELEASES_JSON, status="diff",
+            details=[f"releases.json was written for {history.repo} (a copy or mirror?); its "
+                     "shas are checked against this repository's tags"]))
     if release is not None:
         report.release, report.tag = release.release, release.tag
     spec = _spec_for(root)
@@ -540,8 +542,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     report.seconds["pin"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    integrity, tables = run_integrity(ReleaseDir(root, spec), params, link,
-                                 card_configs(card_text) if card_text is not None else None)
+    configs = card_configs(card_text) if card_text is not None else None
+    integrity, tables = run_integrity(ReleaseDir(root, spec), params, link, configs)
     for c in integrity:
         if c.name == "gains":
             c.where = f"{c.where} (item parameters {params_path}, link {link})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from rcp_data.specs import TIE_RULES, VIEWS
 
@@ -18,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "column) and their unweighted mean, from the release's qrels, top_ranked, excluded "
         "and provenance runs. Prints the cards' Markdown tables, or JSON with --json.",
     )
-    p.add_argument("path", type=Path, help="release directory in the published layout")
+    p.add_argument("path", help="release directory in the published layout, or "
+                   "hf://datasets/OWNER/NAME@REV (downloaded by commit sha into the HF cache)")
     p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id)")
@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.hubpath import local_release
     from rcp_data.replay import replay_release
 
-    result = replay_release(args.path, args.suite, k=args.k, tie_rule=args.tie_rule,
+    root, _pin = local_release(args.path)
+    result = replay_release(root, args.suite, k=args.k, tie_rule=args.tie_rule,
                             view=args.view, include_judge=args.include_judge)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
