@@ -278,11 +278,38 @@ CARD_COUNT_PATTERNS: tuple[tuple[str, dict[int, str]], ...] = (
     (r"([\d,]+) queries over [\d,]+ (?:datasets|subsets|tasks)", {1: "queries"}),
     (r"([\d,]+) of ([\d,]+) pool pairs", {1: "gt_injected", 2: "pool_pairs"}),
     (r"([\d,]+) pool pairs over ([\d,]+) queries", {1: "pool_pairs", 2: "queries"}),
+    (r"([\d,]+) of ([\d,]+) passages \(", {1: "repaired_passages", 2: "corpus_documents"}),
 )
 
 
+def data_totals(root: Path, tables: dict) -> dict[str, int]:
+    """Totals over the subsets: queries, pool pairs, injected documents, corpus documents (a
+    shared corpus once) and, as the build recorded it, the repaired passages."""
+    from rcp_data.integrity import subset_counts
+
+    totals: dict[str, int] = {}
+    corpora = {}
+    for t in tables.values():
+        for k, v in subset_counts(t).items():
+            totals[k] = totals.get(k, 0) + v
+        corpora[id(t.corpus_ids)] = len(t.corpus_ids)
+    totals["corpus_documents"] = sum(corpora.values())
+    manifest_path = Path(root) / BUILD_MANIFEST
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            manifest = {}
+        changed = (((manifest.get("sources") or {}).get("corpus") or {}).get("repair")
+                   or {}).get("changed_vs_raw")
+        if isinstance(changed, int):
+            totals["repaired_passages"] = changed
+    return totals
+
+
 def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
-    """Totals the card's prose states (queries, pool pairs, injected documents) equal the data."""
+    """Totals the card's prose states (queries, pool pairs, injected documents, corpus size,
+    repaired passages) equal the data (the repair count: the build manifest's record)."""
     import re
 
     body = card_text.split("\n---", 2)[-1] if card_text.startswith("---") else card_text
@@ -549,13 +576,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
             c.where = f"{c.where} (item parameters {params_path}, link {link})"
     report.checks += integrity
     if card_text is not None and tables:
-        from rcp_data.integrity import subset_counts
 
-        totals: dict[str, int] = {}
-        for t in tables.values():
-            for k, v in subset_counts(t).items():
-                totals[k] = totals.get(k, 0) + v
-        report.checks += check_card_counts(card_text, totals)
+        report.checks += check_card_counts(card_text, data_totals(root, tables))
     report.seconds["integrity"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
