@@ -198,6 +198,16 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     assert ties > 100
     assert (group_mean["rcp_ndcg"][coarse][subset] != doc_id["rcp_ndcg"][coarse][subset])
 
+    # excluded documents were judged (pooled), so an ideal that kept them would differ
+    rel = ReleaseDir(snapshot, spec)
+    excluded = rel.table(subset, "excluded")
+    pairs = {(q, d) for q, ids in zip(excluded["query-id"], excluded["excluded-corpus-ids"],
+                                      strict=True) for d in ids}
+    qrels = rel.table(subset, "qrels")
+    judged_excluded = qrels[[(q, d) in pairs for q, d in zip(qrels["query-id"],
+                                                             qrels["corpus-id"], strict=True)]]
+    assert (judged_excluded["gain"] > 0).any()
+
     rcp = hub_task_module(published.repo, published.tag, tmp_path, f"rcp_{spec.name}_one")
     (task,) = rcp.get_tasks([subset])
     assert task.hf_subsets == [subset]
@@ -206,7 +216,7 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     scores, preds = run_mteb(model, task, tmp_path / "preds", batch_size=4096)
     got = scores[subset]
     # mteb scored exactly the candidates of every query (exclusions removed), with the run
-    top = ReleaseDir(snapshot, spec).table(subset, "top_ranked")
+    top = rel.table(subset, "top_ranked")
     assert {q: set(ids) for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True)} == {
         q: set(d) for q, d in preds[subset].items()}
     assert model.pairs == sum(len(ids) for ids in top["corpus-ids"])

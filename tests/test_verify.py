@@ -479,3 +479,22 @@ def test_trecdl_pair_statistics_fail_or_diff(reference_dir):
     assert any(d.startswith("dl19 ") for d in fail.details)
     (diff,) = check_paper(reference, empty, per_query, spec, False, "a later release")
     assert diff.ok and diff.status == "diff" and diff.details == fail.details
+
+
+def test_card_count_statements_are_read():
+    from rcp_data.verify import check_card_counts
+
+    card = ("---\ntags: [x]\n---\n\nholds 2 subsets (97 queries, split `test`). The text is "
+            "repaired: 2,010,123 of 8,841,823 passages (22.7%) differ. 38 of 480 pool pairs "
+            "are injected.\n")
+    data = {"queries": 97, "pool_pairs": 480, "gt_injected": 38, "corpus_documents": 8_841_823,
+            "repaired_passages": 2_010_123}
+    (same,) = check_card_counts(card, data)
+    assert same.ok and same.found == "5 statements, 0 differ"
+    (off,) = check_card_counts(card, {**data, "repaired_passages": 2_010_124, "gt_injected": 37})
+    assert not off.ok and off.details == [
+        "the card says '38 of 480 pool pairs': gt_injected 38, the data has 37",
+        "the card says '2,010,123 of 8,841,823 passages (': repaired_passages 2,010,123, the "
+        "data has 2,010,124"]
+    (none,) = check_card_counts("no numbers here", data)
+    assert none.ok and none.status == "absent"

@@ -324,10 +324,11 @@ def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
                                  f"{totals[name]:,}")
     if not stated:
         return [_check("card-counts", True, "counts the card states equal the data",
-                       expected="statements of queries / pool pairs / injected documents",
+                       expected="statements of queries / pool pairs / injected documents / "
+                                "repaired passages",
                        found="none found", where=CARD_FILE, status="absent")]
     return [_check("card-counts", not wrong, "counts the card states (queries, pool pairs, "
-                   "injected documents) equal the data",
+                   "injected documents, corpus size, repaired passages) equal the data",
                    expected=", ".join(f"{k} {v:,}" for k, v in totals.items()),
                    found=f"{len(stated)} statements, {len(wrong)} differ", where=CARD_FILE,
                    details=wrong)]
