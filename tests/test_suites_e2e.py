@@ -212,6 +212,11 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     (task,) = rcp.get_tasks([subset])
     assert task.hf_subsets == [subset]
     assert task.metadata.main_score == "ndcg_float_at_10"
+    if spec.name == "bright":  # the task's instruction is mteb's own BRIGHT prompt
+        import mteb
+
+        upstream = mteb.get_task("BrightLeetcodeRetrieval").metadata.prompt
+        assert task.metadata.prompt == {"query": upstream["query"]}
     model = StoredRunReranker.from_runs(runs, coarse)
     scores, preds = run_mteb(model, task, tmp_path / "preds", batch_size=4096)
     got = scores[subset]
@@ -220,6 +225,9 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     assert {q: set(ids) for q, ids in zip(top["query-id"], top["corpus-ids"], strict=True)} == {
         q: set(d) for q, d in preds[subset].items()}
     assert model.pairs == sum(len(ids) for ids in top["corpus-ids"])
+    assert all(preds[subset][q][d] == pytest.approx(s) for q, d, s in zip(
+        frame["query-id"], frame["corpus-id"], frame["score"], strict=True)
+        if d in preds[subset].get(q, {}))
     assert got["ndcg_float_at_10"] == pytest.approx(
         round(group_mean["rcp_ndcg"][coarse][subset], 5), abs=1e-9)
     assert got["main_score"] == got["ndcg_float_at_10"]

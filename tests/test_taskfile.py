@@ -342,3 +342,32 @@ def test_builtin_task_of_same_name_and_revision_is_returned(tmp_path, monkeypatc
     assert alpha is shipped["DemoAlphaRCPReranking"]  # same name, same revision: mteb's own
     assert beta is not shipped["DemoBetaRCPReranking"]  # pinned elsewhere: this file's task
     assert beta.metadata.dataset["revision"] == SHA1
+
+
+def test_query_instructions_come_from_the_build_manifest(tmp_path):
+    """BRIGHT: the instruction the build recorded per subset (mteb's own prompt) becomes the
+    task's prompt in every view; suites without instructions get none."""
+    from rcp_data.errors import InputError
+    from rcp_data.taskfile import release_prompts
+
+    spec = load_spec("bright")
+    (tmp_path / "provenance").mkdir()
+    manifest = tmp_path / "provenance" / "build_manifest.json"
+    manifest.write_text(json.dumps({"sources": {"instructions": {
+        "aops": "SYNTHETIC instruction for aops", "pony": "SYNTHETIC pony"}}}))
+    prompts = release_prompts(tmp_path)
+    assert prompts == {"aops": "SYNTHETIC instruction for aops", "pony": "SYNTHETIC pony"}
+    meta = build_blocks(spec, _releases(1), repo=spec.repo, prompts=prompts)["task_metadata"]
+    assert meta["BrightAopsRCPReranking"]["metadata"]["prompt"] == {
+        "query": "SYNTHETIC instruction for aops"}
+    assert meta["BrightAopsRCPRetrieval"]["metadata"]["prompt"] == {
+        "query": "SYNTHETIC instruction for aops"}
+    assert meta["BrightBiologyRCPReranking"]["metadata"]["prompt"] is None
+    rcp = _load(render_task_file(spec, _releases(1), repo=spec.repo, prompts=prompts),
+                tmp_path, name="rcp_tasks_prompts")
+    (task,) = rcp.get_tasks(["pony"])
+    assert task.metadata.prompt == {"query": "SYNTHETIC pony"}
+    assert release_prompts(tmp_path / "nowhere") == {}
+    manifest.write_text(json.dumps({"sources": {"instructions": {"aops": 3}}}))
+    with pytest.raises(InputError, match="sources.instructions"):
+        release_prompts(tmp_path)

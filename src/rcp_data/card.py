@@ -622,7 +622,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None
                          ) -> dict[str, str]:
     """The card and task file of a release directory: ``{path: text}`` (nothing written)."""
-    from rcp_data.taskfile import render_task_file
+    from rcp_data.taskfile import release_prompts, render_task_file
 
     root = Path(root)
     spec = spec or _suite_spec(root)
@@ -631,7 +631,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
     releases = [r.to_dict() for r in history.releases]
     return {
         CARD_FILE: render_card(root, spec=spec, history=history, repo=repo),
-        TASK_FILE: render_task_file(spec, releases, repo=repo),
+        TASK_FILE: render_task_file(spec, releases, repo=repo, prompts=release_prompts(root)),
     }
 
 

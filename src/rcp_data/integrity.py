@@ -30,6 +30,7 @@ from rcp_data.layout import (
     ReleaseDir,
     _compatible,
     check_columns,
+    config_data_files,
     corpus_files,
     criteria_columns,
     provenance_file,
@@ -81,19 +82,6 @@ def _fail(name: str, what: str, expected: str, found: str, where: str, details=N
 
 
 # -- configs --------------------------------------------------------------------------------
-def card_configs(card_text: str) -> list[dict]:
-    """The ``configs:`` list of a card's YAML front matter."""
-    import yaml
-
-    if not card_text.startswith("---"):
-        return []
-    try:
-        front = yaml.safe_load(card_text.split("---", 2)[1]) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"front matter is not valid YAML ({exc})", path="README.md") from exc
-    return list(front.get("configs", []) or [])
-
-
 def kind_of_config(name: str) -> str | None:
     for kind, cfg in PROVENANCE_CONFIG.items():
         if name == cfg:
@@ -102,21 +90,6 @@ def kind_of_config(name: str) -> str | None:
         if name.endswith(f"-{kind}"):
             return kind
     return None
-
-
-def _config_entries(cfg: dict) -> list[tuple[str, str]]:
-    files = cfg.get("data_files") or []
-    if isinstance(files, str | dict):
-        files = [files]
-    out = []
-    for entry in files:
-        if isinstance(entry, str):
-            out.append(("", entry))
-        elif isinstance(entry, dict):
-            paths = entry.get("path")
-            for p in paths if isinstance(paths, list) else [paths]:
-                out.append((str(entry.get("split", "")), str(p)))
-    return out
 
 
 def check_configs(root: Path, configs: list[dict]) -> list[Check]:
@@ -128,7 +101,7 @@ def check_configs(root: Path, configs: list[dict]) -> list[Check]:
     for cfg in configs:
         name = cfg.get("config_name", "?")
         kind = kind_of_config(name)
-        for split, pattern in _config_entries(cfg):
+        for split, pattern in config_data_files(cfg):
             paths = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else (
                 [root / pattern] if (root / pattern).exists() else [])
             where = f"config {name}, split {split}: {pattern}"

@@ -262,6 +262,39 @@ def detect_suite(root: Path) -> str | None:
     return None
 
 
+# -- the card's configs ----------------------------------------------------------------------
+def card_configs(card_text: str, *, source: str = CARD_FILE) -> list[dict]:
+    """The ``configs:`` list of a card's YAML front matter (empty without front matter)."""
+    import yaml
+
+    if not card_text.startswith("---"):
+        return []
+    try:
+        front = yaml.safe_load(card_text.split("---", 2)[1]) or {}
+    except (yaml.YAMLError, IndexError) as exc:
+        raise InputError(f"front matter is not valid YAML ({exc})", path=source) from exc
+    configs = front.get("configs") or []
+    if not isinstance(configs, list):
+        raise InputError("'configs' must be a list", path=source, field="configs")
+    return configs
+
+
+def config_data_files(config: dict) -> list[tuple[str, str]]:
+    """``(split, path pattern)`` of every data file a card config declares."""
+    files = config.get("data_files") or []
+    if isinstance(files, str | dict):
+        files = [files]
+    out = []
+    for entry in files:
+        if isinstance(entry, str):
+            out.append(("", entry))
+        elif isinstance(entry, dict):
+            paths = entry.get("path")
+            for p in paths if isinstance(paths, list) else [paths]:
+                out.append((str(entry.get("split", "")), str(p)))
+    return out
+
+
 # -- writing -----------------------------------------------------------------------------------
 def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema | None = None,
                   *, row_group_size: int | None = None) -> None:

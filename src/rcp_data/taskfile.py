@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 from rcp_data.errors import InputError, UsageError
-from rcp_data.layout import TASK_FILE
+from rcp_data.jsonfile import read_json
+from rcp_data.layout import BUILD_MANIFEST, TASK_FILE
 from rcp_data.specs import SuiteSpec
 
 log = logging.getLogger(__name__)
@@ -99,12 +100,29 @@ def _citation() -> str:
     return template_text("rcp_citation.bib").strip() + "\n"
 
 
+def release_prompts(root: Path) -> dict[str, str]:
+    """Query instructions a build recorded for its subsets (the build manifest's
+    ``sources.instructions``, e.g. BRIGHT's mteb task prompts), keyed by subset name."""
+    path = Path(root) / BUILD_MANIFEST
+    if not path.exists():
+        return {}
+    manifest = read_json(path)
+    sources = manifest.get("sources") if isinstance(manifest, dict) else None
+    found = (sources or {}).get("instructions") or {}
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise InputError("'sources.instructions' must map subset names to strings",
+                         path=str(path), field="sources.instructions")
+    return dict(found)
+
+
 def task_metadata(spec: SuiteSpec, fam: TaskFamily, release: dict, *, repo: str, view: str,
-                  text_only: bool, superseded_by: str | None, revision: str) -> dict:
-    """The TaskMetadata keyword arguments of one task (JSON-ready)."""
+                  text_only: bool, superseded_by: str | None, revision: str,
+                  prompts: dict[str, str] | None = None) -> dict:
+    """The TaskMetadata keyword arguments of one task (JSON-ready). ``prompts`` (by task family
+    or subset name) adds to the spec's ``[source] prompts``."""
     number = int(release["release"])
     image = has_ocr_view(spec) and not text_only
-    prompts = spec.source.get("prompts", {})
+    prompts = {**spec.source.get("prompts", {}), **(prompts or {})}
     prompt = prompts.get(fam.family) or prompts.get(fam.subsets[0])
     judge = release.get("judge", {}).get("model", "an LLM judge")
     what = ("reranks the judged candidate pool (top_ranked)" if view == "reranking"
@@ -154,7 +172,8 @@ def current_release(releases: list[dict]) -> dict:
     return current[0]
 
 
-def build_blocks(spec: SuiteSpec, releases: list[dict], *, repo: str) -> dict:
+def build_blocks(spec: SuiteSpec, releases: list[dict], *, repo: str,
+                 prompts: dict[str, str] | None = None) -> dict:
     """The literal blocks of the task file: revision, releases, task metadata, subsets."""
     if not releases:
         raise InputError("empty release history: nothing to pin the tasks to")
@@ -175,7 +194,7 @@ def build_blocks(spec: SuiteSpec, releases: list[dict], *, repo: str) -> dict:
                              if newer is not None and int(newer) in by_number else None)
                 md = task_metadata(spec, fam, release, repo=repo, view=view,
                                    text_only=text_only, superseded_by=successor,
-                                   revision=pinned_revision(release))
+                                   revision=pinned_revision(release), prompts=prompts)
                 metadata[md["name"]] = {
                     "family": fam.family, "release": number, "view": view,
                     "text_only": text_only, "metadata": md,
@@ -206,11 +225,13 @@ def _literal_json(data) -> str:
     return text
 
 
-def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str) -> str:
-    """The text of ``rcp_ndcg_tasks.py`` for ``repo`` and its release history."""
+def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str,
+                     prompts: dict[str, str] | None = None) -> str:
+    """The text of ``rcp_ndcg_tasks.py`` for ``repo`` and its release history; ``prompts``:
+    query instructions by subset (see :func:`release_prompts`)."""
     if Path(TASK_FILE).stem == repo.rsplit("/", 1)[-1]:
         raise UsageError(f"the task file may not be named after the repo {repo!r}")
-    blocks = build_blocks(spec, releases, repo=repo)
+    blocks = build_blocks(spec, releases, repo=repo, prompts=prompts)
     text = template_text("rcp_ndcg_tasks.py.tmpl")
     for key, value in (
         ("PRETTY_NAME", spec.pretty_name),
@@ -227,10 +248,12 @@ def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str) -> str
 
 
 def write_task_file(root: Path, spec: SuiteSpec, releases: list[dict], *, repo: str) -> Path:
-    """Write ``root/rcp_ndcg_tasks.py`` (temp file, then rename)."""
+    """Write ``root/rcp_ndcg_tasks.py`` (temp file, then rename), with the query instructions
+    the build recorded in ``root``."""
     path = Path(root) / TASK_FILE
     tmp = path.with_suffix(".py.tmp")
-    tmp.write_text(render_task_file(spec, releases, repo=repo), encoding="utf-8")
+    tmp.write_text(render_task_file(spec, releases, repo=repo, prompts=release_prompts(root)),
+                   encoding="utf-8")
     tmp.replace(path)
     log.info("wrote %s (%d releases)", path, len(releases))
     return path
@@ -238,5 +261,5 @@ def write_task_file(root: Path, spec: SuiteSpec, releases: list[dict], *, repo: 
 
 __all__ = [
     "CUTOFFS", "MAIN_SCORE", "TaskFamily", "build_blocks", "families", "has_ocr_view",
-    "render_task_file", "task_metadata", "task_name", "template_text", "write_task_file",
+    "release_prompts", "render_task_file", "task_metadata", "task_name", "template_text", "write_task_file",
 ]

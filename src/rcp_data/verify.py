@@ -43,8 +43,15 @@ from rcp_data.hubpath import (
     parse_hf_path,
     resolve_revision,
 )
-from rcp_data.integrity import Check, card_configs, run_integrity
-from rcp_data.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, ReleaseDir, detect_suite
+from rcp_data.integrity import Check, run_integrity
+from rcp_data.layout import (
+    BUILD_MANIFEST,
+    CARD_FILE,
+    RELEASES_JSON,
+    ReleaseDir,
+    card_configs,
+    detect_suite,
+)
 from rcp_data.release.history import History, Release, same_commit, validate_history
 from rcp_data.specs import SuiteSpec, load_spec, project_root
 

@@ -93,31 +93,7 @@ def _card_configs(root: Path) -> list[dict]:
     text = card.read_text(encoding="utf-8")
     if not text.startswith("---"):
         raise InputError("the card has no YAML front matter", path=str(card))
-    import yaml
-
-    try:
-        front = yaml.safe_load(text.split("---", 2)[1]) or {}
-    except (yaml.YAMLError, IndexError) as exc:
-        raise InputError(f"front matter is not valid YAML ({exc})", path=str(card)) from exc
-    configs = front.get("configs") or []
-    if not isinstance(configs, list):
-        raise InputError("'configs' must be a list", path=str(card), field="configs")
-    return configs
-
-
-def _config_paths(config: dict) -> list[tuple[str, str]]:
-    files = config.get("data_files") or []
-    if isinstance(files, str):
-        return [("", files)]
-    out = []
-    for entry in files if isinstance(files, list) else [files]:
-        if isinstance(entry, str):
-            out.append(("", entry))
-        elif isinstance(entry, dict):
-            paths = entry.get("path")
-            for p in paths if isinstance(paths, list) else [paths]:
-                out.append((str(entry.get("split", "")), str(p)))
-    return out
+    return layout.card_configs(text, source=str(card))
 
 
 def _check_card(root: Path, report: CheckReport) -> None:
@@ -131,7 +107,7 @@ def _check_card(root: Path, report: CheckReport) -> None:
         if not isinstance(cfg, dict):
             report.problems.append(f"{layout.CARD_FILE}: config {cfg!r} is not a mapping")
             continue
-        for split, pattern in _config_paths(cfg):
+        for split, pattern in layout.config_data_files(cfg):
             if not glob.glob(str(root / pattern)):
                 report.problems.append(
                     f"{layout.CARD_FILE}: config {name!r} split {split!r} points at {pattern}, "
