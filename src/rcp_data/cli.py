@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if not args.verbose:  # the HTTP clients log every request at INFO
+        for noisy in ("httpx", "httpcore", "urllib3", "filelock", "fsspec"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
