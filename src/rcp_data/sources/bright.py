@@ -41,16 +41,11 @@ NONE_MARK = "N/A"
 
 def task_name(sub: SubsetSpec) -> str:
     """The ir_datasets task of a subset (``bright/earth-science`` -> ``earth-science``)."""
-    if not sub.source.startswith(PREFIX):
-        raise UsageError(f"subset {sub.name!r}: source {sub.source!r} is not a bright dataset")
-    return sub.source[len(PREFIX):]
+    return irds.dataset_key(sub, PREFIX, "bright")
 
 
 def _cache_file(task: str, key: str) -> str:
-    try:
-        return str(irds_cache.cache_path(irds_cache.BRIGHT, f"{task}/{key}"))
-    except UsageError:
-        return f"{PREFIX}{task} ({key})"
+    return irds.cache_file(irds_cache.BRIGHT, PREFIX, task, key)
 
 
 def _restore(ids: list[str], path: str, row: int, field: str) -> list[str]:

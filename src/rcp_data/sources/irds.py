@@ -37,6 +37,23 @@ def load(dataset_id: str):
                          f"{dataset_id!r}") from exc
 
 
+def dataset_key(sub, prefix: str, family: str) -> str:
+    """The ir_datasets name of a subset below ``prefix`` (``bright/earth-science`` -> ``earth-science``)."""
+    if not sub.source.startswith(prefix):
+        raise UsageError(f"subset {sub.name!r}: source {sub.source!r} is not a {family} dataset")
+    return sub.source[len(prefix):]
+
+
+def cache_file(namespace: str, prefix: str, dataset: str, key: str) -> str:
+    """Where ir_datasets caches ``key`` of a dataset (for error messages), or a readable name."""
+    from rcp_data.sources import irds_cache
+
+    try:
+        return str(irds_cache.cache_path(namespace, f"{dataset}/{key}"))
+    except UsageError:
+        return f"{prefix}{dataset} ({key})"
+
+
 def irds_version() -> str:
     import ir_datasets
 

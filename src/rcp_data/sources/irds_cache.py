@@ -84,6 +84,12 @@ def place_file(namespace: str, key: str, source: str | Path | bytes, *,
     target.parent.mkdir(parents=True, exist_ok=True)
     for path in stale:
         _remove(Path(path))
+    return place_at(source, target)
+
+
+def place_at(source: str | Path | bytes, target: Path) -> Path:
+    """Copy a file (or bytes) to ``target`` atomically: a temporary file, then a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-")
     os.close(fd)
     try:
@@ -95,7 +101,7 @@ def place_file(namespace: str, key: str, source: str | Path | bytes, *,
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    log.info("placed %s/%s at %s", namespace, key, target)
+    log.info("placed %s", target)
     return target
 
 

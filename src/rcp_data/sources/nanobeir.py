@@ -30,16 +30,11 @@ PREFIX = "nano-beir/"
 
 
 def _dataset_name(sub: SubsetSpec) -> str:
-    if not sub.source.startswith(PREFIX):
-        raise UsageError(f"subset {sub.name!r}: source {sub.source!r} is not a nano-beir dataset")
-    return sub.source[len(PREFIX):]
+    return irds.dataset_key(sub, PREFIX, "nano-beir")
 
 
 def _cache_file(dataset: str, key: str) -> str:
-    try:
-        return str(irds_cache.cache_path(irds_cache.NANO_BEIR, f"{dataset}/{key}"))
-    except UsageError:
-        return f"{PREFIX}{dataset} ({key})"
+    return irds.cache_file(irds_cache.NANO_BEIR, PREFIX, dataset, key)
 
 
 def self_argument_exclusions(queries: pd.DataFrame, corpus: pd.DataFrame,

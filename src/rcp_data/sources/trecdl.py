@@ -29,7 +29,6 @@ import logging
 import os
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +37,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from rcp_data.errors import InputError, UsageError
-from rcp_data.sources import irds
+from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.sources.irds_cache import irds_home
 from rcp_data.specs import SuiteSpec
@@ -64,20 +63,7 @@ def msmarco_dir() -> Path:
 
 
 def _place(source: str | Path | bytes, target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-")
-    os.close(fd)
-    try:
-        if isinstance(source, bytes):
-            Path(tmp).write_bytes(source)
-        else:
-            shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    log.info("placed %s", target)
-    return target
+    return irds_cache.place_at(source, target)
 
 
 def _drop_docstore(base: Path) -> None:
