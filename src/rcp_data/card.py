@@ -323,7 +323,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
                              autoescape=False)
     body = env.from_string(template_text("card.md.j2")).render(
         spec=spec, f=f, repo=repo, task_file=TASK_FILE,
-        release_table=render_release_table(history).rstrip("\n"),
+        release_table=render_release_table(history, link_judges=not spec.synthetic).rstrip("\n"),
         release_notes=release_notes(spec, history),
         protocol=protocol_lines(spec, facts),
         layout=layout_rows(root, spec, facts),
