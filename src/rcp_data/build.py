@@ -335,34 +335,36 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                          "declare")
     if missing and not partial:
         raise InputError(f"the source has no data for subset(s) {missing} of suite {spec.name!r}")
-    builds = [build_subset(spec, source.subsets[s], inputs, link)
-              for s in tqdm(subsets, desc="subsets", unit="subset", leave=False)]
+    counts: dict[str, dict] = {}
     with atomic_dir(Path(out)) as tmp:
-        written_groups: set[str] = set()
-        for b in builds:
-            src = source.subsets[b.name]
-            write_parquet(b.queries, tmp / subset_file(b.name, "queries"),
-                          _queries_schema(b.queries))
-            write_parquet(b.qrels, tmp / subset_file(b.name, "qrels"), SCHEMAS["qrels"])
-            write_parquet(b.top_ranked, tmp / subset_file(b.name, "top_ranked"),
-                          SCHEMAS["top_ranked"])
-            if b.excluded is not None:
-                write_parquet(b.excluded, tmp / subset_file(b.name, "excluded"),
-                              SCHEMAS["excluded"])
-            group = spec.corpus_group(b.name)
-            if group is None:
-                write_corpus(src.corpus, tmp / b.name, single_file=tmp / subset_file(b.name,
-                                                                                     "corpus"))
-            elif group not in written_groups:
-                write_corpus(src.corpus, tmp / "corpus" / group,
-                             shard_rows=spec.corpus.shard_rows,
-                             row_group_rows=spec.corpus.row_group_rows)
-                written_groups.add(group)
+        # One provenance split at a time: its subsets are built, written and dropped before the
+        # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
+        # input fails before the long corpus write.
+        bar = tqdm(total=len(subsets), desc="subsets", unit="subset", leave=False)
         for split in spec.provenance_splits:
-            members = [b for b in builds if spec.provenance_split(b.name) == split]
+            members = [s for s in subsets if spec.provenance_split(s) == split]
             if not members:
                 continue
-            _write_provenance(tmp, split, members, inputs.item_params.n_criteria)
+            builds = []
+            for name in members:
+                builds.append(build_subset(spec, source.subsets[name], inputs, link))
+                bar.update(1)
+            for b in builds:
+                _write_subset(tmp, b)
+                counts[b.name] = b.counts
+            _write_provenance(tmp, split, builds, inputs.item_params.n_criteria)
+            del builds
+        bar.close()
+        written_groups: set[str] = set()
+        for name in subsets:
+            group = spec.corpus_group(name)
+            corpus = source.subsets[name].corpus
+            if group is None:
+                write_corpus(corpus, tmp / name, single_file=tmp / subset_file(name, "corpus"))
+            elif group not in written_groups:
+                write_corpus(corpus, tmp / "corpus" / group, shard_rows=spec.corpus.shard_rows,
+                             row_group_rows=spec.corpus.row_group_rows)
+                written_groups.add(group)
         inputs.item_params.write(tmp / "provenance" / f"item_params.{inputs.judge.short}.json")
         manifest = {
             "schema": MANIFEST_SCHEMA,
@@ -384,12 +386,20 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
                 **(parameters or {}),
             },
-            "subsets": [b.name for b in builds],
-            "counts": {b.name: b.counts for b in builds},
+            "subsets": subsets,
+            "counts": counts,
         }
         write_json(manifest, tmp / BUILD_MANIFEST)
-    log.info("built %s release of %d subsets into %s", spec.name, len(builds), out)
+    log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)
     return manifest
+
+
+def _write_subset(tmp: Path, b: SubsetBuild) -> None:
+    write_parquet(b.queries, tmp / subset_file(b.name, "queries"), _queries_schema(b.queries))
+    write_parquet(b.qrels, tmp / subset_file(b.name, "qrels"), SCHEMAS["qrels"])
+    write_parquet(b.top_ranked, tmp / subset_file(b.name, "top_ranked"), SCHEMAS["top_ranked"])
+    if b.excluded is not None:
+        write_parquet(b.excluded, tmp / subset_file(b.name, "excluded"), SCHEMAS["excluded"])
 
 
 def _queries_schema(queries: pd.DataFrame) -> pa.Schema:
