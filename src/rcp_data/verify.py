@@ -250,6 +250,53 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
     return checks, rel
 
 
+def project_history_release(spec: SuiteSpec, pin: PinnedRevision | None,
+                            histories: Path | None = None) -> tuple[History | None,
+                                                                     Release | None]:
+    """For a revision without releases.json (the repos published before this project's release
+    policy): the project's ``release/<suite>.json`` history of that repo and the release it
+    names at this commit (by tag, revision or data revision), else ``(None, None)``."""
+    from rcp_data.release.history import history_path, read_history
+
+    path = (Path(histories) / f"{spec.name}.json") if histories else history_path(spec.name)
+    if pin is None or not path.exists():
+        return None, None
+    history = read_history(path)
+    if history.repo != pin.repo:
+        return None, None
+    for r in reversed(history.releases):
+        if (pin.is_tag and r.tag == pin.requested) or same_commit(r.revision, pin.sha) or \
+                same_commit(r.data_revision, pin.sha):
+            return history, r
+    return history, None
+
+
+def check_pin_by_project_history(pin: PinnedRevision, history: History, release: Release | None,
+                                 path: str) -> list[Check]:
+    """The pin of a revision that predates releases.json, checked against the project's record."""
+    checks = [_check("releases-json", True, "the revision carries its release history",
+                     expected=f"{RELEASES_JSON} (schema rcp-data.releases/1)",
+                     found=f"absent (published before the release policy); the project's "
+                           f"history {path} is used instead", where=RELEASES_JSON,
+                     status="absent")]
+    what = f"{pin.requested} is a release the project's history {path} names"
+    if release is None:
+        checks.append(_check("tag" if pin.is_tag else "revision", False, what,
+                             expected=", ".join(f"{r.tag} @ {r.revision}"
+                                                for r in history.releases),
+                             found=f"{pin.requested} -> {pin.sha}", where=path))
+        return checks
+    known = release.revision or release.data_revision
+    ok = known is None or same_commit(known, pin.sha)
+    checks.append(_check("tag" if pin.is_tag else "revision", ok, what,
+                         expected=f"release {release.release} ({release.tag}) at "
+                                  f"{known or 'an unrecorded sha'}",
+                         found=f"{pin.requested} -> {pin.sha}", where=path,
+                         details=[] if ok else [f"the tag no longer matches the recorded "
+                                                f"release: {release.tag} is recorded at {known}"]))
+    return checks
+
+
 # -- the task file -------------------------------------------------------------------------------
 def check_task_file(root: Path, release: Release | None) -> list[Check]:
     """``rcp_ndcg_tasks.py`` pins the release this revision holds (its sha once known, else
@@ -517,8 +564,12 @@ def default_reference() -> Path:
     return project_root() / "provenance" / "paper_values.json"
 
 
-def _spec_for(root: Path) -> SuiteSpec:
+def _spec_for(root: Path, pin: PinnedRevision | None = None) -> SuiteSpec:
     name = detect_suite(root)
+    if not name and pin is not None:  # a published repo whose card names no suite tag
+        from rcp_data.specs import known_suites
+
+        name = next((n for n in known_suites() if load_spec(n).repo == pin.repo), None)
     if not name:
         raise InputError("cannot tell the suite of this release (no build manifest 'suite' and "
                          "no suite tag in the card)", path=str(root))
@@ -537,15 +588,23 @@ def _calibration(root: Path, release: Release | None) -> tuple[ItemParams, str, 
             raise InputError(f"not valid JSON ({exc})", path=str(manifest_path)) from exc
     cal = manifest.get("calibration") or {}
     if not cal.get("item_params"):
-        raise InputError("no item parameters: neither releases.json nor the build manifest "
-                         "names them", path=str(root / RELEASES_JSON))
+        found = sorted(root.glob("provenance/item_params.*.json"))
+        if len(found) != 1:
+            raise InputError("no item parameters: neither releases.json nor the build manifest "
+                             f"names them, and provenance/ holds {len(found)} item_params files",
+                             path=str(root / RELEASES_JSON))
+        rel = found[0].relative_to(root).as_posix()
+        log.warning("no record names the item parameters; using the only file, %s, with the "
+                    "default link", rel)
+        return ItemParams.read(found[0]), "weighted_discrimination", rel
     return (ItemParams.read(root / cal["item_params"]), cal.get("link", "weighted_discrimination"),
             cal["item_params"])
 
 
 def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        reference: Path | None = None, target: str | None = None,
-                       hub_tags: dict[str, str] | None = None) -> VerifyReport:
+                       hub_tags: dict[str, str] | None = None,
+                       histories: Path | None = None) -> VerifyReport:
     """Verify a release directory (a pinned snapshot when ``pin`` is given)."""
     root = Path(root)
     if not root.is_dir():
@@ -555,8 +614,18 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                           sha=pin.sha if pin else None)
     t0 = time.perf_counter()
     history, problems = read_release_history(root)
-    pin_checks, release = check_pin(pin, history, problems, hub_tags)
-    report.checks += pin_checks
+    spec = _spec_for(root, pin)
+    recorded = None
+    if history is None:
+        recorded, recorded_release = project_history_release(spec, pin, histories)
+    if recorded is not None and pin is not None:
+        where = str((Path(histories) / f"{spec.name}.json") if histories else
+                    f"release/{spec.name}.json")
+        report.checks += check_pin_by_project_history(pin, recorded, recorded_release, where)
+        history, release = recorded, recorded_release
+    else:
+        pin_checks, release = check_pin(pin, history, problems, hub_tags)
+        report.checks += pin_checks
     if history is not None and pin is not None and history.repo != pin.repo:
         report.checks.append(_check(
             "releases-json-repo", True, "releases.json names the repository it is in",
@@ -565,7 +634,6 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                      "shas are checked against this repository's tags"]))
     if release is not None:
         report.release, report.tag = release.release, release.tag
-    spec = _spec_for(root)
     report.suite = spec.name
     params, link, params_path = _calibration(root, release)
     report.checks += check_task_file(root, release)
@@ -644,8 +712,8 @@ def _numbers(root: Path, spec: SuiteSpec, card_text: str | None, history: Histor
 
 
 def verify(*, repo: str | None = None, revision: str | None = None, path: str | Path | None = None,
-           reference: str | Path | None = None, cache_dir: str | Path | None = None
-           ) -> VerifyReport:
+           reference: str | Path | None = None, cache_dir: str | Path | None = None,
+           histories: str | Path | None = None) -> VerifyReport:
     """Verify ``repo`` at ``revision`` (tag, branch or sha) on the Hub, or a ``path``
     (a local release directory or ``hf://datasets/OWNER/NAME@REV``)."""
     if path is not None and (repo or revision):
@@ -663,7 +731,8 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
                 f"{repo}@{pin.sha}")
     return verify_release_dir(root, pin=pin, reference=_path(reference),
                               target=f"{repo}@{revision}", hub_tags=_hub(lambda: _tags(repo),
-                                                                         repo))
+                                                                         repo),
+                              histories=_path(histories))
 
 
 def _tags(repo: str) -> dict[str, str]:

@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the paper's numbers (default: the project's provenance/paper_values.json)")
     p.add_argument("--cache-dir", type=Path, default=None,
                    help="download cache (default: the Hugging Face cache, $HF_HOME)")
+    p.add_argument("--histories", type=Path, default=None,
+                   help="folder of release histories (<suite>.json) used for a revision that "
+                   "carries no releases.json (default: the project's release/)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(func=handler)
 
@@ -43,7 +46,8 @@ def handler(args: argparse.Namespace) -> int:
 
     try:
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
-                        reference=args.reference, cache_dir=args.cache_dir)
+                        reference=args.reference, cache_dir=args.cache_dir,
+                        histories=args.histories)
     except RcpDataError as exc:
         if not args.json:
             raise

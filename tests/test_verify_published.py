@@ -1,0 +1,82 @@
+"""Verifying a repo published before the release policy: no releases.json, no build manifest.
+
+The published RCP-nDCG repos carry neither file; the project's ``release/<suite>.json`` is the
+record of their releases, and verify checks the pinned revision against it instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rcp_data.demo import make_demo_release
+from rcp_data.prepare import prepare_release
+from rcp_data.specs import load_spec
+from rcp_data.verify import verify
+
+REPO = "rcp-test/published-before-policy"
+
+
+def _publish_raw(api, root: Path, tag: str) -> str:
+    """Push a folder as one commit and tag it, as the repos published by hand were."""
+    from huggingface_hub import CommitOperationAdd
+
+    api.create_repo(REPO, repo_type="dataset", exist_ok=True)
+    ops = [CommitOperationAdd(str(p.relative_to(root)), str(p))
+           for p in sorted(root.rglob("*")) if p.is_file()]
+    info = api.create_commit(REPO, ops, commit_message="published by hand", repo_type="dataset")
+    api.create_tag(REPO, tag=tag, revision=info.oid, repo_type="dataset")
+    return info.oid
+
+
+@pytest.fixture(scope="module")
+def published(local_hub, tmp_path_factory):
+    from huggingface_hub import HfApi
+
+    work = tmp_path_factory.mktemp("published")
+    root = work / "release"
+    make_demo_release(root)
+    history = prepare_release(root, load_spec("demo"), REPO, date="2026-11-29")
+    (root / "provenance/releases.json").unlink()
+    (root / "provenance/build_manifest.json").unlink()
+    tag = history.current.tag
+    sha = _publish_raw(HfApi(endpoint=local_hub.url), root, tag)
+    return work, history, tag, sha
+
+
+def _histories(work: Path, history, sha: str) -> Path:
+    folder = work / "histories"
+    folder.mkdir(exist_ok=True)
+    data = history.to_dict()
+    data["releases"][0]["revision"] = sha
+    (folder / "demo.json").write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+def test_verified_against_the_project_history(published, tmp_path):
+    work, history, tag, sha = published
+    report = verify(repo=REPO, revision=tag, cache_dir=tmp_path / "cache",
+                    histories=_histories(work, history, sha))
+    assert report.ok, report.text()
+    assert report.check("releases-json").status == "absent"
+    assert report.check("tag").ok and sha in report.check("tag").found
+    assert report.check("counts").status == "absent"        # no build manifest either
+    assert report.check("card-tables").ok
+
+
+def test_recorded_sha_that_differs_fails(published, tmp_path):
+    work, history, tag, _sha = published
+    report = verify(repo=REPO, revision=tag, cache_dir=tmp_path / "cache",
+                    histories=_histories(work, history, "0" * 40))
+    assert report.exit_code == 1
+    assert "tag no longer matches" in report.check("tag").details[0]
+
+
+def test_without_any_record_the_history_check_fails(published, tmp_path):
+    _work, _history, tag, _sha = published
+    empty = tmp_path / "none"
+    empty.mkdir()
+    report = verify(repo=REPO, revision=tag, cache_dir=tmp_path / "cache", histories=empty)
+    assert report.check("releases-json").status == "failed"
