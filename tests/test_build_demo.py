@@ -121,3 +121,30 @@ def test_run_with_unknown_document_is_refused(tmp_path):
     with pytest.raises(InputError, match="outside the pool") as exc:
         build_release(spec, source, read_inputs(inputs_dir), tmp_path / "out")
     assert "demo__alpha-reranker.parquet" in str(exc.value) and "row 4" in str(exc.value)
+
+
+def test_item_params_not_matching_the_verdict_table_are_refused(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    ItemParams(gamma=(1.0,) * 4, beta=(-1.0, 0.0, 1.0, 2.0)).write(
+        inputs_dir / "judge/item_params.json")
+    with pytest.raises(InputError, match=r"criteria \['C1', 'C2', 'C3', 'C4', 'C5'\] but the "
+                                         r"item parameters have 4") as exc:
+        read_inputs(inputs_dir)
+    assert "criteria.parquet" in str(exc.value)
+
+
+def test_theta_for_a_document_outside_the_pool_is_refused(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    path = inputs_dir / "judge/thetas.parquet"
+    thetas = pd.read_parquet(path)
+    extra = thetas.iloc[:1].assign(**{"corpus-id": "beta-d0239-not-pooled"})
+    pd.concat([thetas, extra], ignore_index=True).to_parquet(path)
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="name documents outside the pool") as exc:
+        build_release(spec, source, read_inputs(inputs_dir), out)
+    assert "thetas.parquet" in str(exc.value) and "beta-d0239-not-pooled" in str(exc.value)
+    assert not out.exists()
