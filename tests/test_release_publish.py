@@ -225,6 +225,34 @@ def test_bad_release_refused_before_upload(tmp_path, api, hub_repo, capsys, dama
     assert _state(api, hub_repo) == before
 
 
+@pytest.mark.parametrize("damage", ["card-cell", "excluded-in-top-ranked"])
+def test_release_failing_verification_is_refused(tmp_path, api, hub_repo, capsys, damage):
+    """The layout checks pass, but `rcp-data verify` of the directory does not."""
+    api.create_repo(hub_repo, repo_type="dataset")
+    before = _state(api, hub_repo)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    if damage == "card-cell":
+        card = (v1 / layout.CARD_FILE).read_text(encoding="utf-8")
+        row = next(line for line in card.splitlines() if line.startswith("| Alpha-RR |"))
+        cells = row.split("|")
+        cells[2] = f" {float(cells[2]) - 5:.1f} "
+        (v1 / layout.CARD_FILE).write_text(card.replace(row, "|".join(cells), 1),
+                                           encoding="utf-8")
+    else:
+        path = v1 / "alpha" / "top_ranked.parquet"
+        top = pq.read_table(path).to_pandas()
+        top.at[0, "corpus-ids"] = ["alpha-q000", *list(top.at[0, "corpus-ids"])]
+        layout.write_parquet(top, path, layout.SCHEMAS["top_ranked"])
+    assert check_release_dir(v1).problems == []        # the layout checks alone pass
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 1
+    err = capsys.readouterr().err
+    assert "fails verification" in err and "Nothing was uploaded" in err
+    assert ("card-tables" in err if damage == "card-cell"
+            else "no-excluded-in-top-ranked" in err)
+    assert _state(api, hub_repo) == before
+
+
 def test_usage_errors_exit_2(tmp_path, hub_repo):
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     assert _publish_cli(v1, "not-a-repo-id") == 2

@@ -347,6 +347,19 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
+def verify_before_publishing(root: Path) -> None:
+    """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails."""
+    from rcp_data.verify import verify_release_dir
+
+    report = verify_release_dir(root)
+    if not report.ok:
+        failed = "; ".join(f"{c.name}: {c.what} (found {c.found}; {c.where})"
+                           for c in report.failed[:5])
+        raise RefusedError(f"the release in {root} fails verification ({len(report.failed)} "
+                           f"check(s)): {failed}. Nothing was uploaded")
+    log.info("verified %s before publishing: %d checks, none failed", root, len(report.checks))
+
+
 def publish(root: str | Path, repo: str, *, branch: str = "main",
             parent_commit: str | None = None, api: HfApi | None = None,
             create_repo: bool = False, history_file: str | Path | None | bool = None
@@ -359,6 +372,7 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     check_repo_id(repo)
     report = check_release_dir(root)
     report.raise_if_failed()
+    verify_before_publishing(Path(root))
     api = api or hub_api()
     try:
         plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, api=api,
