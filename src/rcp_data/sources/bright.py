@@ -160,16 +160,9 @@ def read_subset(sub: SubsetSpec, *, gold_field: str = "gold_ids") -> SubsetSourc
     n_excluded_pairs = (0 if excluded is None
                         else int(excluded["excluded-corpus-ids"].map(len).sum()))
     notes = {
-        "documents": len(scan),
-        "queries": len(queries),
-        "qrels": len(qrels),
-        "empty_documents": len(scan.empty_ids),
-        "empty_ids": list(scan.empty_ids),
-        "empty_gold_documents": int(qrels["corpus-id"].isin(set(scan.empty_ids)).sum()),
-        "document_repeats": scan.repeats,
+        **irds.reader_notes(scan, queries, qrels),
         "gold_listed": gold_listed,
         "gold_repeats": gold_repeats,
-        "queries_without_gold": len(set(queries["id"]) - set(qrels["query-id"])),
         "excluded_queries": 0 if excluded is None else len(excluded),
         "excluded_listed": ex_listed,
         "excluded_pairs": n_excluded_pairs,

@@ -54,6 +54,21 @@ def cache_file(namespace: str, prefix: str, dataset: str, key: str) -> str:
         return f"{prefix}{dataset} ({key})"
 
 
+def reader_notes(scan: CorpusScan, queries: pd.DataFrame, qrels: pd.DataFrame) -> dict:
+    """The counts every ir_datasets reader records for the build manifest and the card."""
+    empty = set(scan.empty_ids)
+    return {
+        "documents": len(scan),
+        "queries": len(queries),
+        "qrels": len(qrels),
+        "empty_documents": len(scan.empty_ids),
+        "empty_ids": list(scan.empty_ids),
+        "empty_positive_documents": int(qrels["corpus-id"].isin(empty).sum()),
+        "document_repeats": scan.repeats,
+        "queries_without_qrels": len(set(queries["id"]) - set(qrels["query-id"])),
+    }
+
+
 def irds_version() -> str:
     import ir_datasets
 

@@ -105,16 +105,9 @@ def read_subset(sub: SubsetSpec, *, grade_positive: int = 1) -> SubsetSource:
     _check_qrels(qrels, set(queries["id"]), scan, qrels_file, grade_positive)
 
     notes = {
-        "documents": len(scan),
-        "queries": len(queries),
-        "qrels": len(qrels),
-        "empty_documents": len(scan.empty_ids),
-        "empty_ids": list(scan.empty_ids),
-        "empty_positive_documents": int(qrels["corpus-id"].isin(set(scan.empty_ids)).sum()),
-        "document_repeats": scan.repeats,
+        **irds.reader_notes(scan, queries, qrels),
         "query_repeats": query_repeats,
         "qrel_repeats": qrel_repeats,
-        "queries_without_qrels": len(set(queries["id"]) - set(qrels["query-id"])),
     }
     excluded = None
     if sub.excludes == "self-argument":
