@@ -14,7 +14,6 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -87,8 +86,6 @@ def read_inputs(root: Path) -> BuildInputs:
         if path.suffix not in (".trec", ".parquet"):
             continue
         frame = read_run_file(path)
-        if path.suffix == ".trec":
-            frame["rank"] = _trec_ranks(path)
         frame.attrs["source"] = str(path)
         first_stage[path.stem] = frame
         files.append(path)
@@ -102,21 +99,6 @@ def read_inputs(root: Path) -> BuildInputs:
     log.info("read builder inputs from %s: %d thetas, %d verdict rows, %d first-stage runs, "
              "%d reranker runs", root, len(thetas), len(criteria), len(first_stage), len(runs))
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root)
-
-
-def _trec_ranks(path: Path) -> np.ndarray:
-    ranks = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            try:
-                ranks.append(int(parts[3]))
-            except ValueError as exc:
-                raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
-                                 field="rank") from exc
-    return np.asarray(ranks, dtype=np.int64)
 
 
 def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:

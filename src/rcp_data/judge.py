@@ -173,7 +173,8 @@ def read_runs_json(path: Path) -> list[RunSpec]:
 
 
 def read_run_file(path: Path) -> pd.DataFrame:
-    """A run as ``query-id, corpus-id, score`` in stored order (TREC run or parquet)."""
+    """A run as ``query-id, corpus-id, score`` (and ``rank`` when the file has one) in stored
+    order, from a TREC run or parquet; ``_line`` is each row's line in the file."""
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", path=str(path))
@@ -201,8 +202,13 @@ def read_run_file(path: Path) -> pd.DataFrame:
             except ValueError as exc:
                 raise InputError(f"score {parts[4]!r} is not a number", path=str(path), row=n,
                                  field="score") from exc
-            rows.append((parts[0], parts[2], score, n))
-    frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score", "_line"])
+            try:
+                rank = int(parts[3])
+            except ValueError as exc:
+                raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
+                                 field="rank") from exc
+            rows.append((parts[0], parts[2], score, rank, n))
+    frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score", "rank", "_line"])
     return frame
 
 
