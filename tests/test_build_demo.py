@@ -148,3 +148,37 @@ def test_theta_for_a_document_outside_the_pool_is_refused(tmp_path):
         build_release(spec, source, read_inputs(inputs_dir), out)
     assert "thetas.parquet" in str(exc.value) and "beta-d0239-not-pooled" in str(exc.value)
     assert not out.exists()
+
+
+def test_duplicate_theta_names_its_row_in_the_file(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    path = inputs_dir / "judge/thetas.parquet"
+    thetas = pd.read_parquet(path)
+    last = thetas[thetas["query-id"].str.startswith("beta")].iloc[[-1]]
+    pd.concat([thetas, last], ignore_index=True).to_parquet(path)  # file row len + 1
+    with pytest.raises(InputError, match="duplicate theta") as exc:
+        build_release(spec, source, read_inputs(inputs_dir), tmp_path / "out")
+    assert f"thetas.parquet, row {len(thetas) + 1}:" in str(exc.value)
+
+
+def test_query_without_candidates_keeps_its_labelled_documents():
+    # SYNTHETIC: q2 has no first-stage candidate and only a grade-0 label, so its pool is
+    # empty; its human-labelled document is still a qrels row (theta null, gain 0)
+    from rcp_data.judge import attach_gains
+    from rcp_data.pools import build_pools, rrf_fuse
+
+    runs = pd.DataFrame({"retriever": "bm25", "query-id": "q1", "corpus-id": ["a", "b"],
+                         "rank": [1, 2], "score": [2.0, 1.0]})
+    upstream = pd.DataFrame({"query-id": ["q1", "q2"], "corpus-id": ["b", "x"], "score": [1, 0]})
+    pool = build_pools(rrf_fuse(runs, ["bm25"]), upstream, ["q1", "q2"], rule="top-k-inject",
+                       size=3)
+    assert pool["query-id"].tolist() == ["q1", "q1"]
+    thetas = pd.DataFrame({"query-id": "q1", "corpus-id": ["a", "b"], "theta": [0.5, 1.5]})
+    params = ItemParams(gamma=(1.0, 2.0), beta=(0.0, 1.0))
+    qrels, _ = attach_gains(pool, upstream, thetas, params, query_ids=["q1", "q2"])
+    assert qrels[["query-id", "corpus-id", "score"]].values.tolist() == [
+        ["q1", "a", 0], ["q1", "b", 1], ["q2", "x", 0]]
+    assert qrels["gain"].iloc[2] == 0.0 and np.isnan(qrels["theta"].iloc[2])
+    np.testing.assert_allclose(qrels["gain"].iloc[:2], gain(np.array([0.5, 1.5]), params))

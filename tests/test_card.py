@@ -95,6 +95,66 @@ def test_numbers_come_from_the_data(demo_release, demo_card, tmp_path):
     assert f"{injected + 1} of {len(pool)} pool pairs" in render_card(copy)
 
 
+def test_pool_order_paper_rule_is_stated_from_the_replay(demo_release):
+    """A suite whose paper rule (pool order) has no table in the card: the card gives its
+    largest distance to rule (b), computed from the data, and claims no bracketing."""
+    from rcp_data.replay import replay_release
+
+    spec = dataclasses.replace(load_spec("demo"), paper_tie_rule="pool-order")
+    text = render_card(demo_release, spec=spec)
+    assert "bracket" not in text
+    for metric, label in (("rcp_ndcg", "RCP-nDCG@10"), ("qrel_ndcg", "qrel-nDCG@10")):
+        c = replay_release(demo_release, spec, tie_rule="pool-order").tables[metric]
+        b = replay_release(demo_release, spec, tie_rule="group-mean").tables[metric]
+        cells = (c - b).drop(columns="mean").abs().to_numpy()
+        assert f"{100 * cells.max():.2f} points on {label}" in text
+    assert "rule (c)" not in text                  # still only the shown rules' tables
+
+
+def test_layout_counts_candidates_of_top_ranked_not_of_the_pool(demo_release, demo_card):
+    """top_ranked lists the pool minus each query's exclusions: the layout row gives its own
+    list lengths (the demo's alpha subset excludes documents)."""
+    import pyarrow.parquet as pq
+
+    spec = load_spec("demo")
+    lengths = [len(ids) for s in spec.subset_names
+               for ids in pq.read_table(demo_release / s / "top_ranked.parquet")
+               .column("corpus-ids").to_pylist()]
+    low, high = min(lengths), max(lengths)
+    assert low < high                                  # exclusions shorten some lists
+    row = next(line for line in demo_card.splitlines()
+               if line.startswith("| `{subset}-top_ranked`"))
+    assert f"({low}–{high} candidates per query)" in row
+
+
+def test_native_vs_language_mean_lines_come_from_the_tables():
+    """ViDoRe-like tables (hand-made numbers, not real data): the card states the mean and the
+    range of (language mean - native) per cell under the suite's rule, as the published card."""
+    from rcp_data.card import view_gap_lines
+    from rcp_data.replay import ReplayResult
+
+    spec = load_spec("vidore_v3")
+    domains = [d.name for d in spec.domains]
+    base = pd.DataFrame([[0.5 + 0.01 * i for i in range(len(domains))]], columns=domains,
+                        index=pd.Index(["m1"], name="model"))
+    shift = pd.Series([0.02, -0.08] + [0.0] * (len(domains) - 2), index=domains)
+    results = {}
+    for view, table in (("native", base), ("languages", base + shift)):
+        tables = {}
+        for metric in ("rcp_ndcg", "qrel_ndcg"):
+            t = table.copy()
+            t["mean"] = t.mean(axis=1)
+            tables[metric] = t
+        results[(view, "group-mean")] = ReplayResult(10, "group-mean", view, spec,
+                                                     pd.DataFrame(), tables)
+    lines = view_gap_lines(spec, results)
+    mean = 100 * shift.mean()
+    assert len(lines) == 2 and lines[0].startswith("RCP-nDCG@10, rule (b)")
+    assert f"{mean:+.2f} points on average over {len(domains)} cells" in lines[0]
+    assert "(per cell -8.00 to +2.00)" in lines[1]
+    assert view_gap_lines(load_spec("demo"), {}) == []
+
+
 def test_real_suite_card_has_no_synthetic_banner(demo_release):
     spec = dataclasses.replace(load_spec("demo"), synthetic=False)
     text = render_card(demo_release, spec=spec)

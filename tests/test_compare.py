@@ -139,3 +139,16 @@ def test_replay_json_against_card_and_nothing_in_common(tmp_path: Path):
     other.write_text(json.dumps({**replay, "tie_rule": "pool-order"}))
     with pytest.raises(UsageError, match="nothing to compare"):
         compare_files(other, card)
+
+
+def test_tables_before_a_markdown_rule_are_read():
+    """A card whose body has a ``---`` rule line: the front matter ends at its own closing
+    ``---``, and tables on both sides of the rule are read (hand-made card, not real data)."""
+    table = ("**RCP-nDCG@10 (%), rule ({r}): x**\n\n| Reranker | Alpha | Mean |\n"
+             "|---|---:|---:|\n| Alpha-RR | {v} | {v} |\n")
+    text = ("---\ntags:\n- demo\n---\n\n# Card\n\n" + table.format(r="a", v="91.2")
+            + "\n---\n\n" + table.format(r="b", v="90.0") + "\n---\n\nThe end.\n")
+    tables = parse_card_tables(text)
+    assert [(t.tie_rule, t.rows) for t in tables] == [
+        ("doc-id", [("Alpha-RR", [91.2, 91.2])]), ("group-mean", [("Alpha-RR", [90.0, 90.0])])]
+    assert parse_card_tables(text.replace("\n---\n\n**", "\n\n**")) == tables

@@ -160,3 +160,35 @@ def test_top_ranked_out_of_pool_order_is_caught(release):
     failed, _ = _run(release)
     assert set(failed) == {"top-ranked-order"}
     assert failed["top-ranked-order"].details[0].startswith(f"query {top.at[5, 'query-id']}:")
+
+
+def test_unflagged_injected_document_breaks_the_pool_rule(release):
+    # an rrf_score-0 document can only be an injected positive under top-k-inject
+    path = release / "provenance/pool/alpha.parquet"
+    p = pd.read_parquet(path)
+    per_q = p[p["gt_injected"]].groupby("query-id").size()
+    q = per_q.index[per_q == 1][0]             # one injected row: "at the bottom" still holds
+    row = p.index[(p["query-id"] == q) & p["gt_injected"]][0]
+    p.loc[row, "gt_injected"] = False
+    write_parquet(p, path, SCHEMAS["pool"])
+    failed, _ = _run(release)
+    assert failed["pool-rule"].details == [
+        f"query {q}: a document with rrf_score 0 is not gt_injected"]
+
+
+def test_excluded_flag_without_an_exclusion_is_caught(release):
+    # flag a pooled document excluded (and drop it from top_ranked) though no exclusion names it
+    path = release / "provenance/pool/alpha.parquet"
+    p = pd.read_parquet(path)
+    row = p.index[~p["excluded"]][3]
+    q, d = p.loc[row, "query-id"], p.loc[row, "corpus-id"]
+    p.loc[row, "excluded"] = True
+    write_parquet(p, path, SCHEMAS["pool"])
+    top_path = release / "alpha/top_ranked.parquet"
+    top = pd.read_parquet(top_path)
+    i = top.index[top["query-id"] == q][0]
+    top.at[i, "corpus-ids"] = [x for x in top.at[i, "corpus-ids"] if x != d]
+    write_parquet(top, top_path, SCHEMAS["top_ranked"])
+    failed, _ = _run(release)
+    assert set(failed) == {"excluded-flag"}
+    assert failed["excluded-flag"].details == [f"query {q}, document {d}"]

@@ -204,3 +204,16 @@ def test_engine_refuses_non_finite_values():
     with pytest.raises(ValueError, match="finite"):
         dcg_at_k(np.array([0, 2]), np.array([1.0, 0.0]), np.array([np.inf, 0.0]),
                  tie_rules=("group-mean",))
+
+
+def test_queries_without_any_candidate_score_zero():
+    """Every query's candidate list empty (e.g. all excluded): nDCG 0, no crash."""
+    offs = np.array([0, 0, 0])
+    ideal = ideal_dcg(np.array([0, 1, 1]), np.array([0.7]), 10)
+    assert ideal == pytest.approx([0.7, 0.0])
+    got = ndcg_at_k_rules(offs, np.zeros((3, 0)), np.zeros((2, 0)), np.vstack([ideal, ideal]),
+                          k=10, tie_rules=("doc-id", "group-mean", "pool-order"),
+                          doc_key=byte_order_key([]))
+    for rule, values in got.items():
+        assert values.shape == (3, 2, 2), rule
+        assert not values.any(), rule

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 import trecdl_fixtures as fx
 
+from rcp_data.errors import InputError
 from rcp_data.pools import build_pools, normalize_run, rrf_fuse
 
 RETRIEVERS = list(fx.RETRIEVERS)
@@ -112,3 +115,59 @@ def test_normalize_run_tie_order_is_corpus_id_descending_bytewise():
                           "score": [1.0, 1.0, 1.0, 2.0]})
     run = normalize_run(frame, "bm25")
     assert run["corpus-id"].tolist() == ["b", "9", "100", "10"]
+
+
+@pytest.mark.parametrize("ranks, why, row", [([0, 1, 2], "is not an integer >= 1", 4),
+                                             ([1, 2, 2], "repeats within query", 6)])
+def test_normalize_run_refuses_ranks_that_do_not_count_from_one(ranks, why, row):
+    # RRF adds 1 / (k + rank): a 0-based or repeated rank would silently change the fusion
+    frame = pd.DataFrame({"query-id": "q", "corpus-id": ["a", "b", "c"], "score": [3.0, 2, 1],
+                          "rank": ranks, "_line": [4, 5, 6]})
+    with pytest.raises(InputError, match=why) as err:
+        normalize_run(frame, "octen", source="octen.trec")
+    assert err.value.row == row and err.value.path == "octen.trec"
+
+
+def _inject_by_hand(fused: list[tuple[str, float]], grades: dict[str, int], size: int,
+                    never: set[str]) -> list[tuple[str, float, bool]]:
+    """The top-k-inject rule read literally, one missed positive at a time."""
+    fused = [(d, s) for d, s in fused if d not in never]
+    pos = {d for d, g in grades.items() if g >= 1 and d not in never}
+    rank = {d: i for i, (d, _) in enumerate(fused)}
+    pool = [(d, s, False) for d, s in fused[:size]]
+    missed = sorted(pos - {d for d, _, _ in pool},
+                    key=lambda d: (rank[d], "") if d in rank else (math.inf, d))
+    for d in missed:
+        if len(pool) == size:  # replace the lowest-ranked non-relevant candidate
+            free = [i for i, (c, _, inj) in enumerate(pool) if not inj and c not in pos]
+            if not free:
+                break  # more positives than fit: the rest stay outside
+            pool.pop(free[-1])
+        pool.append((d, 0.0, True))
+    return pool
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_inject_pool_matches_the_rule_read_literally(seed):
+    # SYNTHETIC: small random runs, short fused lists, never-retrieved and unpoolable positives
+    rng = np.random.default_rng(seed)
+    n_docs, size = int(rng.integers(5, 60)), int(rng.integers(1, 20))
+    parts = []
+    for r in RETRIEVERS:
+        docs = rng.choice(n_docs, size=int(rng.integers(0, min(n_docs, 25))), replace=False)
+        parts.append(normalize_run(pd.DataFrame({
+            "query-id": "q", "corpus-id": [f"d{d}" for d in docs],
+            "score": np.round(rng.normal(size=len(docs)))}), r))
+    pos = rng.choice(n_docs + 20, size=int(rng.integers(0, 25)), replace=False)
+    qrels = pd.DataFrame({"query-id": "q", "corpus-id": [f"d{d}" for d in pos],
+                          "score": rng.integers(0, 3, size=len(pos))})
+    never = {f"d{d}" for d in rng.choice(n_docs, size=2)} if seed % 3 == 0 else set()
+    fused = rrf_fuse(pd.concat(parts, ignore_index=True), RETRIEVERS)
+    pool = build_pools(fused, qrels, ["q"], rule="top-k-inject", size=size, never_pool=never)
+    expected = _inject_by_hand(list(zip(fused["corpus-id"], fused["score"], strict=True)),
+                               dict(zip(qrels["corpus-id"], qrels["score"], strict=True)),
+                               size, never)
+    assert pool["corpus-id"].tolist() == [d for d, _, _ in expected]
+    assert pool["gt_injected"].tolist() == [i for _, _, i in expected]
+    assert pool["rrf_score"].tolist() == [s for _, s, _ in expected]
+    assert pool["pool_rank"].tolist() == list(range(1, len(expected) + 1))

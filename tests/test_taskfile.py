@@ -140,6 +140,9 @@ def test_get_tasks_suffix_versions(tmp_path):
     v1 = rcp.get_tasks(["alpha"], revision="1" * 40)
     assert v1[0].metadata.name == "DemoAlphaRCPReranking"
     assert v1[0].metadata.superseded_by == "DemoAlphaRCPReranking.v2"
+    (short,) = rcp.get_tasks(["alpha"], revision="1" * 8)  # an abbreviated sha of release 1
+    assert short.metadata.name == "DemoAlphaRCPReranking"
+    assert short.metadata.dataset["revision"] == "1" * 8
     (named,) = rcp.get_tasks(["DemoBetaRCPRetrieval"])  # a task name is that exact task
     assert named.metadata.dataset["revision"] == "1" * 40
     assert named.metadata.type == "Retrieval"
@@ -206,6 +209,28 @@ def test_task_specific_scores_and_refusals(tmp_path):
         task = _task_with_gains(rcp, {**qrels, "gain": [0.9, bad, None, 0.7]})
         with pytest.raises(ValueError, match="negative or not finite"):
             task.task_specific_scores({"q1": {}}, {}, results, "test", "alpha")
+
+
+def test_excluded_documents_leave_the_ranking_as_in_the_replay(tmp_path):
+    """A run that still scores a query's excluded document (hand-built, not real data): like
+    the replay, ndcg_float_at_k drops it from the ranking, not only from the ideal."""
+    import datasets
+
+    spec = load_spec("demo")
+    rcp = _load(render_task_file(spec, _releases(1), repo=spec.repo), tmp_path)
+    qrels = datasets.Dataset.from_dict({"query-id": ["q1", "q1", "q1"],
+                                        "corpus-id": ["a", "b", "self"], "score": [1, 0, 0],
+                                        "gain": [0.9, 0.5, 0.95]})
+    excluded = datasets.Dataset.from_dict({"query-id": ["q1"],
+                                           "excluded-corpus-ids": [["self"]]})
+    (task,) = rcp.get_tasks(["alpha"])
+    task._rcp_config = lambda config, split: {"alpha-qrels": qrels,
+                                              "alpha-excluded": excluded}.get(config)
+    results = {"q1": {"self": 1.0, "b": 0.5, "a": 0.2}}
+    out = task.task_specific_scores({"q1": {}}, {}, results, "test", "alpha")
+    idcg = 0.9 + 0.5 / math.log2(3)                  # "self" is not in the ideal
+    assert out["ndcg_float_at_1"] == round(0.5 / 0.9, 5)
+    assert out["ndcg_float_at_10"] == round((0.5 + 0.9 / math.log2(3)) / idcg, 5)
 
 
 # -- stock mteb against the local Hub ----------------------------------------------------------

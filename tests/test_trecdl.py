@@ -408,3 +408,41 @@ def test_nan_first_stage_score_of_a_later_query_names_its_row(spec, source, inpu
     frame.to_parquet(path)
     err = _fails(spec, source, root, tmp_path)
     assert str(path) in str(err) and f"row {i + 1}," in str(err) and "score" in str(err)
+
+
+def _pool_rule_problems(spec, out, name, pool: pd.DataFrame) -> list[str]:
+    import pyarrow as pa
+
+    from rcp_data.integrity import _Corpora, check_pool_rule, load_subset
+    from rcp_data.layout import ReleaseDir
+
+    rel = ReleaseDir(out, spec)
+    table = pa.Table.from_pandas(pool.reset_index(drop=True), preserve_index=False)
+    (check,) = check_pool_rule(rel, load_subset(rel, name, table, _Corpora(rel)))
+    return check.details
+
+
+@pytest.mark.parametrize("damage", ["unflag", "reorder", "drop"])
+def test_pool_rule_checks_the_union_judged_rule(spec, built, damage):
+    out, _, _ = built
+    name = "trec_dl_2019"
+    pool = _read(out, provenance_file("pool", name))
+    assert _pool_rule_problems(spec, out, name, pool) == []
+    q = pool.loc[pool["gt_injected"], "query-id"].iloc[0]
+    grp = pool.index[pool["query-id"] == q]
+    if damage == "unflag":      # an added positive (grade > 0) not flagged gt_injected
+        pool.loc[pool.loc[grp][pool.loc[grp, "gt_injected"]].index[0], "gt_injected"] = False
+        want = "an added positive is not gt_injected"
+    elif damage == "reorder":   # an added grade-0 passage moved above the fused top 150
+        zero = pool.loc[grp][(pool.loc[grp, "rrf_score"] == 0) & ~pool.loc[grp, "gt_injected"]]
+        order = [zero.index[0], *[i for i in grp if i != zero.index[0]]]
+        moved = pool.loc[order].assign(pool_rank=range(1, len(order) + 1))
+        pool = pd.concat([pool[pool["query-id"] != q], moved])
+        want = "added documents (rrf_score 0) do not follow the fused ones"
+    else:                       # a NIST positive left out of the pool
+        drop = pool.loc[grp][pool.loc[grp, "gt_injected"]].index[-1]
+        pool = pool.drop(index=drop)
+        mine = pool["query-id"] == q
+        pool.loc[mine, "pool_rank"] = range(1, int(mine.sum()) + 1)
+        want = "a positive qrel is outside the pool"
+    assert _pool_rule_problems(spec, out, name, pool) == [f"query {q}: {want}"]

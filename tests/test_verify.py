@@ -498,3 +498,48 @@ def test_card_count_statements_are_read():
         "data has 2,010,124"]
     (none,) = check_card_counts("no numbers here", data)
     assert none.ok and none.status == "absent"
+
+
+def test_tag_on_a_commit_holding_a_later_release_fails_even_if_its_sha_is_missing(tmp_path):
+    """releases.json inside a commit may leave only its latest release null: a tag v1 on a
+    commit whose releases.json gives v1 AND v2 revision null is not v1's commit (hand-built
+    history, no data)."""
+    from rcp_data.hubpath import PinnedRevision
+    from rcp_data.verify import check_pin, read_release_history
+
+    judge = {"model": "rcp-data/synthetic-judge-7b"}
+    cal = {"method": "2pl-irt", "item_params": "provenance/item_params.synth.json",
+           "link": "weighted_discrimination"}
+    releases = [{"release": 1, "tag": "v1-rcp-data-synthetic-judge-7b", "revision": None,
+                 "judge": judge, "calibration": cal, "status": "superseded",
+                 "superseded_by": 2},
+                {"release": 2, "tag": "v2-rcp-data-synthetic-judge-7b", "revision": None,
+                 "judge": judge, "calibration": cal, "status": "current"}]
+    path = tmp_path / RELEASES_JSON
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema": "rcp-data.releases/1", "repo": "rcp-test/x",
+                                "releases": releases}), encoding="utf-8")
+    history, problems = read_release_history(tmp_path)
+    assert problems == ["release 1 (v1-rcp-data-synthetic-judge-7b): an older release names "
+                        "its sha in 'revision', got null"]
+    sha = "a" * 40
+    pin = PinnedRevision("rcp-test/x", "v1-rcp-data-synthetic-judge-7b", sha, True, False)
+    checks, held = check_pin(pin, history, problems)
+    by_name = {c.name: c for c in checks}
+    assert not by_name["releases-json"].ok
+    assert not by_name["tag"].ok and "revision null" in by_name["tag"].found
+    assert held.release == 2
+    # the latest release held by its own commit is fine
+    pin2 = PinnedRevision("rcp-test/x", "v2-rcp-data-synthetic-judge-7b", sha, True, False)
+    checks, held = check_pin(pin2, history, [])
+    assert {c.name: c.ok for c in checks} == {"releases-json": True, "tag": True}
+
+
+def test_card_counts_before_a_markdown_rule_are_read():
+    from rcp_data.verify import check_card_counts
+
+    card = ("---\ntags: [x]\n---\n\nholds 2 subsets (97 queries, split `test`).\n\n---\n\n"
+            "38 of 480 pool pairs are injected.\n\n---\n\nThe end.\n")
+    (res,) = check_card_counts(card, {"queries": 96, "pool_pairs": 480, "gt_injected": 38})
+    assert res.found == "3 statements, 1 differ"
+    assert res.details == ["the card says '(97 queries, split': queries 97, the data has 96"]

@@ -174,7 +174,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     thetas = for_split(inputs.thetas, spec.provenance_split(source.name))
     theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
     qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link,
-                               source=theta_src)
+                               source=theta_src, query_ids=qids)
     top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)
     top_ranked = pd.DataFrame({"query-id": qids,
                                "corpus-ids": [top.get(q, []) for q in qids]})

@@ -75,6 +75,11 @@ def _n(value: int) -> str:
     return f"{int(value):,}"
 
 
+def _span(low: int, high: int) -> str:
+    """``150`` when every value is the same, else ``198–585``."""
+    return _n(low) if low == high else f"{_n(low)}–{_n(high)}"
+
+
 def suite_tag(spec: SuiteSpec) -> str:
     """The tag naming the suite (``rcp_data.layout.detect_suite`` reads it back)."""
     return spec.name.replace("_", "-")
@@ -167,6 +172,8 @@ class SubsetFacts:
     unjudged_rows: int
     queries_without_positive: int
     queries_with_more_positives_than_pool: int
+    candidates_min: int = 0          # top_ranked list lengths (the pool minus exclusions)
+    candidates_max: int = 0
 
 
 def all_subset_facts(rd: ReleaseDir) -> list[SubsetFacts]:
@@ -206,6 +213,8 @@ def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = Non
     pos = (qrels["score"].to_numpy() >= positive) & ~is_excluded
     with_pos = set(qrels.loc[pos, "query-id"])
     n_pos = qrels.loc[pos].groupby("query-id").size()
+    top = pq.read_table(rd.root / subset_file(subset, "top_ranked"), columns=["corpus-ids"])
+    lengths = pc.list_value_length(top.column("corpus-ids")).to_numpy(zero_copy_only=False)
     return SubsetFacts(
         name=subset,
         queries=len(queries),
@@ -221,6 +230,8 @@ def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = Non
         unjudged_rows=int(qrels["theta"].isna().sum()),
         queries_without_positive=len(qids - with_pos),
         queries_with_more_positives_than_pool=int((n_pos > spec.pool.size).sum()),
+        candidates_min=int(lengths.min()) if len(lengths) else 0,
+        candidates_max=int(lengths.max()) if len(lengths) else 0,
     )
 
 
@@ -243,10 +254,23 @@ def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
 
 
 def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
-    """Replayed tables per ``(view, tie_rule)`` (judge runs left out), from one load."""
+    """Replayed tables per ``(view, tie_rule)`` (judge runs left out), from one load: the shown
+    rules, and the suite's paper rule when it is not one of them."""
     data = load_release(root, spec)
+    rules = [rule for rule, _, _ in TIE_RULES_SHOWN]
+    if spec.paper_tie_rule not in rules:
+        rules.append(spec.paper_tie_rule)
     return {(view, rule): replay_loaded(data, k=10, tie_rule=rule, view=view)
-            for view, _ in views_shown(spec) for rule, _, _ in TIE_RULES_SHOWN}
+            for view, _ in views_shown(spec) for rule in rules}
+
+
+def _cell_diffs(results: dict[tuple[str, str], ReplayResult], view: str, metric: str,
+                rule_a: str, rule_b: str) -> list[float]:
+    """Per-cell differences (points) of two tie rules' tables, Mean column left out."""
+    a = results[(view, rule_a)].to_json()["metrics"][metric]
+    b = results[(view, rule_b)].to_json()["metrics"][metric]
+    return [100.0 * (a[m][c] - b[m][c]) for m in a for c in a[m]
+            if c != "mean" and a[m][c] is not None and b.get(m, {}).get(c) is not None]
 
 
 def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> list[str]:
@@ -254,16 +278,37 @@ def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> l
     lines = []
     for view, heading in views_shown(spec):
         for metric, label in METRICS_SHOWN:
-            a = results[(view, "doc-id")].to_json()["metrics"][metric]
-            b = results[(view, "group-mean")].to_json()["metrics"][metric]
-            diffs = [100.0 * (a[m][c] - b[m][c]) for m in a for c in a[m]
-                     if c != "mean" and a[m][c] is not None and b.get(m, {}).get(c) is not None]
+            diffs = _cell_diffs(results, view, metric, "doc-id", "group-mean")
             if not diffs:
                 continue
             where = f" ({view} view)" if heading else ""
             lines.append(f"{label}{where}: (a) and (b) differ by at most "
                          f"{max(abs(d) for d in diffs):.2f} points per cell; (a) minus (b) "
                          f"is {np.mean(diffs):+.3f} points on average over {len(diffs)} cells.")
+    return lines
+
+
+def view_gap_lines(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> list[str]:
+    """Suites with languages: how far the mteb task score (mean of the language subsets) lies
+    from the native-language score, per cell under the suite's reference rule (b when its
+    rule is not shown), in points."""
+    if not spec.has_languages:
+        return []
+    shown = [rule for rule, _, _ in TIE_RULES_SHOWN]
+    rule = spec.paper_tie_rule if spec.paper_tie_rule in shown else "group-mean"
+    letter = {r: x for r, x, _ in TIE_RULES_SHOWN}[rule]
+    lines = []
+    for metric, label in METRICS_SHOWN:
+        lang = results[("languages", rule)].to_json()["metrics"][metric]
+        native = results[("native", rule)].to_json()["metrics"][metric]
+        diffs = [100.0 * (lang[m][c] - native[m][c]) for m in lang for c in lang[m]
+                 if c != "mean" and lang[m][c] is not None
+                 and native.get(m, {}).get(c) is not None]
+        if diffs:
+            lines.append(f"{label}, rule ({letter}): the mean over the languages minus "
+                         f"the native-language score is {np.mean(diffs):+.2f} points on "
+                         f"average over {len(diffs)} cells (per cell {min(diffs):+.2f} to "
+                         f"{max(diffs):+.2f}).")
     return lines
 
 
@@ -306,7 +351,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "item_params": current.item_params,
         "n_rerankers": len(models),
         "revision_text": revision_text,
-        "paper_rule": _rule_text(spec.paper_tie_rule),
+        "paper_rule": paper_rule_text(spec, results),
     }
     sections = []
     for view, heading in views_shown(spec):
@@ -331,6 +376,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         data_notes=data_notes(spec, facts, rd),
         results=sections,
         tie_effect=tie_effect_lines(spec, results),
+        view_gap=view_gap_lines(spec, results),
         reranker_map=", ".join(f"{spec.short_name(m)} = `{m}`"
                                for m in model_order(spec, models)),
         licence=licence_lines(spec),
@@ -352,11 +398,26 @@ def check_card(text: str, data: DatasetCardData) -> None:
             raise InputError(f"the rendered card has no {key!r}")
 
 
-def _rule_text(rule: str) -> str:
-    return {"doc-id": "(a), the document-id tie-break",
-            "group-mean": "(b), group-mean gains for ties",
-            "pool-order": "pool order (ties keep their `top_ranked` order), not shown here; "
-                          "(a) and (b) bracket it"}[rule]
+def paper_rule_text(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> str:
+    """The suite's paper rule; one the card does not show (pool order) comes with its largest
+    per-cell distance to rule (b), computed from the replay (a particular tie order need not
+    lie between (a) and (b))."""
+    rule = spec.paper_tie_rule
+    if rule == "doc-id":
+        return "(a), the document-id tie-break"
+    if rule == "group-mean":
+        return "(b), group-mean gains for ties"
+    parts = []
+    for view, heading in views_shown(spec):
+        for metric, label in METRICS_SHOWN:
+            diffs = _cell_diffs(results, view, metric, rule, "group-mean")
+            if diffs:
+                where = f" ({view} view)" if heading else ""
+                parts.append(f"{max(abs(d) for d in diffs):.2f} points on {label}{where}")
+    distance = (f"; per cell it differs from (b) by at most {' and '.join(parts)}"
+                if parts else "")
+    return ("(c), pool order (ties keep their `top_ranked` order), whose tables are not shown "
+            f"here{distance}")
 
 
 def release_notes(spec: SuiteSpec, history: History) -> list[str]:
@@ -441,15 +502,16 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
     corpus_note = (f"one copy per {spec.corpus.layout.replace('per-', '')}, shared by its "
                    "subsets" if spec.corpus.layout != "per-subset" else "one per subset")
     sizes = sorted({x.corpus for x in facts})
-    size_text = (_n(sizes[0]) if len(sizes) == 1 else f"{_n(sizes[0])}–{_n(sizes[-1])}")
+    size_text = _span(sizes[0], sizes[-1])
     rows.append({"config": "`{subset}-corpus`",
                  "columns": _cols(_schema_columns(root / corpus_files(root, spec, first)[0])),
                  "notes": f"{size_text} documents; {corpus_note}"})
+    pool_span = _span(min(x.candidates_min for x in facts),
+                      max(x.candidates_max for x in facts))
     notes = {"queries": f"{_n(sum(x.queries for x in facts))} queries in all",
              "qrels": "`score`: upstream label; `gain`: calibrated probability; `theta`: its "
                       "latent relevance",
-             "top_ranked": f"the judged pool ({min(x.pool_min for x in facts)}–"
-                           f"{max(x.pool_max for x in facts)} candidates per query)",
+             "top_ranked": f"the judged pool ({pool_span} candidates per query)",
              "excluded": "documents a query must not retrieve"}
     for kind in ("queries", "qrels", "top_ranked", "excluded"):
         present = [s for s in spec.subset_names if rd.has(s, kind)]
@@ -489,7 +551,7 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
     if spec.pool.rule == "top-k-union-judged":
         steps.append(f"**Pool.** The fused top {spec.pool.size} of each query plus every "
                      "upstream-judged document after them, in fused order "
-                     f"({min(x.pool_min for x in facts)}–{max(x.pool_max for x in facts)} "
+                     f"({_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts))} "
                      f"documents per query). Of the added documents, {_n(injected)} are "
                      "positives (`gt_injected`).")
     else:
@@ -651,5 +713,5 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 __all__ = [
     "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
     "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
-    "views_shown", "write_card", "write_release_files",
+    "view_gap_lines", "views_shown", "write_card", "write_release_files",
 ]

@@ -166,12 +166,21 @@ def _value(cell: str) -> float | None:
         return None
 
 
+def card_body(text: str) -> str:
+    """A card's text after its YAML front matter (``---`` ... ``---``); the whole text when
+    it has none. A later ``---`` line (a Markdown rule) belongs to the body."""
+    if not text.startswith("---"):
+        return text
+    end = text.find("\n---", 3)
+    if end < 0:
+        return text
+    newline = text.find("\n", end + 4)
+    return text[newline + 1:] if newline >= 0 else ""
+
+
 def parse_card_tables(text: str) -> list[_RawTable]:
     """The result tables of a card (Markdown or the plain-text tab-separated form)."""
-    if text.startswith("---"):
-        parts = text.split("\n---", 2)
-        text = parts[2] if len(parts) > 2 else text
-    lines = text.splitlines()
+    lines = card_body(text).splitlines()
     tables: list[_RawTable] = []
     view: str | None = None
     i = 0

@@ -364,6 +364,15 @@ def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str
                           f"{len(ex_keys)} exclusions", s) if not len(bad) else _fail(
             "no-excluded-in-top-ranked", "no excluded id in top_ranked", "0", str(len(bad)),
             f"{s}-top_ranked", _pair_details(t, bad)))
+    # the pool's excluded flag marks exactly the pooled documents of the excluded table
+    if "excluded" in t.pool.column_names:
+        flagged = _bools(t.pool.column("excluded"), t.pool.num_rows, False)
+        odd = pool_keys[flagged != _isin(pool_keys, _excluded_keys(t))]
+        what = "provenance-pool excluded = the document is in the query's excluded list"
+        checks.append(_ok("excluded-flag", what, f"{int(flagged.sum())} flagged", s)
+                      if not len(odd) else _fail("excluded-flag", what, "0 differences",
+                                                 f"{len(odd)} differ", f"provenance-pool {s}",
+                                                 _pair_details(t, odd)))
     # gains of the judged pool
     q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
     theta_all, gain_all = _floats(t.qrels.column("theta")), _floats(t.qrels.column("gain"))
@@ -475,6 +484,8 @@ def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
     inj = _bools(pool.column("gt_injected"), n, False)
     q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
     pos_keys = q_keys[_floats(t.qrels.column("score")) > 0]
+    positive = _isin(keys, pos_keys)
+    added = rrf == 0                                    # not from the fused top k
     order, start_of, starts = _segments(qc)
     position = np.arange(n) - start_of                  # 0-based, file order within the query
     sizes = np.diff(np.r_[starts, n])
@@ -487,8 +498,16 @@ def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
     sq = order                                           # rows in query order
     flag(sq[ranks[sq] != position + 1], "pool_rank is not 1..n in order")
     flag(np.flatnonzero(inj & (rrf != 0)), "an injected document has rrf_score != 0")
-    flag(np.flatnonzero(inj & ~_isin(keys, pos_keys)), "an injected document is not a "
-         "positive qrel")
+    flag(np.flatnonzero(inj & ~positive), "an injected document is not a positive qrel")
+    if rule == "top-k-inject":
+        flag(np.flatnonzero(added & ~inj), "a document with rrf_score 0 is not gt_injected")
+    else:
+        # TREC-DL: added (judged) passages with a grade > 0 are gt_injected; every positive
+        # is in the pool (the pool holds every judged passage)
+        flag(np.flatnonzero(added & positive & ~inj), "an added positive is not gt_injected")
+        outside = pos_keys[(pos_keys >= 0) & ~_isin(pos_keys, keys)]
+        for q in np.unique(outside // K.n_docs):
+            problems.setdefault(int(q), []).append("a positive qrel is outside the pool")
     big = np.iinfo(np.int64).max
     if len(starts):
         inj_s = inj[sq]
@@ -505,6 +524,12 @@ def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
             fused = np.add.reduceat((rrf[sq] > 0).astype(np.int64), starts)
             for q, m in zip(group_q[fused > size], fused[fused > size], strict=True):
                 problems.setdefault(int(q), []).append(f"{m} fused documents > {size}")
+            add_s = added[sq]
+            first_add = np.minimum.reduceat(np.where(add_s, position, big), starts)
+            last_fused = np.maximum.reduceat(np.where(~add_s, position, -1), starts)
+            for q in group_q[last_fused > first_add]:
+                problems.setdefault(int(q), []).append("added documents (rrf_score 0) do not "
+                                                       "follow the fused ones")
     details = [f"query {K.queries[q].as_py()}: {'; '.join(p)}"
                for q, p in sorted(problems.items())]
     if details:

@@ -50,6 +50,12 @@ class JudgeInfo:
         return cls(model=data["model"], revision=str(data.get("revision", "")), short=data["short"])
 
 
+def _file_row(frame: pd.DataFrame, i: int) -> int:
+    """1-based file row of position ``i`` (row labels of a table read from file, else i)."""
+    label = frame.index[i]
+    return int(label) + 1 if isinstance(label, int | np.integer) else i + 1
+
+
 def attach_gains(
     pool: pd.DataFrame,
     upstream_qrels: pd.DataFrame,
@@ -58,22 +64,28 @@ def attach_gains(
     *,
     link: str = DEFAULT_LINK,
     source: str = "judge/thetas.parquet",
+    query_ids: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Give every pool document its theta and gain; return ``(qrels, pool)``.
 
     ``qrels`` has one row per (query, document) of the pool (excluded documents included: they
     leave rankings and ideals at evaluation time), then one per upstream-labelled document outside it (``gain`` 0.0,
     ``theta`` null). A pool document without a theta, or a theta for a document outside the
-    pool of a released query, is an error. ``pool.judged`` is set.
+    pool of a released query, is an error. ``pool.judged`` is set. ``query_ids``: the released
+    queries in order (default: those of the pool); a query whose pool is empty keeps its
+    upstream-labelled rows.
     """
     th = thetas[["query-id", "corpus-id", "theta"]].astype({"query-id": str, "corpus-id": str})
-    released = set(pool["query-id"])
+    if query_ids is None:
+        query_ids = list(pd.unique(pool["query-id"]))
+    released = set(query_ids)
     th = th[th["query-id"].isin(released)]
     dup = th.duplicated(["query-id", "corpus-id"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
+        # the row in the file: ``thetas`` keeps the file's row labels through filtering
         raise InputError(f"duplicate theta for query {th['query-id'].iloc[i]!r}, document "
-                         f"{th['corpus-id'].iloc[i]!r}", path=source, row=i + 1)
+                         f"{th['corpus-id'].iloc[i]!r}", path=source, row=_file_row(th, i))
     merged = pool.merge(th, on=["query-id", "corpus-id"], how="left", indicator=True)
     missing = merged[(merged["_merge"] == "left_only") & ~merged["excluded"]]
     if len(missing):
@@ -117,7 +129,7 @@ def attach_gains(
         "gain": 0.0,
         "theta": np.nan,
     })
-    order = {q: i for i, q in enumerate(pd.unique(pool["query-id"]))}
+    order = {q: i for i, q in enumerate(query_ids)}
     qrels = pd.concat([in_pool.assign(_o=0), outside_rows.assign(_o=1)], ignore_index=True)
     qrels["_q"] = qrels["query-id"].map(order)
     qrels = qrels.sort_values(["_q", "_o"], kind="stable").drop(columns=["_q", "_o"])

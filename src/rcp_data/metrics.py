@@ -244,8 +244,9 @@ def dcg_at_k(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, gains: n
         raise ValueError(f"scores {scores.shape} and gains {gains.shape} must end in {n}")
     if not (np.isfinite(scores).all() and np.isfinite(gains).all()):
         raise ValueError("scores and gains must be finite")
-    runs = scores.reshape(-1, n)
-    gain_mat = gains.reshape(-1, n)
+    # explicit leading sizes: reshape(-1, 0) is ambiguous when no query has a candidate
+    runs = scores.reshape(int(np.prod(scores.shape[:-1])), n)
+    gain_mat = gains.reshape(int(np.prod(gains.shape[:-1])), n)
     per_rule: dict[str, list[np.ndarray]] = {r: [] for r in tie_rules}
     for r in range(runs.shape[0]):
         res = _dcg_one_run(layout, runs[r], gain_mat, k, tie_rules)

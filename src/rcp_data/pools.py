@@ -61,7 +61,21 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
         "score": scores,
     })
     if "rank" in frame.columns:
-        out["rank"] = frame["rank"].to_numpy(dtype=np.int64)
+        # ranks count from 1 (RRF adds 1 / (k + rank)); a 0-based or repeated rank would
+        # silently change the fused scores
+        rank = pd.to_numeric(frame["rank"], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"rank {run['rank'].iloc[i]!r} is not an integer >= 1 (ranks "
+                             "count from 1)", path=source, row=int(lines[i]), field="rank")
+        out["rank"] = rank.astype(np.int64)
+        rep = out.duplicated(["query-id", "rank"])
+        if rep.any():
+            i = int(np.flatnonzero(rep.to_numpy())[0])
+            raise InputError(f"rank {int(out['rank'].iloc[i])} repeats within query "
+                             f"{out['query-id'].iloc[i]!r}", path=source, row=int(lines[i]),
+                             field="rank")
         out = out.sort_values(["query-id", "rank"], kind="stable")
     else:
         # score desc, then corpus-id desc (byte-wise): sort ascending on (-score) then reverse id

@@ -167,7 +167,12 @@ def read_release_history(root: Path) -> tuple[History | None, list[str]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
     history = History.from_dict(data, source=str(path))
-    return history, validate_history(history)
+    problems = validate_history(history)
+    # inside a commit only the latest release may be "the commit holding this file" (null);
+    # every older release's sha is always written (design note, Releases)
+    problems += [f"release {r.release} ({r.tag}): an older release names its sha in "
+                 "'revision', got null" for r in history.releases[:-1] if r.revision is None]
+    return history, problems
 
 
 def held_release(history: History, sha: str | None) -> Release | None:
@@ -214,7 +219,17 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
                       f"{', '.join(r.tag for r in history.releases)})",
                 where=f"{RELEASES_JSON} @ {pin.sha}"))
             return checks, held_release(history, sha)
-        if rel.revision is None:
+        latest = history.latest
+        if rel.revision is None and latest is not None and rel.release != latest.release:
+            checks.append(_check(
+                "tag", False, what, expected=f"a sha for release {rel.release} (only the "
+                f"latest release, {latest.release}, can be revision null)",
+                found=f"tag {pin.requested} points at {pin.sha}, whose releases.json gives "
+                      f"release {rel.release} revision null",
+                where=f"{RELEASES_JSON} @ {pin.sha}",
+                details=[f"tag {pin.requested} may have been moved onto a later release's "
+                         "commit: an older release's sha is always written"]))
+        elif rel.revision is None:
             checks.append(_check(
                 "tag", True, what, expected="the commit holding releases.json (revision null)",
                 found=f"release {rel.release} is revision null at {pin.sha}",
@@ -366,7 +381,9 @@ def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
     repaired passages) equal the data (the repair count: the build manifest's record)."""
     import re
 
-    body = card_text.split("\n---", 2)[-1] if card_text.startswith("---") else card_text
+    from rcp_data.compare import card_body
+
+    body = card_body(card_text)
     stated, wrong = [], []
     for pattern, groups in CARD_COUNT_PATTERNS:
         for m in re.finditer(pattern, body):
