@@ -182,3 +182,42 @@ def test_query_without_candidates_keeps_its_labelled_documents():
         ["q1", "a", 0], ["q1", "b", 1], ["q2", "x", 0]]
     assert qrels["gain"].iloc[2] == 0.0 and np.isnan(qrels["theta"].iloc[2])
     np.testing.assert_allclose(qrels["gain"].iloc[:2], gain(np.array([0.5, 1.5]), params))
+
+
+def test_verdicts_naming_documents_outside_the_pool_are_refused(tmp_path):
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    path = inputs_dir / "judge/criteria.parquet"
+    crit = pd.read_parquet(path)
+    crit.loc[0, "corpus-id"] = "alpha-d9999-never-pooled"
+    crit.to_parquet(path)
+    with pytest.raises(InputError, match="verdict row.*outside the pool") as exc:
+        build_release(spec, source, read_inputs(inputs_dir), tmp_path / "out")
+    assert "criteria.parquet" in str(exc.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_model_listed_twice_in_runs_json_is_refused(tmp_path):
+    import json
+
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    path = inputs_dir / "runs/runs.json"
+    runs = json.loads(path.read_text())
+    path.write_text(json.dumps([*runs, runs[0]]))
+    with pytest.raises(InputError, match="listed twice") as exc:
+        read_inputs(inputs_dir)
+    assert f"row {len(runs) + 1}" in str(exc.value)
+
+
+def test_corpus_shorter_than_declared_is_refused(tmp_path):
+    from rcp_data.build import write_corpus
+    from rcp_data.sources.base import CorpusReader
+
+    frame = pd.DataFrame({"id": ["a", "b"], "title": "", "text": ["x", "y"]})
+    reader = CorpusReader.from_frame(frame)
+    reader.size = 3
+    with pytest.raises(InputError, match="gave 2 documents but the reader declared 3"):
+        write_corpus(reader, tmp_path / "c", single_file=tmp_path / "c/corpus.parquet")

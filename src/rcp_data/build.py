@@ -195,6 +195,15 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
         columns=SCHEMAS["runs"].names)
     crit = for_split(inputs.criteria, spec.provenance_split(source.name))
     crit = crit[crit["query-id"].isin(set(qids))].drop(columns=["split"], errors="ignore")
+    stray = crit[["query-id", "corpus-id"]].merge(pool[["query-id", "corpus-id"]], how="left",
+                                                  indicator=True)
+    stray = stray[stray["_merge"] == "left_only"]
+    if len(stray):
+        r = stray.iloc[0]
+        src = str(inputs.root / "judge" / "criteria.parquet") if inputs.root else "criteria"
+        raise InputError(f"{len(stray)} verdict row(s) name documents outside the pool, e.g. "
+                         f"query {r['query-id']!r}, document {r['corpus-id']!r}", path=src,
+                         field="corpus-id")
     counts = {
         "queries": len(qids),
         "pool_pairs": int(len(pool)),
@@ -274,9 +283,9 @@ def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | Non
         if writer is not None:
             writer.close()
         bar.close()
-    if shard + 1 != len(paths):
-        raise InputError(f"corpus has {total} documents but its declared size "
-                         f"{corpus.size} planned {len(paths)} shards")
+    if shard + 1 != len(paths) or (corpus.size is not None and total != corpus.size):
+        raise InputError(f"the corpus stream gave {total:,} documents but the reader declared "
+                         f"{corpus.size:,}", path=str(paths[0].parent))
     return total
 
 

@@ -110,6 +110,11 @@ def attach_gains(
     pool = pool.copy()
     pool["judged"] = judged
     grades = upstream_qrels[["query-id", "corpus-id", "score"]]
+    dup = grades.duplicated(["query-id", "corpus-id"])
+    if dup.any():
+        r = grades[dup].iloc[0]
+        raise InputError(f"the upstream qrels label query {r['query-id']!r}, document "
+                         f"{r['corpus-id']!r} more than once", field="score")
     labelled = merged[["query-id", "corpus-id", "excluded"]].merge(grades, how="left")
     g = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
     in_pool = pd.DataFrame({
@@ -179,6 +184,9 @@ def read_runs_json(path: Path) -> list[RunSpec]:
         for key in ("file", "model"):
             if key not in entry:
                 raise InputError(f"missing key {key!r}", path=str(path), row=i + 1, field=key)
+        if any(s.model == entry["model"] for s in specs):
+            raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
+                             row=i + 1, field="model")
         specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
                              bool(entry.get("is_judge", False))))
     return specs
