@@ -80,3 +80,33 @@ def test_without_any_record_the_history_check_fails(published, tmp_path):
     empty.mkdir()
     report = verify(repo=REPO, revision=tag, cache_dir=tmp_path / "cache", histories=empty)
     assert report.check("releases-json").status == "failed"
+
+
+def test_pre_policy_card_without_tables_is_absent_not_failed(local_hub, tmp_path):
+    """TREC-DL's published card prints no result tables: reported absent for such a repo."""
+    from huggingface_hub import HfApi
+
+    root = tmp_path / "release"
+    make_demo_release(root)
+    repo = "rcp-test/published-no-tables"
+    history = prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
+    (root / "provenance/releases.json").unlink()
+    card = (root / "README.md").read_text(encoding="utf-8")
+    (root / "README.md").write_text(card[:card.index("## Results")], encoding="utf-8")
+    api = HfApi(endpoint=local_hub.url)
+    api.create_repo(repo, repo_type="dataset")
+    from huggingface_hub import CommitOperationAdd
+
+    ops = [CommitOperationAdd(str(p.relative_to(root)), str(p))
+           for p in sorted(root.rglob("*")) if p.is_file()]
+    sha = api.create_commit(repo, ops, commit_message="by hand", repo_type="dataset").oid
+    api.create_tag(repo, tag=history.current.tag, revision=sha, repo_type="dataset")
+    folder = tmp_path / "histories"
+    folder.mkdir()
+    data = history.to_dict()
+    data["releases"][0]["revision"] = sha
+    (folder / "demo.json").write_text(json.dumps(data), encoding="utf-8")
+    report = verify(repo=repo, revision=history.current.tag, cache_dir=tmp_path / "cache",
+                    histories=folder)
+    assert report.check("card-tables").status == "absent"
+    assert report.ok, report.text()
