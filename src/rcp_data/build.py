@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +65,19 @@ class BuildInputs:
     runs: list[tuple[RunSpec, pd.DataFrame]]
     files: list[Path] = field(default_factory=list)
     root: Path | None = None
+
+    def only_split(self, split: str) -> BuildInputs:
+        """The rows of one provenance split (tables with a ``split`` column are filtered once
+        here rather than once per subset; tables without one are shared as they are)."""
+
+        def keep(frame: pd.DataFrame) -> pd.DataFrame:
+            out = for_split(frame, split)
+            out.attrs.update(frame.attrs)
+            return out
+
+        return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
+                       first_stage={k: keep(v) for k, v in self.first_stage.items()},
+                       runs=[(spec, keep(frame)) for spec, frame in self.runs])
 
 
 def read_inputs(root: Path) -> BuildInputs:
@@ -337,8 +350,9 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             if not members:
                 continue
             builds = []
+            split_inputs = inputs.only_split(split)
             for name in members:
-                builds.append(build_subset(spec, source.subsets[name], inputs, link))
+                builds.append(build_subset(spec, source.subsets[name], split_inputs, link))
                 bar.update(1)
             for b in builds:
                 _write_subset(tmp, b)
