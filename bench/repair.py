@@ -20,8 +20,6 @@ generator's clean text).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import logging
 import math
 import resource
@@ -39,31 +37,20 @@ import pyarrow.parquet as pq
 from rcp_data.layout import SCHEMAS, shard_name
 from rcp_data.synthetic_corpus import generate_batches, generate_passages
 from rcp_data.text import repair_array, repair_settings
+from rcp_data.text_reference import irds_repair_bytes
 
 MSMARCO_PASSAGES = 8_841_823
 TARGET_S = 15 * 60
 TARGET_RSS = 4 * 1024**3
 
 
-class _BytesStreamer:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    @contextlib.contextmanager
-    def stream(self):
-        yield io.BytesIO(self._data)
-
-
 def _ird_repair(texts: list[str]) -> tuple[list[str], float]:
     """ir_datasets' FixEncoding on a collection file of the texts; returns (texts, seconds)."""
-    from ir_datasets.datasets.msmarco_passage import FixEncoding
-
     data = "".join(f"{i}\t{t}\n" for i, t in enumerate(texts)).encode()
     t0 = time.perf_counter()
-    out = b"".join(FixEncoding(_BytesStreamer(data)))
+    out = irds_repair_bytes(data)
     seconds = time.perf_counter() - t0
-    lines = out.decode("utf-8").split("\n")[:-1]
-    return [line.split("\t", 1)[1] for line in lines], seconds
+    return [line.split("\t", 1)[1] for line in out.decode("utf-8").split("\n")[:-1]], seconds
 
 
 def baselines(n: int, sample: int, seed: int) -> dict:

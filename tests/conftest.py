@@ -61,3 +61,16 @@ def bright_data(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def reference_dir(shared_dir: Path) -> Path:
     return _require(shared_dir / "reference")
+
+
+@pytest.fixture(scope="session")
+def irds_home() -> Path:
+    """ir_datasets' cache home: the session's temp folder set above, before anything imported
+    ir_datasets. Tests stage upstream files there and nowhere else."""
+    from rcp_data.sources import irds_cache
+
+    actual = irds_cache.irds_home()
+    expected = Path(os.environ["IR_DATASETS_HOME"])
+    if actual != expected or actual == Path.home() / ".ir_datasets":
+        pytest.fail(f"ir_datasets uses home {actual}, not the tests' {expected}; not staging there")
+    return actual

@@ -24,6 +24,13 @@ def demo_release(tmp_path_factory) -> Path:
     return out
 
 
+def _demo_inputs(tmp_path: Path):
+    """The demo suite's spec, sources and a fresh copy of its builder inputs to damage."""
+    spec = load_spec("demo")
+    source, latents = make_sources(spec)
+    return spec, source, write_inputs(spec, source, latents, tmp_path / "inputs")
+
+
 def _digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
@@ -98,9 +105,7 @@ def test_rebuild_is_byte_identical(demo_release, tmp_path):
 
 
 def test_bad_theta_table_leaves_no_output(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     thetas = pd.read_parquet(inputs_dir / "judge/thetas.parquet")
     thetas.iloc[5:].to_parquet(inputs_dir / "judge/thetas.parquet")  # drop some pool docs
     out = tmp_path / "out"
@@ -111,9 +116,7 @@ def test_bad_theta_table_leaves_no_output(tmp_path):
 
 
 def test_run_with_unknown_document_is_refused(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     path = inputs_dir / "runs/demo__alpha-reranker.parquet"
     run = pd.read_parquet(path)
     run.loc[3, "corpus-id"] = "no-such-doc"
@@ -124,9 +127,7 @@ def test_run_with_unknown_document_is_refused(tmp_path):
 
 
 def test_item_params_not_matching_the_verdict_table_are_refused(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     ItemParams(gamma=(1.0,) * 4, beta=(-1.0, 0.0, 1.0, 2.0)).write(
         inputs_dir / "judge/item_params.json")
     with pytest.raises(InputError, match=r"criteria \['C1', 'C2', 'C3', 'C4', 'C5'\] but the "
@@ -136,9 +137,7 @@ def test_item_params_not_matching_the_verdict_table_are_refused(tmp_path):
 
 
 def test_theta_for_a_document_outside_the_pool_is_refused(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     path = inputs_dir / "judge/thetas.parquet"
     thetas = pd.read_parquet(path)
     extra = thetas.iloc[:1].assign(**{"corpus-id": "beta-d0239-not-pooled"})
@@ -151,9 +150,7 @@ def test_theta_for_a_document_outside_the_pool_is_refused(tmp_path):
 
 
 def test_duplicate_theta_names_its_row_in_the_file(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     path = inputs_dir / "judge/thetas.parquet"
     thetas = pd.read_parquet(path)
     last = thetas[thetas["query-id"].str.startswith("beta")].iloc[[-1]]
@@ -185,9 +182,7 @@ def test_query_without_candidates_keeps_its_labelled_documents():
 
 
 def test_verdicts_naming_documents_outside_the_pool_are_refused(tmp_path):
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     path = inputs_dir / "judge/criteria.parquet"
     crit = pd.read_parquet(path)
     crit.loc[0, "corpus-id"] = "alpha-d9999-never-pooled"
@@ -201,9 +196,7 @@ def test_verdicts_naming_documents_outside_the_pool_are_refused(tmp_path):
 def test_a_model_listed_twice_in_runs_json_is_refused(tmp_path):
     import json
 
-    spec = load_spec("demo")
-    source, latents = make_sources(spec)
-    inputs_dir = write_inputs(spec, source, latents, tmp_path / "inputs")
+    spec, source, inputs_dir = _demo_inputs(tmp_path)
     path = inputs_dir / "runs/runs.json"
     runs = json.loads(path.read_text())
     path.write_text(json.dumps([*runs, runs[0]]))

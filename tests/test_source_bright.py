@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -27,15 +26,7 @@ TASKS = ["aops", "biology", "earth-science", "economics", "leetcode", "pony", "p
          "theoremqa-theorems"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _irds_home():
-    """ir_datasets fixes its cache home when first imported; tests/conftest.py points it at the
-    session's temp folder before anything imports it. Refuse to stage files anywhere else."""
-    actual = irds_cache.irds_home()
-    expected = Path(os.environ["IR_DATASETS_HOME"])
-    if actual != expected or actual == Path.home() / ".ir_datasets":
-        pytest.fail(f"ir_datasets uses home {actual}, not the tests' {expected}; not staging there")
-    return actual
+pytestmark = pytest.mark.usefixtures("irds_home")
 
 
 def _raw(bright_data: Path, task: str) -> list[dict]:
@@ -67,7 +58,7 @@ def raw(bright_data):
 
 
 @pytest.fixture(scope="module")
-def suite(_irds_home, bright_data, raw):
+def suite(irds_home, bright_data, raw):
     for task in TASKS:
         irds_cache.stage_bright(task, examples=bright_data / f"examples.bright-{task}.jsonl.gz",
                                 docs=_synthetic_docs(raw[task], task))

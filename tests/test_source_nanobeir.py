@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from fixtures_nanobeir import DATASETS, make_all, make_dataset, stage
@@ -14,20 +11,11 @@ from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.nanobeir import read_nanobeir, self_argument_exclusions
 from rcp_data.specs import load_spec
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _irds_home():
-    """ir_datasets fixes its cache home when first imported; tests/conftest.py points it at the
-    session's temp folder before anything imports it. Refuse to stage files anywhere else."""
-    actual = irds_cache.irds_home()
-    expected = Path(os.environ["IR_DATASETS_HOME"])
-    if actual != expected or actual == Path.home() / ".ir_datasets":
-        pytest.fail(f"ir_datasets uses home {actual}, not the tests' {expected}; not staging there")
-    return actual
+pytestmark = pytest.mark.usefixtures("irds_home")
 
 
 @pytest.fixture(scope="module")
-def staged(_irds_home):
+def staged(irds_home):
     fixtures = make_all()
     stage(fixtures)
     return fixtures

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,20 +37,7 @@ MTEB_SUBSET = {"nanobeir": "NanoArguAnaRetrieval", "bright": "leetcode"}
 BRIGHT_FILLER = 300
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _irds_home(tmp_path_factory):
-    """ir_datasets fixes its cache home when first imported: make it a test folder before
-    anything imports it, and refuse to stage files anywhere but a temporary folder."""
-    base = tmp_path_factory.getbasetemp()
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
-        actual = irds_cache.irds_home()
-        session_tmp = Path(os.environ["HF_HOME"]).parent  # conftest's temp dir
-        if not (actual.is_relative_to(base) or actual.is_relative_to(session_tmp)):
-            pytest.fail(f"ir_datasets was imported earlier with home {actual}; not staging there")
-        yield actual
+pytestmark = pytest.mark.usefixtures("irds_home")
 
 
 @dataclass
@@ -85,7 +71,7 @@ def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Publis
 
 
 @pytest.fixture(scope="module")
-def nanobeir(_irds_home, local_hub, tmp_path_factory) -> Published:
+def nanobeir(irds_home, local_hub, tmp_path_factory) -> Published:
     from fixtures_nanobeir import make_all, stage
 
     from rcp_data.sources.nanobeir import read_suite
@@ -112,7 +98,7 @@ def _bright_corpus(examples: Path, task: str) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def bright(_irds_home, bright_data, local_hub, tmp_path_factory) -> Published:
+def bright(irds_home, bright_data, local_hub, tmp_path_factory) -> Published:
     from rcp_data.sources.bright import read_suite, task_name
 
     spec = load_spec("bright")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 
@@ -21,30 +19,11 @@ from rcp_data.text import (
     repair_text,
     repair_tsv,
 )
-
+from rcp_data.text_reference import irds_repair, irds_repair_bytes
 
 # -- the reference: ir_datasets' own repair, run on the bytes of an id<TAB>text file ----------
-class _BytesStreamer:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    @contextlib.contextmanager
-    def stream(self):
-        yield io.BytesIO(self._data)
-
-
-def _reference_bytes(data: bytes) -> bytes:
-    from ir_datasets.datasets.msmarco_passage import FixEncoding
-
-    return b"".join(FixEncoding(_BytesStreamer(data)))
-
-
-def reference(texts: list[str]) -> list[str]:
-    """ir_datasets' repair of each text (as lines ``i<TAB>text`` of a collection file)."""
-    data = "".join(f"{i}\t{t}\n" for i, t in enumerate(texts)).encode()
-    lines = _reference_bytes(data).decode("utf-8").split("\n")
-    assert lines[-1] == ""
-    return [line.split("\t", 1)[1] for line in lines[:-1]]
+_reference_bytes = irds_repair_bytes
+reference = irds_repair
 
 
 CORRECT = [

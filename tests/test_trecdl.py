@@ -25,8 +25,7 @@ def spec():
 
 
 @pytest.fixture(scope="module")
-def staged(tmp_path_factory, trecdl_data):
-    fx.ensure_irds_home(tmp_path_factory.getbasetemp())
+def staged(tmp_path_factory, trecdl_data, irds_home):
     return fx.stage_cache(tmp_path_factory.mktemp("trecdl-work"), trecdl_data)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -332,11 +331,5 @@ def read_tsv(path: Path) -> pd.DataFrame:
     return pd.DataFrame({"id": ids, "title": "", "text": texts})
 
 
-def ensure_irds_home(base: Path) -> None:
-    """Give ir_datasets a temporary home before its first import, unless conftest already did
-    (the placement helpers ask ir_datasets for the home it fixed, so either works)."""
-    os.environ.setdefault("IR_DATASETS_HOME", str(base / "home" / "ir_datasets"))
-
-
 __all__ = ["brute_force_fuse", "brute_force_pool", "brute_force_pools", "stage_cache",
-           "write_inputs", "read_real", "read_tsv", "ensure_irds_home"]
+           "write_inputs", "read_real", "read_tsv"]

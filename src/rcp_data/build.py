@@ -8,7 +8,6 @@ The release directory is written to a temporary folder and moved into place at t
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import platform
 from dataclasses import dataclass, field, replace
@@ -43,7 +42,7 @@ from rcp_data.layout import (
     write_json,
     write_parquet,
 )
-from rcp_data.pools import FUSED, build_pools, check_known_ids, normalize_run, rrf_fuse
+from rcp_data.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.specs import SuiteSpec
 
@@ -114,6 +113,37 @@ def read_inputs(root: Path) -> BuildInputs:
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root)
 
 
+def run_file_name(model: str) -> str:
+    """The file of a model's run in ``runs/`` (hub ids hold ``/`` and ``:``)."""
+    return model.replace("/", "__").replace(":", "_") + ".parquet"
+
+
+def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: ItemParams,
+                         thetas: pd.DataFrame, criteria: pd.DataFrame,
+                         first_stage: dict[str, pd.DataFrame],
+                         runs: dict[str, pd.DataFrame]) -> Path:
+    """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
+    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
+    out = Path(out)
+    judge_dir = out / "judge"
+    judge_dir.mkdir(parents=True, exist_ok=True)
+    write_json(judge, judge_dir / "judge.json")
+    params.write(judge_dir / "item_params.json")
+    write_parquet(thetas, judge_dir / "thetas.parquet")
+    write_parquet(criteria, judge_dir / "criteria.parquet")
+    for retriever, frame in first_stage.items():
+        write_parquet(frame, out / "first_stage" / f"{retriever}.parquet")
+    entries = []
+    for model, frame in runs.items():
+        write_parquet(frame, out / "runs" / run_file_name(model))
+        entries.append({"file": run_file_name(model), "model": model,
+                        "short": spec.short_name(model), "is_judge": model.endswith(":theta")})
+    write_json(entries, out / "runs" / "runs.json")
+    log.info("wrote builder inputs to %s: %d thetas, %d verdict rows, %d first-stage runs, "
+             "%d runs", out, len(thetas), len(criteria), len(first_stage), len(runs))
+    return out
+
+
 def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
     if not path.exists():
         raise InputError("file not found", path=str(path))
@@ -143,7 +173,6 @@ class SubsetBuild:
 def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
     """The subset's first-stage runs (BM25 computed with bm25s when not given)."""
     qids = set(source.queries["id"])
-    split = spec.provenance_split(source.name)
     parts = []
     for retriever in spec.pool.retrievers:
         run = inputs.first_stage.get(retriever)
@@ -156,8 +185,7 @@ def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) 
         if run is None:
             continue
         src = run.attrs.get("source", retriever)
-        mine = for_split(run, split)
-        mine = mine[mine["query-id"].astype(str).isin(qids)]
+        mine = run[run["query-id"].astype(str).isin(qids)]
         check_known_ids(mine, source.corpus, source=src)
         parts.append(normalize_run(mine, retriever, source=src))
     if not parts:
@@ -168,7 +196,8 @@ def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) 
 
 def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
                  link: str = DEFAULT_LINK) -> SubsetBuild:
-    """Pools, gains, verdicts and runs of one subset."""
+    """Pools, gains, verdicts and runs of one subset, from the inputs of its provenance split
+    (:meth:`BuildInputs.only_split`)."""
     queries = source.queries.astype({"id": str}).reset_index(drop=True)
     qids = queries["id"].tolist()
     qrels_up = source.qrels.astype({"query-id": str, "corpus-id": str})
@@ -184,7 +213,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
                        grade_positive=int(spec.source.get("grade_positive", 1)),
                        excluded=excluded_map, never_pool=never)
-    thetas = for_split(inputs.thetas, spec.provenance_split(source.name))
+    thetas = inputs.thetas
     theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
     qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link,
                                source=theta_src, query_ids=qids)
@@ -200,13 +229,12 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     fused_top = fused[fused["rank"] <= spec.pool.size]
     first_stage = pd.concat([runs, fused_top], ignore_index=True)
     run_tables = []
-    split = spec.provenance_split(source.name)
     for run_spec, frame in inputs.runs:
         src = str((inputs.root / "runs" / run_spec.file) if inputs.root else run_spec.file)
-        run_tables.append(ingest_run(for_split(frame, split), pool, run_spec, source=src))
+        run_tables.append(ingest_run(frame, pool, run_spec, source=src))
     runs_out = pd.concat(run_tables, ignore_index=True) if run_tables else pd.DataFrame(
         columns=SCHEMAS["runs"].names)
-    crit = for_split(inputs.criteria, spec.provenance_split(source.name))
+    crit = inputs.criteria
     crit = crit[crit["query-id"].isin(set(qids))].drop(columns=["split"], errors="ignore")
     stray = crit[["query-id", "corpus-id"]].merge(pool[["query-id", "corpus-id"]], how="left",
                                                   indicator=True)
@@ -426,8 +454,5 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
                   judge_criteria_schema(n_criteria))
 
 
-def manifest_json(manifest: dict) -> str:
-    return json.dumps(manifest, indent=2, sort_keys=False)
-
-
-__all__ = ["BuildInputs", "FUSED", "SubsetBuild", "build_release", "build_subset", "read_inputs"]
+__all__ = ["BuildInputs", "SubsetBuild", "build_release", "build_subset", "read_inputs",
+           "write_builder_inputs"]

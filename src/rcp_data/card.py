@@ -661,15 +661,6 @@ def licence_lines(spec: SuiteSpec) -> list[str]:
             "and RCP-nDCG:"]
 
 
-def write_card(root: Path, text: str) -> Path:
-    path = Path(root) / CARD_FILE
-    tmp = path.with_name(f".{CARD_FILE}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    log.info("wrote %s (%d bytes)", path, len(text.encode("utf-8")))
-    return path
-
-
 def _suite_spec(root: Path) -> SuiteSpec:
     from rcp_data.layout import detect_suite
 
@@ -713,5 +704,5 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 __all__ = [
     "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
     "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
-    "view_gap_lines", "views_shown", "write_card", "write_release_files",
+    "view_gap_lines", "views_shown", "write_release_files",
 ]

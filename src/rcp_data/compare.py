@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcp_data.errors import InputError, UsageError
+from rcp_data.jsonfile import read_json
 from rcp_data.replay import METRICS, RULE_LETTERS, model_order
 from rcp_data.specs import SuiteSpec, known_suites, load_spec, project_root
 
@@ -106,12 +107,7 @@ class KnownDeviation:
 def load_known_deviations(path: str | Path | None = None) -> list[KnownDeviation]:
     """The paper's known deviations (default ``provenance/known_deviations.json``)."""
     path = Path(path) if path else project_root() / "provenance" / "known_deviations.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError("known deviations file not found", path=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+    data = read_json(path)
     out = []
     for i, d in enumerate(data.get("deviations", [])):
         try:

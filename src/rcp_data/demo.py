@@ -20,9 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from rcp_data.build import build_release, read_inputs
+from rcp_data.build import build_release, read_inputs, write_builder_inputs
 from rcp_data.gains import ItemParams
-from rcp_data.layout import write_json, write_parquet
 from rcp_data.pools import build_pools, normalize_run, rrf_fuse
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.specs import SuiteSpec, load_spec
@@ -182,36 +181,19 @@ def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLa
                                   "score": np.round(score, 6)})
             frame = frame.iloc[rng.permutation(len(frame))].sort_values("query-id", kind="stable")
             run_rows.setdefault(model, []).append(frame)
-    judge_dir = out / "judge"
-    judge_dir.mkdir(parents=True, exist_ok=True)
-    write_json(DEMO_JUDGE, judge_dir / "judge.json")
     fitted = ItemParams(gamma=tuple(round(g * 1.02, 6) for g in TRUE_PARAMS.gamma),
                         beta=tuple(round(b + 0.03, 6) for b in TRUE_PARAMS.beta),
                         extra={"note": "SYNTHETIC demo item parameters"})
-    fitted.write(judge_dir / "item_params.json")
-    write_parquet(pd.concat(theta_rows, ignore_index=True), judge_dir / "thetas.parquet")
     crit = pd.DataFrame(verdict_rows, columns=["query-id", "call_index", "corpus-id",
                                                "C1", "C2", "C3", "C4", "C5", "finish_reason"])
     crit = crit.astype({f"C{i}": np.int8 for i in range(1, 6)} | {"call_index": np.int64})
-    write_parquet(crit, judge_dir / "criteria.parquet")
-    fs_dir = out / "first_stage"
-    fs_dir.mkdir(parents=True, exist_ok=True)
-    for r, parts in fs_parts.items():
-        if r == "bm25":
-            continue  # BM25 is computed by the build when no run is given
-        frame = pd.concat(parts, ignore_index=True)[["query-id", "corpus-id", "score", "rank"]]
-        write_parquet(frame, fs_dir / f"{r}.parquet")
-    bm25 = pd.concat(fs_parts["bm25"], ignore_index=True)[["query-id", "corpus-id", "score", "rank"]]
-    write_parquet(bm25, fs_dir / "bm25.parquet")
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for model, parts in run_rows.items():
-        fname = model.replace("/", "__").replace(":", "_") + ".parquet"
-        write_parquet(pd.concat(parts, ignore_index=True), runs_dir / fname)
-        entries.append({"file": fname, "model": model, "short": spec.short_name(model),
-                        "is_judge": model.endswith(":theta")})
-    write_json(entries, runs_dir / "runs.json")
+    columns = ["query-id", "corpus-id", "score", "rank"]
+    write_builder_inputs(
+        out, spec, judge=DEMO_JUDGE, params=fitted,
+        thetas=pd.concat(theta_rows, ignore_index=True), criteria=crit,
+        first_stage={r: pd.concat(parts, ignore_index=True)[columns]
+                     for r, parts in fs_parts.items()},
+        runs={m: pd.concat(parts, ignore_index=True) for m, parts in run_rows.items()})
     log.info("wrote SYNTHETIC demo builder inputs to %s", out)
     return out
 

@@ -14,6 +14,7 @@ import datetime as _dt
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from rcp_data.specs import load_spec
@@ -37,7 +38,8 @@ def refit(inputs: Path):
     return cal
 
 
-def build_demo_releases(out: Path, *, date: str | None = None) -> tuple[Path, callable]:
+def build_demo_releases(out: Path, *, date: str | None = None
+                        ) -> tuple[Path, Callable[[str], Path]]:
     """Build release 1 (ready to publish) and return a builder of release 2.
 
     Release 2 needs release 1's commit sha (its releases.json names it), so it is built by the

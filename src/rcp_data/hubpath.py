@@ -44,17 +44,19 @@ def parse_hf_path(path: str) -> tuple[str, str] | None:
     return m.group("repo"), m.group("rev") or "main"
 
 
-def _api():
+def hub_api(endpoint: str | None = None):
+    """An ``HfApi`` for ``endpoint``, else ``$HF_ENDPOINT`` (read now, not at import), else the
+    real Hub."""
     from huggingface_hub import HfApi
 
-    return HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+    return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
 
 
 def resolve_revision(repo: str, revision: str) -> PinnedRevision:
     """Resolve a tag, branch or sha of a dataset repo to its commit sha."""
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
-    api = _api()
+    api = hub_api()
     try:
         refs = api.list_repo_refs(repo, repo_type="dataset")
     except RepositoryNotFoundError as exc:

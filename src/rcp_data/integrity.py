@@ -28,13 +28,13 @@ from rcp_data.layout import (
     PROVENANCE_CONFIG,
     SCHEMAS,
     ReleaseDir,
-    _compatible,
     check_columns,
     config_data_files,
     corpus_files,
     criteria_columns,
     provenance_file,
     subset_file,
+    types_compatible,
 )
 from rcp_data.pools import FUSED
 
@@ -121,7 +121,7 @@ def check_configs(root: Path, configs: list[dict]) -> list[Check]:
                     if f.name not in schema.names:
                         (absent if f.name in OPTIONAL_COLUMNS.get(kind, ()) else problems).append(
                             f"missing column {f.name!r}")
-                    elif not _compatible(schema.field(f.name).type, f.type) and not (
+                    elif not types_compatible(schema.field(f.name).type, f.type) and not (
                             kind == "corpus" and f.name == "image"):
                         problems.append(f"column {f.name!r} is {schema.field(f.name).type}, "
                                         f"expected {f.type}")
@@ -737,7 +737,3 @@ def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
     checks += check_manifest_counts(rel, tables)
     log.info("integrity: %d checks, %d failed", len(checks), sum(not c.ok for c in checks))
     return checks, tables
-
-
-def dumps(checks: list[Check]) -> str:
-    return json.dumps([c.to_dict() for c in checks], indent=2)

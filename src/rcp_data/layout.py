@@ -167,7 +167,7 @@ def check_columns(table: pa.Table | pd.DataFrame, kind: str, path: str | Path,
             )
         if strict_types and isinstance(table, pa.Table):
             actual = table.schema.field(f.name).type
-            if not _compatible(actual, f.type):
+            if not types_compatible(actual, f.type):
                 raise SchemaError(
                     f"column {f.name!r} has type {actual}, expected {f.type}",
                     path=str(path),
@@ -175,7 +175,7 @@ def check_columns(table: pa.Table | pd.DataFrame, kind: str, path: str | Path,
                 )
 
 
-def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
+def types_compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
     if actual == expected:
         return True
     if pa.types.is_string(expected) and (pa.types.is_large_string(actual)
@@ -245,7 +245,7 @@ def detect_suite(root: Path) -> str | None:
                 return suite
     card = Path(root) / CARD_FILE
     if card.exists():
-        from rcp_data.specs import known_suites
+        from rcp_data.specs import SUITE_ALIASES, known_suites
 
         text = card.read_text(encoding="utf-8")
         if text.startswith("---"):
@@ -254,9 +254,8 @@ def detect_suite(root: Path) -> str | None:
             with contextlib.suppress(yaml.YAMLError, IndexError):
                 front = yaml.safe_load(text.split("---", 2)[1]) or {}
                 tags = [str(t) for t in front.get("tags", [])]
-                aliases = {"vidore-v3": "vidore_v3", "trec-dl": "trecdl"}
                 for t in tags:
-                    name = aliases.get(t, t)
+                    name = SUITE_ALIASES.get(t, t)
                     if name in known_suites():
                         return name
     return None

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from rcp_data.build import write_builder_inputs
 from rcp_data.gains import ItemParams
-from rcp_data.layout import write_json, write_parquet
 from rcp_data.pools import build_pools, normalize_run, rrf_fuse
 from rcp_data.sources.base import SuiteSource
 from rcp_data.specs import SuiteSpec
@@ -112,24 +112,9 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
         runs["rcp-data/synthetic-judge:theta"].append(thetas[-1][["query-id", "corpus-id",
                                                                   "theta", "split"]].rename(
             columns={"theta": "score"}))
-    judge = out / "judge"
-    judge.mkdir(parents=True, exist_ok=True)
-    write_json(JUDGE, judge / "judge.json")
-    PARAMS.write(judge / "item_params.json")
-    write_parquet(pd.concat(thetas, ignore_index=True), judge / "thetas.parquet")
-    crit = pd.concat(verdicts, ignore_index=True).astype({"call_index": np.int64})
-    write_parquet(crit, judge / "criteria.parquet")
-    (out / "first_stage").mkdir(parents=True, exist_ok=True)
-    for r, parts in fs.items():
-        write_parquet(pd.concat(parts, ignore_index=True)[["query-id", "corpus-id", "score",
-                                                           "rank", "split"]],
-                      out / "first_stage" / f"{r}.parquet")
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    entries = []
-    for m, parts in runs.items():
-        fname = m.replace("/", "__").replace(":", "_") + ".parquet"
-        write_parquet(pd.concat(parts, ignore_index=True), out / "runs" / fname)
-        entries.append({"file": fname, "model": m, "short": spec.short_name(m),
-                        "is_judge": m.endswith(":theta")})
-    write_json(entries, out / "runs" / "runs.json")
-    return out
+    columns = ["query-id", "corpus-id", "score", "rank", "split"]
+    return write_builder_inputs(
+        out, spec, judge=JUDGE, params=PARAMS, thetas=pd.concat(thetas, ignore_index=True),
+        criteria=pd.concat(verdicts, ignore_index=True).astype({"call_index": np.int64}),
+        first_stage={r: pd.concat(parts, ignore_index=True)[columns] for r, parts in fs.items()},
+        runs={m: pd.concat(parts, ignore_index=True) for m, parts in runs.items()})

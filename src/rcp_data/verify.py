@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -761,10 +760,10 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
 
 def _tags(repo: str) -> dict[str, str]:
     """``{tag: sha}`` of a dataset repo on the Hub (read only)."""
-    from huggingface_hub import HfApi
+    from rcp_data.hubpath import hub_api
 
-    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
-    return {t.name: t.target_commit for t in api.list_repo_refs(repo, repo_type="dataset").tags}
+    return {t.name: t.target_commit
+            for t in hub_api().list_repo_refs(repo, repo_type="dataset").tags}
 
 
 def _path(p: str | Path | None) -> Path | None:

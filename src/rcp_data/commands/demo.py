@@ -15,7 +15,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verify both by tag, and stop the Hub.",
     )
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="working folder")
-    p.add_argument("--keep-hub", action="store_true", help="leave the Hub data in OUT/hub")
     p.set_defaults(func=run)
 
 

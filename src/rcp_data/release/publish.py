@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from huggingface_hub.errors import (
 )
 
 from rcp_data.errors import InputError, RefusedError, UsageError
+from rcp_data.hubpath import hub_api
 from rcp_data.release.check import CheckReport, check_release_dir
 from rcp_data.release.history import (
     History,
@@ -52,11 +52,6 @@ REPO_TYPE = "dataset"
 KEEP_ON_BRANCH = frozenset({".gitattributes"})  # Hub housekeeping a release never deletes
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CHUNK = 1 << 20
-
-
-def hub_api(endpoint: str | None = None) -> HfApi:
-    """An ``HfApi`` for ``endpoint``, else ``$HF_ENDPOINT``, else the real Hub."""
-    return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
 
 
 def check_repo_id(repo: str) -> str:

@@ -252,13 +252,8 @@ def check_cached(spec: SuiteSpec, names: list[str]) -> None:
     """Offline guard: each named task's examples and documents are in ir_datasets' cache
     (the model-reasoning files too, which ``queries_iter`` opens)."""
     keys = ["docs", "queries"] + [f"{s}/queries" for s in irds_cache.reasoning_sources()]
-    paths = [irds_cache.cache_path(irds_cache.BRIGHT, f"{task_name(spec.subset(n))}/{key}")
-             for n in names for key in keys]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise InputError(f"{len(missing)} BRIGHT file(s) are not in the ir_datasets cache and "
-                         "downloads are off (allow_download=0); place them with "
-                         "rcp_data.sources.irds_cache.stage_bright", path=missing[0])
+    irds.require_cached(irds_cache.BRIGHT, [task_name(spec.subset(n)) for n in names], keys,
+                        family="BRIGHT", stager="stage_bright")
 
 
 def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:

@@ -69,6 +69,19 @@ def reader_notes(scan: CorpusScan, queries: pd.DataFrame, qrels: pd.DataFrame) -
     }
 
 
+def require_cached(namespace: str, datasets: list[str], keys: list[str], *, family: str,
+                   stager: str) -> None:
+    """Offline guard (``allow_download=0``): every ``dataset/key`` file is in the cache."""
+    from rcp_data.sources import irds_cache
+
+    paths = [irds_cache.cache_path(namespace, f"{d}/{k}") for d in datasets for k in keys]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{len(missing)} {family} file(s) are not in the ir_datasets cache and "
+                         f"downloads are off (allow_download=0); place them with "
+                         f"rcp_data.sources.irds_cache.{stager}", path=missing[0])
+
+
 def irds_version() -> str:
     import ir_datasets
 

@@ -89,20 +89,25 @@ def place_file(namespace: str, key: str, source: str | Path | bytes, *,
 
 def place_at(source: str | Path | bytes, target: Path) -> Path:
     """Copy a file (or bytes) to ``target`` atomically: a temporary file, then a rename."""
+    if isinstance(source, bytes):
+        _atomic_write(target, lambda tmp: Path(tmp).write_bytes(source))
+    else:
+        _atomic_write(target, lambda tmp: shutil.copyfile(source, tmp))
+    log.info("placed %s", target)
+    return target
+
+
+def _atomic_write(target: Path, write, suffix: str = "") -> None:
+    """``write(tmp)`` into a temporary file beside ``target``, then rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-", suffix=suffix)
     os.close(fd)
     try:
-        if isinstance(source, bytes):
-            Path(tmp).write_bytes(source)
-        else:
-            shutil.copyfile(source, tmp)
+        write(tmp)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    log.info("placed %s", target)
-    return target
 
 
 def place_parquet(namespace: str, key: str, table: pa.Table | pd.DataFrame, *,
@@ -111,17 +116,9 @@ def place_parquet(namespace: str, key: str, table: pa.Table | pd.DataFrame, *,
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
     target = cache_path(namespace, key)
-    target.parent.mkdir(parents=True, exist_ok=True)
     for path in stale:
         _remove(Path(path))
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-", suffix=".parquet")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _atomic_write(target, lambda tmp: pq.write_table(table, tmp), suffix=".parquet")
     log.info("placed %s/%s at %s (%d rows)", namespace, key, target, table.num_rows)
     return target
 

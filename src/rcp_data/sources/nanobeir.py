@@ -173,13 +173,9 @@ def _truthy(value: str) -> bool:
 
 def check_cached(spec: SuiteSpec, names: list[str]) -> None:
     """Offline guard: every upstream file of the named subsets is in ir_datasets' cache."""
-    paths = [irds_cache.cache_path(irds_cache.NANO_BEIR, f"{_dataset_name(spec.subset(n))}/{key}")
-             for n in names for key in ("docs", "queries", "qrels")]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise InputError(f"{len(missing)} nano-beir file(s) are not in the ir_datasets cache "
-                         "and downloads are off (allow_download=0); place them with "
-                         "rcp_data.sources.irds_cache.stage_nanobeir", path=missing[0])
+    irds.require_cached(irds_cache.NANO_BEIR, [_dataset_name(spec.subset(n)) for n in names],
+                        ["docs", "queries", "qrels"], family="nano-beir",
+                        stager="stage_nanobeir")
 
 
 def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
