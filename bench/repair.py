@@ -5,8 +5,8 @@ On demand, not a test:
     .venv/bin/python bench/repair.py            # full scale, 8,841,823 passages
     .venv/bin/python bench/repair.py --n 200000 # smaller
 
-Streams SYNTHETIC passages (``rcp_data.synthetic_corpus``, 22.9% carrying the MS MARCO fault)
-in batches, repairs them with ``rcp_data.text.repair_array`` and writes sharded corpus parquet
+Streams SYNTHETIC passages (``rcp_data.demo.synthetic_corpus``, 22.9% carrying the MS MARCO fault)
+in batches, repairs them with ``rcp_data.sources.text_repair.repair_array`` and writes sharded corpus parquet
 (``id``, ``title``, ``text``; zstd) with ``pyarrow.parquet.ParquetWriter``. Generating the input is
 timed separately and excluded from the repair+write time. Baselines are measured in the same
 run on a sample spread over the corpus: ``ftfy.fix_encoding`` on every passage and ir_datasets'
@@ -34,10 +34,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rcp_data.layout import SCHEMAS, shard_name
-from rcp_data.synthetic_corpus import generate_batches, generate_passages
-from rcp_data.text import repair_array, repair_settings
-from rcp_data.text_reference import irds_repair_bytes
+from rcp_data.core.layout import SCHEMAS, shard_name
+from rcp_data.demo.synthetic_corpus import generate_batches, generate_passages
+from rcp_data.sources.text_repair import repair_array, repair_settings
+from rcp_data.sources.text_repair_reference import irds_repair_bytes
 
 MSMARCO_PASSAGES = 8_841_823
 TARGET_S = 15 * 60

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data.replay import build_split_runs, score_subset
+from rcp_data.scoring.replay import build_split_runs, score_subset
 
 DOMAINS = 8
 LANGUAGES = 6

@@ -9,16 +9,16 @@ On demand, not a test:
 Generates, with numpy/pyarrow directly, a SYNTHETIC release in the ViDoRe v3 layout (suite spec
 ``vidore_v3``: 8 domains x 6 languages, per-domain corpus and provenance): corpora of ids with
 empty text (no images), queries, first-stage runs of three retrievers and their RRF fusion
-(``rcp_data.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
+(``rcp_data.stages.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
 from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, build manifest, task
-file and a card (front matter from ``rcp_data.card``, tables from the replay). Nothing here is
+file and a card (front matter from ``rcp_data.documents.card``, tables from the replay). Nothing here is
 real data.
 
 Then times, in the same run:
 
 - baseline: the replay alone (load ``provenance-runs`` and score both tie rules), the least any
   verification that reproduces the card's tables must do;
-- ``verify``: every check of ``rcp_data.verify.verify_release_dir`` (the download excluded).
+- ``verify``: every check of ``rcp_data.checks.verify.verify_release_dir`` (the download excluded).
 
 Target: verify < 60 s on 2 cores at full scale (2.2M pool pairs, 14 runs). Prints the ratio
 verify / baseline.
@@ -40,8 +40,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.gains import ItemParams, gain
-from rcp_data.layout import (
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.history import History, Release, release_tag, write_history
+from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
     RELEASES_JSON,
@@ -52,9 +53,8 @@ from rcp_data.layout import (
     subset_file,
     write_json,
 )
-from rcp_data.pools import rrf_fuse
-from rcp_data.release.history import History, Release, release_tag, write_history
-from rcp_data.specs import SuiteSpec, load_spec
+from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.stages.pools import rrf_fuse
 
 TARGET_S = 60.0
 FULL_QUERIES = 306             # x 48 subsets x 150 = 2,203,200 pool pairs
@@ -191,7 +191,7 @@ def generate(root: Path, n_queries: int) -> Path:
                 "judge": JUDGE, "calibration": {"item_params": ITEM_PARAMS,
                                                 "link": "weighted_discrimination"},
                 "counts": counts}, root / BUILD_MANIFEST)
-    from rcp_data.taskfile import render_task_file
+    from rcp_data.documents.taskfile import render_task_file
 
     (root / TASK_FILE).write_text(render_task_file(spec, [r.to_dict() for r in history.releases],
                                                    repo=REPO), encoding="utf-8")
@@ -201,8 +201,13 @@ def generate(root: Path, n_queries: int) -> Path:
 
 def _card(root: Path, spec: SuiteSpec, history: History) -> None:
     """Front matter from the card module, every table of both rules and views from a replay."""
-    from rcp_data.card import card_data
-    from rcp_data.replay import load_release, render_markdown_table, replay_loaded, table_title
+    from rcp_data.documents.card import card_data
+    from rcp_data.scoring.replay import (
+        load_release,
+        render_markdown_table,
+        replay_loaded,
+        table_title,
+    )
 
     data = load_release(root, spec)
     parts = ["# SYNTHETIC ViDoRe-scale benchmark release (not real data)", ""]
@@ -220,7 +225,7 @@ def _card(root: Path, spec: SuiteSpec, history: History) -> None:
 
 
 def _replay_only(root: Path) -> float:
-    from rcp_data.replay import load_release, score_queries
+    from rcp_data.scoring.replay import load_release, score_queries
 
     t0 = time.perf_counter()
     data = load_release(root, load_spec("vidore_v3"))
@@ -252,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = sum(pq.read_metadata(p).num_rows for p in root.glob("provenance/runs/*.parquet"))
         print(f"scale: {pairs:,} pool pairs, {runs:,} run rows ({runs // max(pairs, 1)} runs)")
 
-        from rcp_data.verify import verify_release_dir
+        from rcp_data.checks.verify import verify_release_dir
 
         baseline = _replay_only(root)
         t0 = time.perf_counter()

@@ -179,9 +179,9 @@ def run_mteb(model, task, folder: Path, *, batch_size: int = 512):
 def replay_per_query(root: Path, spec, runs: dict[str, dict[str, dict[str, float]]], *,
                      k: int = 10, model: str = "mteb-run") -> pd.DataFrame:
     """Per-query values of one model's runs on several subsets (``{subset: {query: {doc:
-    score}}}``), in the long layout ``rcp_data.replay.summarize`` takes (both tie rules)."""
-    from rcp_data.layout import ReleaseDir
-    from rcp_data.replay import build_subset_runs, score_subset
+    score}}}``), in the long layout ``rcp_data.scoring.replay.summarize`` takes (both tie rules)."""
+    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.scoring.replay import build_subset_runs, score_subset
 
     rel = ReleaseDir(Path(root), spec)
     frames = []

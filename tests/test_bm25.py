@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 import Stemmer
 
-from rcp_data.bm25 import K1, METHOD, B, bm25_run, build_index, search
 from rcp_data.sources.base import CorpusReader
+from rcp_data.stages.bm25 import K1, METHOD, B, bm25_run, build_index, search
 
 WORDS = ["the", "river", "stones", "of", "a", "running", "harbor", "ran", "runs", "engine", "copper", "signal", "meadow", "quartz", "lanterns", "glacier", "and", "it", "is", "to", "be", "or", "not"]  # noqa: SIM905
 
@@ -72,7 +72,7 @@ def test_batch_size_does_not_change_the_run():
 
 
 def test_index_is_reused_for_the_same_corpus(monkeypatch):
-    import rcp_data.bm25 as mod
+    import rcp_data.stages.bm25 as mod
 
     corpus = _chunked(_corpus(300), 100)
     calls = []
@@ -84,7 +84,7 @@ def test_index_is_reused_for_the_same_corpus(monkeypatch):
 
 
 def test_empty_corpus_is_an_error():
-    from rcp_data.errors import InputError
+    from rcp_data.core.errors import InputError
 
     with pytest.raises(InputError):
         build_index(_chunked(_corpus(10).iloc[:0], 10))

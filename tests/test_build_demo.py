@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rcp_data.build import build_release, read_inputs
-from rcp_data.demo import make_demo_release, make_sources, write_inputs
-from rcp_data.errors import InputError
-from rcp_data.gains import ItemParams, gain
-from rcp_data.layout import ReleaseDir
-from rcp_data.specs import load_spec
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.layout import ReleaseDir
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release, make_sources, write_inputs
+from rcp_data.stages.build import build_release, read_inputs
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +163,8 @@ def test_duplicate_theta_names_its_row_in_the_file(tmp_path):
 def test_query_without_candidates_keeps_its_labelled_documents():
     # SYNTHETIC: q2 has no first-stage candidate and only a grade-0 label, so its pool is
     # empty; its human-labelled document is still a qrels row (theta null, gain 0)
-    from rcp_data.judge import attach_gains
-    from rcp_data.pools import build_pools, rrf_fuse
+    from rcp_data.stages.judge import attach_gains
+    from rcp_data.stages.pools import build_pools, rrf_fuse
 
     runs = pd.DataFrame({"retriever": "bm25", "query-id": "q1", "corpus-id": ["a", "b"],
                          "rank": [1, 2], "score": [2.0, 1.0]})
@@ -206,8 +206,8 @@ def test_a_model_listed_twice_in_runs_json_is_refused(tmp_path):
 
 
 def test_corpus_shorter_than_declared_is_refused(tmp_path):
-    from rcp_data.build import write_corpus
     from rcp_data.sources.base import CorpusReader
+    from rcp_data.stages.build import write_corpus
 
     frame = pd.DataFrame({"id": ["a", "b"], "title": "", "text": ["x", "y"]})
     reader = CorpusReader.from_frame(frame)

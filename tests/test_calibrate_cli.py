@@ -9,11 +9,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rcp_data.calibration.diagnostics import expected_calibration_error, yen_q3
-from rcp_data.calibration.simulate import simulate_verdicts
 from rcp_data.cli import main
-from rcp_data.gains import ItemParams
-from rcp_data.layout import write_parquet
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.layout import write_parquet
+from rcp_data.stages.calibration.diagnostics import expected_calibration_error, yen_q3
+from rcp_data.stages.calibration.simulate import simulate_verdicts
 
 
 @pytest.fixture(scope="module")

@@ -7,19 +7,19 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from rcp_data.calibration.diagnostics import fit_diagnostics
-from rcp_data.calibration.fit import (
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams
+from rcp_data.stages.calibration.diagnostics import fit_diagnostics
+from rcp_data.stages.calibration.fit import (
     MapArrays,
     MapSettings,
     fit_map,
     fit_map_arrays,
     negative_log_posterior,
 )
-from rcp_data.calibration.pipeline import calibrate
-from rcp_data.calibration.simulate import simulate_counts, simulate_verdicts
-from rcp_data.calibration.verdicts import count_verdicts
-from rcp_data.errors import InputError
-from rcp_data.gains import ItemParams
+from rcp_data.stages.calibration.pipeline import calibrate
+from rcp_data.stages.calibration.simulate import simulate_counts, simulate_verdicts
+from rcp_data.stages.calibration.verdicts import count_verdicts
 
 
 @pytest.fixture(scope="module")

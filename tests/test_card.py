@@ -13,14 +13,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rcp_data.card import render_card, subset_facts
-from rcp_data.layout import RELEASES_JSON, ReleaseDir, detect_suite, provenance_file
-from rcp_data.specs import load_spec
+from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, detect_suite, provenance_file
+from rcp_data.core.specs import load_spec
+from rcp_data.documents.card import render_card, subset_facts
 
 
 @pytest.fixture(scope="module")
 def demo_release(tmp_path_factory) -> Path:
-    from rcp_data.demo import make_demo_release
+    from rcp_data.demo.suite import make_demo_release
 
     root = tmp_path_factory.mktemp("card") / "release"
     make_demo_release(root)
@@ -98,7 +98,7 @@ def test_numbers_come_from_the_data(demo_release, demo_card, tmp_path):
 def test_pool_order_paper_rule_is_stated_from_the_replay(demo_release):
     """A suite whose paper rule (pool order) has no table in the card: the card gives its
     largest distance to rule (b), computed from the data, and claims no bracketing."""
-    from rcp_data.replay import replay_release
+    from rcp_data.scoring.replay import replay_release
 
     spec = dataclasses.replace(load_spec("demo"), paper_tie_rule="pool-order")
     text = render_card(demo_release, spec=spec)
@@ -130,8 +130,8 @@ def test_layout_counts_candidates_of_top_ranked_not_of_the_pool(demo_release, de
 def test_native_vs_language_mean_lines_come_from_the_tables():
     """ViDoRe-like tables (hand-made numbers, not real data): the card states the mean and the
     range of (language mean - native) per cell under the suite's rule, as the published card."""
-    from rcp_data.card import view_gap_lines
-    from rcp_data.replay import ReplayResult
+    from rcp_data.documents.card import view_gap_lines
+    from rcp_data.scoring.replay import ReplayResult
 
     spec = load_spec("vidore_v3")
     domains = [d.name for d in spec.domains]
@@ -163,8 +163,8 @@ def test_real_suite_card_has_no_synthetic_banner(demo_release):
 
 
 def test_tables_parse_back_to_the_replay(demo_release, demo_card, tmp_path):
-    from rcp_data.compare import load_tables
-    from rcp_data.replay import load_release, replay_loaded
+    from rcp_data.scoring.compare import load_tables
+    from rcp_data.scoring.replay import load_release, replay_loaded
 
     spec = load_spec("demo")
     path = tmp_path / "README.md"
@@ -216,9 +216,9 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
     import datasets
     from huggingface_hub import HfApi, hf_hub_download
 
-    from rcp_data.card import release_history
-    from rcp_data.commands.card import REGENERATED_FILES, regenerate, write_release_files
-    from rcp_data.release.history import add_release, read_history
+    from rcp_data.cli.commands.card import REGENERATED_FILES, regenerate, write_release_files
+    from rcp_data.core.history import add_release, read_history
+    from rcp_data.documents.card import release_history
     from rcp_data.release.publish import publish
 
     api = HfApi()
@@ -229,7 +229,7 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
     history = release_history(root, spec, repo=repo)
     (root / RELEASES_JSON).write_text(history.to_json(), encoding="utf-8")
     write_release_files(root, spec=spec, history=history, repo=repo)
-    publish(root, repo, create_repo=True, history_file=False)
+    publish(root, repo, create_repo=True)
     tag1 = history.current.tag
     sha1 = _tags(api, repo)[tag1]
 
@@ -270,7 +270,7 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
                            previous_revision=sha1)
     (root2 / RELEASES_JSON).write_text(history2.to_json(), encoding="utf-8")
     write_release_files(root2, spec=spec, history=history2, repo=repo)
-    publish(root2, repo, history_file=False)
+    publish(root2, repo)
     tag2 = history2.current.tag
     sha2 = _tags(api, repo)[tag2]
     third = regenerate(repo, "main")

@@ -8,23 +8,24 @@ from pathlib import Path
 
 import pytest
 
+from rcp_data import resources
 from rcp_data.cli import main
-from rcp_data.compare import (
+from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import load_spec
+from rcp_data.scoring.compare import (
     compare_files,
     compare_tables,
     load_known_deviations,
     load_tables,
     parse_card_tables,
 )
-from rcp_data.errors import UsageError
-from rcp_data.specs import load_spec, project_root
 
 NANOBEIR_CARD = "card-rcp-ndcg-nanobeir.md"
 VIDORE_CARD = "card-rcp-ndcg-vidore-v3.txt"
 
 
 def test_project_copy_of_paper_values_is_the_published_file(reference_dir: Path):
-    ours = project_root() / "provenance" / "paper_values.json"
+    ours = resources.provenance_dir() / "paper_values.json"
     assert ours.read_bytes() == (reference_dir / "paper_values.json").read_bytes()
 
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from rcp_data.errors import InputError
-from rcp_data.gains import ItemParams, gain, get_link
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams, gain, get_link
 
 
 def _sig(x: float) -> float:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rcp_data.demo import make_demo_release
-from rcp_data.gains import ItemParams
-from rcp_data.integrity import run_integrity
-from rcp_data.layout import SCHEMAS, ReleaseDir, write_parquet
-from rcp_data.specs import load_spec
+from rcp_data.checks.integrity import run_integrity
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.layout import SCHEMAS, ReleaseDir, write_parquet
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release
 
 LINK = "weighted_discrimination"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rcp_data.metrics import (
+from rcp_data.scoring.metrics import (
     CandidateLayout,
     byte_order_key,
     dcg_at_k,

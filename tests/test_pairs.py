@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rcp_data.pairs import compare_with_paper, pair_stats, paired_separation, trecdl_pairs
-from rcp_data.specs import project_root
+from rcp_data import resources
+from rcp_data.scoring.pairs import compare_with_paper, pair_stats, paired_separation, trecdl_pairs
 
 
 def _synthetic(seed: int, n_q: int = 43, n_m: int = 14) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -92,7 +92,7 @@ def test_trecdl_pairs_from_long_table_drops_queries_without_positives():
 
 
 def test_compare_with_paper_fields():
-    paper = json.loads((project_root() / "provenance" / "paper_values.json").read_text())
+    paper = json.loads((resources.provenance_dir() / "paper_values.json").read_text())
     dl19 = paper["trecdl_pairs"]["dl19"]
     assert dl19["pairs"] == 91
     rcp, qrel = _synthetic(11)

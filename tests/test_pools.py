@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import trecdl_fixtures as fx
 
-from rcp_data.errors import InputError
-from rcp_data.pools import build_pools, normalize_run, rrf_fuse
+from rcp_data.core.errors import InputError
+from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
 RETRIEVERS = list(fx.RETRIEVERS)
 

@@ -9,17 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rcp_data.calibration.pipeline import calibrate
-from rcp_data.calibration.verdicts import count_verdicts, read_verdicts
-from rcp_data.demo import make_demo_release
-from rcp_data.errors import InputError
-from rcp_data.gains import ItemParams, gain
-from rcp_data.layout import ReleaseDir
-from rcp_data.prepare import prepare_release
-from rcp_data.recalibrate import diff_releases, recalibrate_release
-from rcp_data.release.history import read_history
-from rcp_data.replay import replay_release
-from rcp_data.specs import load_spec
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.history import read_history
+from rcp_data.core.layout import ReleaseDir
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release
+from rcp_data.release.prepare import prepare_release
+from rcp_data.release.recalibrate import diff_releases, recalibrate_release
+from rcp_data.scoring.replay import replay_release
+from rcp_data.stages.calibration.pipeline import calibrate
+from rcp_data.stages.calibration.verdicts import count_verdicts, read_verdicts
 
 SHA1 = "1" * 40
 

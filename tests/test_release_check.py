@@ -15,12 +15,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rcp_data import layout
-from rcp_data.errors import RefusedError, UsageError
-from rcp_data.gains import ItemParams, gain
-from rcp_data.release.check import check_release_dir
-from rcp_data.release.history import SCHEMA, History, add_release, release_tag
-from rcp_data.specs import load_spec
+from rcp_data.checks.release_check import check_release_dir
+from rcp_data.core import layout
+from rcp_data.core.errors import RefusedError, UsageError
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.history import SCHEMA, History, add_release, release_tag
+from rcp_data.core.specs import load_spec
 
 JUDGE = {"model": "rcp-data/synthetic-judge-7b", "revision": "test", "short": "synth"}
 PARAMS_FILE = "provenance/item_params.synth.json"
@@ -55,7 +55,7 @@ _DEMO_DATA: dict[str, Path] = {}
 def _demo_data() -> Path:
     """The SYNTHETIC demo release's data, built once per session (deterministic)."""
     if "root" not in _DEMO_DATA:
-        from rcp_data.demo import make_demo_release
+        from rcp_data.demo.suite import make_demo_release
 
         root = Path(tempfile.mkdtemp(prefix="rcp-release-tests-")) / "release"
         make_demo_release(root)
@@ -68,7 +68,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
     """A valid SYNTHETIC release of the demo suite: the demo data with release ``release``'s
     item parameters (same thetas in every release: only the gains change), its releases.json,
     card and task file."""
-    from rcp_data.prepare import render_release_files
+    from rcp_data.release.prepare import render_release_files
 
     spec = load_spec("demo")
     shutil.copytree(_demo_data(), out)

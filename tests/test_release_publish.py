@@ -18,11 +18,11 @@ import pytest
 from huggingface_hub import HfApi
 from test_release_check import first_history, make_release_dir, second_history
 
-from rcp_data import layout
+from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main
-from rcp_data.errors import RefusedError
-from rcp_data.release.check import check_release_dir
-from rcp_data.release.history import SCHEMA, fill_known_shas, read_history, release_tag
+from rcp_data.core import layout
+from rcp_data.core.errors import RefusedError
+from rcp_data.core.history import SCHEMA, fill_known_shas, read_history, release_tag
 from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
 from rcp_data.release.refs import list_releases, render_listing
 
@@ -48,7 +48,7 @@ def _tags(api: HfApi, repo: str) -> dict[str, str]:
 
 
 def _publish_cli(root: Path, repo: str, *extra: str) -> int:
-    return main(["release", "publish", str(root), "--repo", repo, "--no-history", *extra])
+    return main(["release", "publish", str(root), "--repo", repo, *extra])
 
 
 def _gains(root: Path, subset: str = "alpha") -> list[float]:
@@ -109,7 +109,7 @@ def test_rerun_right_after_publish(tmp_path, api, hub_repo):
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     assert _publish_cli(v1, hub_repo, "--create-repo") == 0
     before = _state(api, hub_repo)
-    result = publish(v1, hub_repo, api=api, history_file=False)
+    result = publish(v1, hub_repo, api=api)
     assert result.status == "already-published" and result.commit == before[2][TAG1]
     assert _state(api, hub_repo) == before
 
@@ -124,7 +124,7 @@ def test_race_on_one_head_has_one_winner(tmp_path, api, hub_repo):
     def run(name: str, root: Path) -> None:
         try:
             outcomes[name] = publish(root, hub_repo, parent_commit=head, api=HfApi(
-                endpoint=api.endpoint), history_file=False)
+                endpoint=api.endpoint))
         except RefusedError as exc:
             outcomes[name] = exc
 
@@ -318,9 +318,9 @@ def test_token_never_leaks(tmp_path, api, hub_repo, local_hub, monkeypatch, caps
     recorded = tmp_path / "history.json"   # a project history for this repo, still empty
     recorded.write_text(json.dumps({"schema": SCHEMA, "repo": hub_repo, "releases": []}))
     assert main(["-v", "release", "publish", str(v1), "--repo", hub_repo, "--create-repo",
-                 "--history", str(recorded)]) == 0
+                 "--record-to", str(recorded)]) == 0
     assert main(["-v", "release", "list", "--repo", hub_repo]) == 0
-    assert main(["-v", "release", "publish", str(v1), "--repo", hub_repo, "--no-history"]) == 0
+    assert main(["-v", "release", "publish", str(v1), "--repo", hub_repo]) == 0
     out = capsys.readouterr()
     sha1 = _tags(api, hub_repo)[TAG1]
     assert f"published release 1 as {TAG1} at {sha1}" in out.out

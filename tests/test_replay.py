@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from rcp_data.cli import main
-from rcp_data.errors import InputError, SchemaError
-from rcp_data.layout import SCHEMAS, write_json, write_parquet
-from rcp_data.replay import load_release, replay_release, score_queries
-from rcp_data.specs import load_spec
+from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.layout import SCHEMAS, write_json, write_parquet
+from rcp_data.core.specs import load_spec
+from rcp_data.scoring.replay import load_release, replay_release, score_queries
 
 K = 3
 
@@ -270,7 +270,7 @@ def _naive(qrels: pd.DataFrame, top: pd.DataFrame, excluded: pd.DataFrame | None
 
 
 def test_demo_release_equals_naive_replay(tmp_path: Path):
-    demo = pytest.importorskip("rcp_data.demo")
+    demo = pytest.importorskip("rcp_data.demo.suite")
     root = tmp_path / "demo"
     demo.make_demo_release(root)
     data = load_release(root)
@@ -326,7 +326,7 @@ def test_vidore_layout_views_native_and_languages(tmp_path: Path):
                       SCHEMAS["runs"])
     data = load_release(root)
     assert len(data.subsets) == 48
-    from rcp_data.replay import replay_loaded
+    from rcp_data.scoring.replay import replay_loaded
 
     subsets = replay_loaded(data, tie_rule="group-mean", view="subsets").to_json()
     assert subsets["metrics"]["rcp_ndcg"]["m1"]["mean"] == pytest.approx(
@@ -345,7 +345,7 @@ def test_vidore_layout_views_native_and_languages(tmp_path: Path):
     # the default rule of this suite is its paper rule
     assert replay_release(root, view="native").tie_rule == "group-mean"
     # our Markdown reads back as the native view and matches the unrounded JSON
-    from rcp_data.compare import compare_files
+    from rcp_data.scoring.compare import compare_files
 
     (tmp_path / "README.md").write_text(text, encoding="utf-8")
     (tmp_path / "native.json").write_text(json.dumps(native.to_json()), encoding="utf-8")

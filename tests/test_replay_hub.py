@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rcp_data.cli import main
-from rcp_data.demo import make_demo_release
-from rcp_data.prepare import prepare_release
-from rcp_data.specs import load_spec
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release
+from rcp_data.release.prepare import prepare_release
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,7 @@ def published(local_hub, tmp_path_factory):
     make_demo_release(root)
     repo = "rcp-test/replay-hub-demo"
     prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
-    result = publish(root, repo, api=HfApi(endpoint=local_hub.url), create_repo=True,
-                     history_file=False)
+    result = publish(root, repo, api=HfApi(endpoint=local_hub.url), create_repo=True)
     return root, repo, result
 
 

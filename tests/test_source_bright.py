@@ -16,10 +16,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rcp_data.errors import InputError
+from rcp_data.core.errors import InputError
+from rcp_data.core.specs import load_spec
 from rcp_data.sources import irds_cache
 from rcp_data.sources.bright import bright_instructions, read_bright, task_name
-from rcp_data.specs import load_spec
 
 TASKS = ["aops", "biology", "earth-science", "economics", "leetcode", "pony", "psychology",
          "robotics", "stackoverflow", "sustainable-living", "theoremqa-questions",
@@ -200,10 +200,10 @@ def test_instructions_come_from_mteb():
 
 # -- phase 2: the shared build on the real examples (SYNTHETIC corpora and judge inputs) ----
 def test_build_bright_subsets(suite, raw, tmp_path):
-    from rcp_data.build import build_release, read_inputs
-    from rcp_data.layout import ReleaseDir
+    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.sources.base import SuiteSource
-    from rcp_data.synthetic_judge import write_synthetic_inputs
+    from rcp_data.stages.build import build_release, read_inputs
 
     spec = load_spec("bright")
     names = ["aops", "leetcode", "biology"]
@@ -241,7 +241,7 @@ def test_build_bright_subsets(suite, raw, tmp_path):
 
 
 def test_read_suite_options(suite, bright_data):
-    from rcp_data.errors import UsageError
+    from rcp_data.core.errors import UsageError
     from rcp_data.sources.bright import read_suite
 
     spec = load_spec("bright")

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 from fixtures_nanobeir import DATASETS, make_all, make_dataset, stage
 
-from rcp_data.errors import InputError
+from rcp_data.core.errors import InputError
+from rcp_data.core.specs import load_spec
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.nanobeir import read_nanobeir, self_argument_exclusions
-from rcp_data.specs import load_spec
 
 pytestmark = pytest.mark.usefixtures("irds_home")
 
@@ -188,9 +188,9 @@ def test_cli_build_nanobeir(tmp_path):
     from fixtures_nanobeir import MANY_POSITIVES
 
     from rcp_data import cli
-    from rcp_data.layout import ReleaseDir
+    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.synthetic_judge import write_synthetic_inputs
 
     fixtures = make_all()
     stage(fixtures)
@@ -235,8 +235,8 @@ def _replay_matches_trec_eval(root, spec, subset: str) -> None:
     import numpy as np
     import pytrec_eval
 
-    from rcp_data.layout import ReleaseDir
-    from rcp_data.replay import replay_release
+    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.scoring.replay import replay_release
 
     got = replay_release(root, spec, k=10, tie_rule="doc-id").to_json()["metrics"]["qrel_ndcg"]
     rel = ReleaseDir(root, spec)
@@ -260,7 +260,7 @@ def _replay_matches_trec_eval(root, spec, subset: str) -> None:
 
 
 def test_read_suite_options():
-    from rcp_data.errors import UsageError
+    from rcp_data.core.errors import UsageError
     from rcp_data.sources.nanobeir import read_suite
 
     spec = load_spec("nanobeir")

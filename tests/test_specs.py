@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rcp_data.errors import UsageError
-from rcp_data.specs import known_suites, load_spec
+from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import known_suites, load_spec
 
 
 def test_all_suites_load():

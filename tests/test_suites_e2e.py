@@ -6,7 +6,7 @@ publish to the local Hub, then the release must replay to the same numbers throu
 Data: NanoBEIR from SYNTHETIC nano-beir cache files (tests/fixtures_nanobeir.py); BRIGHT from
 the REAL upstream examples in ../shared/data/bright with SYNTHETIC corpora (every gold and
 excluded id, plus filler). Judge inputs, first stages and reranker runs are SYNTHETIC
-(``rcp_data.synthetic_judge``); nothing is shaped to match a published number.
+(``rcp_data.demo.synthetic_judge``); nothing is shaped to match a published number.
 
 Stock mteb scores a stored reranker run through a cross-encoder that hands back the run's own
 scores (looked up by the ids mteb passes), so mteb evaluates exactly what the replay replays.
@@ -25,9 +25,9 @@ import pandas as pd
 import pytest
 from mteb_helpers import StoredRunReranker, hub_task_module, run_mteb
 
-from rcp_data.layout import ReleaseDir
+from rcp_data.core.layout import ReleaseDir
+from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.sources import irds_cache
-from rcp_data.specs import SuiteSpec, load_spec
 
 pytestmark = pytest.mark.slow
 
@@ -54,10 +54,10 @@ class Published:
 def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Published:
     from huggingface_hub import HfApi
 
-    from rcp_data.build import build_release, read_inputs
-    from rcp_data.prepare import prepare_release
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
-    from rcp_data.synthetic_judge import write_synthetic_inputs
+    from rcp_data.stages.build import build_release, read_inputs
 
     assert list(source.subsets) == spec.subset_names  # every subset: no partial release
     inputs = write_synthetic_inputs(spec, source, work / "inputs")
@@ -65,7 +65,7 @@ def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Publis
     repo = f"rcp-test/e2e-{spec.name}"
     prepare_release(work / "release", spec, repo, date=DATE)
     result = publish(work / "release", repo, api=HfApi(endpoint=local_hub.url),
-                     create_repo=True, history_file=False)
+                     create_repo=True)
     assert result.status == "published"
     return Published(spec, repo, result.tag, result.commit, work / "release")
 
@@ -118,7 +118,7 @@ def published(request) -> Published:
 
 @pytest.fixture(scope="module")
 def verified(published, tmp_path_factory):
-    from rcp_data.verify import verify
+    from rcp_data.checks.verify import verify
 
     cache = tmp_path_factory.mktemp(f"verify-{published.spec.name}")
     return verify(repo=published.repo, revision=published.tag, cache_dir=cache)

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from mteb_helpers import HashEncoder, load_task_module
 
-from rcp_data.specs import load_spec
-from rcp_data.taskfile import build_blocks, render_task_file, task_name
+from rcp_data.core.specs import load_spec
+from rcp_data.documents.taskfile import build_blocks, render_task_file, task_name
 
 SHA1 = "1" * 40
 SHA2 = "2" * 40
@@ -101,7 +101,7 @@ def test_vidore_keeps_names_and_has_ocr_tasks():
 
 
 def test_refuses_a_task_file_named_after_the_repo():
-    from rcp_data.errors import UsageError
+    from rcp_data.core.errors import UsageError
 
     spec = load_spec("demo")
     with pytest.raises(UsageError, match="named after the repo"):
@@ -239,10 +239,10 @@ def published_demo(tmp_path_factory, local_hub):
     """The demo release published as release 1 on the local Hub: (repo, tag, sha, release dir)."""
     from huggingface_hub import HfApi
 
-    from rcp_data.card import release_history
-    from rcp_data.commands.card import write_release_files
-    from rcp_data.demo import make_demo_release
-    from rcp_data.layout import RELEASES_JSON
+    from rcp_data.cli.commands.card import write_release_files
+    from rcp_data.core.layout import RELEASES_JSON
+    from rcp_data.demo.suite import make_demo_release
+    from rcp_data.documents.card import release_history
     from rcp_data.release.publish import publish
 
     hub_repo = f"rcp-test/taskfile-{uuid.uuid4().hex[:8]}"
@@ -252,7 +252,7 @@ def published_demo(tmp_path_factory, local_hub):
     history = release_history(root, spec, repo=hub_repo)
     (root / RELEASES_JSON).write_text(history.to_json(), encoding="utf-8")
     write_release_files(root, spec=spec, history=history, repo=hub_repo)
-    publish(root, hub_repo, create_repo=True, history_file=False)
+    publish(root, hub_repo, create_repo=True)
     tag = history.current.tag
     tags = {t.name: t.target_commit for t in HfApi().list_repo_refs(hub_repo,
                                                                     repo_type="dataset").tags}
@@ -261,8 +261,8 @@ def published_demo(tmp_path_factory, local_hub):
 
 def _replay_tables(root: Path, scores: dict[str, dict[str, float]], subset: str, work: Path):
     """The project's replay of the encoder's scores: a copy of the release whose runs are them."""
-    from rcp_data import replay
-    from rcp_data.layout import SCHEMAS, provenance_file, write_parquet
+    from rcp_data.core.layout import SCHEMAS, provenance_file, write_parquet
+    from rcp_data.scoring import replay
 
     copy = work / "replayed"
     shutil.copytree(root, copy)
@@ -372,8 +372,8 @@ def test_builtin_task_of_same_name_and_revision_is_returned(tmp_path, monkeypatc
 def test_query_instructions_come_from_the_build_manifest(tmp_path):
     """BRIGHT: the instruction the build recorded per subset (mteb's own prompt) becomes the
     task's prompt in every view; suites without instructions get none."""
-    from rcp_data.errors import InputError
-    from rcp_data.taskfile import release_prompts
+    from rcp_data.core.errors import InputError
+    from rcp_data.documents.taskfile import release_prompts
 
     spec = load_spec("bright")
     (tmp_path / "provenance").mkdir()

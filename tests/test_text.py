@@ -10,16 +10,16 @@ import pyarrow as pa
 import pytest
 
 from rcp_data import cli
-from rcp_data.errors import InputError
-from rcp_data.synthetic_corpus import generate_batches, generate_passages, mojibake, write_tsv
-from rcp_data.text import (
+from rcp_data.core.errors import InputError
+from rcp_data.demo.synthetic_corpus import generate_batches, generate_passages, mojibake, write_tsv
+from rcp_data.sources.text_repair import (
     count_changed,
     repair_array,
     repair_settings,
     repair_text,
     repair_tsv,
 )
-from rcp_data.text_reference import irds_repair, irds_repair_bytes
+from rcp_data.sources.text_repair_reference import irds_repair, irds_repair_bytes
 
 # -- the reference: ir_datasets' own repair, run on the bytes of an id<TAB>text file ----------
 _reference_bytes = irds_repair_bytes

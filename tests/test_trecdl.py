@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 import trecdl_fixtures as fx
 
-from rcp_data.errors import InputError
-from rcp_data.layout import BUILD_MANIFEST, provenance_file, subset_file
-from rcp_data.specs import load_spec
+from rcp_data.core.errors import InputError
+from rcp_data.core.layout import BUILD_MANIFEST, provenance_file, subset_file
+from rcp_data.core.specs import load_spec
 
 YEARS = {"trec_dl_2019": 2019, "trec_dl_2020": 2020}
 
@@ -45,7 +45,7 @@ def inputs_dir(spec, staged, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(spec, source, inputs_dir, tmp_path_factory):
-    from rcp_data.build import build_release, read_inputs
+    from rcp_data.stages.build import build_release, read_inputs
 
     root, info = inputs_dir
     out = tmp_path_factory.mktemp("trecdl-out") / "release"
@@ -208,8 +208,8 @@ def test_unreleased_dev_queries_are_ignored(built):
 
 
 def test_card_states_the_repair_count_and_trec_facts(built, staged):
-    from rcp_data.card import render_card
-    from rcp_data.specs import load_spec
+    from rcp_data.core.specs import load_spec
+    from rcp_data.documents.card import render_card
 
     out, manifest, _ = built
     card = render_card(out, spec=load_spec("trecdl"), repo="rcp-test/trecdl")
@@ -230,8 +230,8 @@ def test_shared_corpus_written_once(built, staged):
 
 
 def test_rebuild_is_byte_identical(spec, staged, inputs_dir, built, tmp_path):
-    from rcp_data.build import build_release, read_inputs
     from rcp_data.sources.trecdl import read_suite
+    from rcp_data.stages.build import build_release, read_inputs
 
     out1, _, _ = built
     out2 = tmp_path / "again"
@@ -276,7 +276,7 @@ def _released_line(lines: list[str], info: dict) -> int:
 
 
 def _fails(spec, source, root: Path, tmp_path: Path) -> InputError:
-    from rcp_data.build import build_release, read_inputs
+    from rcp_data.stages.build import build_release, read_inputs
 
     out = tmp_path / "out"
     with pytest.raises(InputError) as err:
@@ -342,8 +342,8 @@ def test_run_naming_passage_outside_the_pool(spec, source, inputs_dir, tmp_path)
 
 
 def test_check_known_ids_names_file_and_line(source, staged, inputs_dir, tmp_path):
-    from rcp_data.judge import read_run_file
-    from rcp_data.pools import check_known_ids
+    from rcp_data.stages.judge import read_run_file
+    from rcp_data.stages.pools import check_known_ids
 
     run = inputs_dir[0] / "first_stage" / "octen.trec"
     frame = read_run_file(run)
@@ -412,8 +412,8 @@ def test_nan_first_stage_score_of_a_later_query_names_its_row(spec, source, inpu
 def _pool_rule_problems(spec, out, name, pool: pd.DataFrame) -> list[str]:
     import pyarrow as pa
 
-    from rcp_data.integrity import _Corpora, check_pool_rule, load_subset
-    from rcp_data.layout import ReleaseDir
+    from rcp_data.checks.integrity import _Corpora, check_pool_rule, load_subset
+    from rcp_data.core.layout import ReleaseDir
 
     rel = ReleaseDir(out, spec)
     table = pa.Table.from_pandas(pool.reset_index(drop=True), preserve_index=False)

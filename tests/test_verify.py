@@ -21,16 +21,16 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 
+from rcp_data.checks.verify import check_paper, paper_applies, verify
 from rcp_data.cli import main
-from rcp_data.compare import CellKey, TableSet, load_tables
-from rcp_data.demo import make_demo_release
-from rcp_data.gains import ItemParams
-from rcp_data.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
-from rcp_data.recalibrate import recalibrate_release
-from rcp_data.release.history import History, read_history, write_history
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.history import History, read_history, write_history
+from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release
 from rcp_data.release.publish import publish
-from rcp_data.specs import load_spec
-from rcp_data.verify import check_paper, paper_applies, verify
+from rcp_data.release.recalibrate import recalibrate_release
+from rcp_data.scoring.compare import CellKey, TableSet, load_tables
 
 log = logging.getLogger(__name__)
 REPO_TYPE = "dataset"
@@ -40,21 +40,21 @@ REPO_TYPE = "dataset"
 def _release_files(root: Path, spec, history: History) -> None:
     """Card and task file: the card module's, else a minimal card with the same tables."""
     try:
-        from rcp_data.commands.card import write_release_files
+        from rcp_data.cli.commands.card import write_release_files
 
         write_release_files(root, spec=spec, history=history, repo=history.repo)
         return
     except Exception as exc:  # the card module is still changing; keep verify testable
         log.warning("card rendering failed (%s); writing a minimal SYNTHETIC test card", exc)
-    from rcp_data.card import (
+    from rcp_data.documents.card import (
         METRICS_SHOWN,
         TIE_RULES_SHOWN,
         card_data,
         replay_results,
         views_shown,
     )
-    from rcp_data.replay import render_markdown_table, table_title
-    from rcp_data.taskfile import render_task_file
+    from rcp_data.documents.taskfile import render_task_file
+    from rcp_data.scoring.replay import render_markdown_table, table_title
 
     results = replay_results(root, spec)
     parts = ["# SYNTHETIC demo release (test card)", ""]
@@ -72,7 +72,7 @@ def _release_files(root: Path, spec, history: History) -> None:
 
 
 def _first_history(root: Path, spec, repo: str) -> History:
-    from rcp_data.card import release_history
+    from rcp_data.documents.card import release_history
 
     return release_history(root, spec, repo=repo)
 
@@ -89,7 +89,7 @@ def published(local_hub, tmp_path_factory) -> dict:
     history = _first_history(v1, spec, repo)
     write_history(history, v1 / RELEASES_JSON)
     _release_files(v1, spec, history)
-    r1 = publish(v1, repo, api=api, create_repo=True, history_file=False)
+    r1 = publish(v1, repo, api=api, create_repo=True)
     params = ItemParams.read(v1 / history.current.item_params)
     refit = ItemParams(gamma=tuple(round(g * 1.07, 6) for g in params.gamma),
                        beta=tuple(round(b - 0.15, 6) for b in params.beta),
@@ -97,7 +97,7 @@ def published(local_hub, tmp_path_factory) -> dict:
     recalibrate_release(v1, v2, spec, refit, previous_revision=r1.commit, date="2026-11-30",
                         summary="SYNTHETIC recalibration")
     _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
-    r2 = publish(v2, repo, api=api, history_file=False)
+    r2 = publish(v2, repo, api=api)
     return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
             "sha2": r2.commit, "v1": v1, "v2": v2}
 
@@ -374,7 +374,7 @@ def test_unknown_repo_revision_and_unreadable_file_exit_2(published, tmp_path, c
 # -- published card tables --------------------------------------------------------------------------
 def test_published_card_tables_are_read_and_a_changed_cell_named(reference_dir):
     """The published ViDoRe card (plain text, both rules, both views) against itself."""
-    from rcp_data.verify import check_card_tables
+    from rcp_data.checks.verify import check_card_tables
 
     spec = load_spec("vidore_v3")
     card = load_tables(reference_dir / "card-rcp-ndcg-vidore-v3.txt", spec)
@@ -482,7 +482,7 @@ def test_trecdl_pair_statistics_fail_or_diff(reference_dir):
 
 
 def test_card_count_statements_are_read():
-    from rcp_data.verify import check_card_counts
+    from rcp_data.checks.verify import check_card_counts
 
     card = ("---\ntags: [x]\n---\n\nholds 2 subsets (97 queries, split `test`). The text is "
             "repaired: 2,010,123 of 8,841,823 passages (22.7%) differ. 38 of 480 pool pairs "
@@ -504,8 +504,8 @@ def test_tag_on_a_commit_holding_a_later_release_fails_even_if_its_sha_is_missin
     """releases.json inside a commit may leave only its latest release null: a tag v1 on a
     commit whose releases.json gives v1 AND v2 revision null is not v1's commit (hand-built
     history, no data)."""
-    from rcp_data.hubpath import PinnedRevision
-    from rcp_data.verify import check_pin, read_release_history
+    from rcp_data.checks.verify import check_pin, read_release_history
+    from rcp_data.core.hub_client import PinnedRevision
 
     judge = {"model": "rcp-data/synthetic-judge-7b"}
     cal = {"method": "2pl-irt", "item_params": "provenance/item_params.synth.json",
@@ -536,7 +536,7 @@ def test_tag_on_a_commit_holding_a_later_release_fails_even_if_its_sha_is_missin
 
 
 def test_card_counts_before_a_markdown_rule_are_read():
-    from rcp_data.verify import check_card_counts
+    from rcp_data.checks.verify import check_card_counts
 
     card = ("---\ntags: [x]\n---\n\nholds 2 subsets (97 queries, split `test`).\n\n---\n\n"
             "38 of 480 pool pairs are injected.\n\n---\n\nThe end.\n")

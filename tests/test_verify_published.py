@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rcp_data.demo import make_demo_release
-from rcp_data.prepare import prepare_release
-from rcp_data.specs import load_spec
-from rcp_data.verify import verify
+from rcp_data.checks.verify import verify
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.suite import make_demo_release
+from rcp_data.release.prepare import prepare_release
 
 REPO = "rcp-test/published-before-policy"
 

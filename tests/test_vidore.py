@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 from vidore_fixtures import LANGS, N_QUESTIONS, write_domain
 
-from rcp_data.build import build_release, read_inputs
-from rcp_data.gains import ItemParams
-from rcp_data.integrity import run_integrity
-from rcp_data.layout import ReleaseDir
+from rcp_data.checks.integrity import run_integrity
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.layout import ReleaseDir
+from rcp_data.core.specs import load_spec
+from rcp_data.demo.synthetic_judge import write_synthetic_inputs
 from rcp_data.sources.vidore import read_suite
-from rcp_data.specs import load_spec
-from rcp_data.synthetic_judge import write_synthetic_inputs
+from rcp_data.stages.build import build_release, read_inputs
 
 DOMAINS = {"hr": "Hr", "energy": "Energy"}
 

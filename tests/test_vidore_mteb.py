@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from mteb_helpers import HashEncoder, PixelHashEncoder, hub_task_module, replay_per_query, run_mteb
 
-from rcp_data.replay import summarize
-from rcp_data.specs import load_spec
+from rcp_data.core.specs import load_spec
+from rcp_data.scoring.replay import summarize
 
 DOMAIN = "hr"
 pytestmark = pytest.mark.slow

@@ -2,13 +2,13 @@
 
 REAL: the NIST qrels and topics of ``../shared/data/trec-dl/`` (placed at ir_datasets' cache
 paths). SYNTHETIC (labelled so, shaped to reproduce no published number): the passage texts
-(``rcp_data.synthetic_corpus``, with the MS MARCO double-encoding fault in the raw text), the
+(``rcp_data.demo.synthetic_corpus``, with the MS MARCO double-encoding fault in the raw text), the
 passages outside the NIST judgments, the first-stage runs, the judge's thetas and verdicts, the
 reranker runs and a handful of stand-ins for the judge's extra MS MARCO dev queries.
 
 The corpus covers every NIST-judged passage and every passage a synthetic run retrieves. Also
 here: a brute-force pool computation (plain Python loops, written independently of
-``rcp_data.pools``) that the tests compare the library against.
+``rcp_data.stages.pools``) that the tests compare the library against.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def corpus_ids(real: RealTrecDL, seed: int = SEED) -> tuple[list[str], list[str]
 
 def write_collection(ids: list[str], raw_path: Path, clean_path: Path, seed: int = SEED) -> dict:
     """Write raw (faulty) and clean ``id<TAB>text`` files of SYNTHETIC passages."""
-    from rcp_data.synthetic_corpus import generate_batches
+    from rcp_data.demo.synthetic_corpus import generate_batches
 
     changed = 0
     with open(raw_path, "wb") as raw, open(clean_path, "wb") as clean:
@@ -225,9 +225,9 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     Thetas, verdicts and runs cover the brute-force pool of every released query, plus the
     dev stand-in queries (which the build must ignore). Returns the brute-force pools.
     """
-    from rcp_data.gains import ItemParams
-    from rcp_data.layout import write_json, write_parquet
-    from rcp_data.pools import normalize_run
+    from rcp_data.core.gains import ItemParams
+    from rcp_data.core.layout import write_json, write_parquet
+    from rcp_data.stages.pools import normalize_run
 
     real = staged.real
     rng = np.random.default_rng(seed + 2)
@@ -254,8 +254,8 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     pools = {}
     for y in (2019, 2020):
         if "bm25" not in norm:
-            from rcp_data.bm25 import bm25_run
             from rcp_data.sources.base import CorpusReader
+            from rcp_data.stages.bm25 import bm25_run
 
             corpus = CorpusReader.from_frame(read_tsv(staged.clean))
             runs = dict(norm)

@@ -40,12 +40,12 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     from huggingface_hub import HfApi
     from vidore_fixtures import write_domain
 
-    from rcp_data.build import build_release, read_inputs
-    from rcp_data.prepare import prepare_release
+    from rcp_data.core.specs import load_spec
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.specs import load_spec
-    from rcp_data.synthetic_judge import write_synthetic_inputs
+    from rcp_data.stages.build import build_release, read_inputs
 
     spec = load_spec("vidore_v3")
     api = HfApi(endpoint=local_hub.url)
@@ -58,8 +58,7 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     inputs = write_synthetic_inputs(spec, source, work / "inputs", seed=5)
     build_release(spec, source, read_inputs(inputs), work / "release")
     prepare_release(work / "release", spec, VIDORE_REPO, date="2026-11-29")
-    result = publish(work / "release", VIDORE_REPO, api=api, create_repo=True,
-                     history_file=False)
+    result = publish(work / "release", VIDORE_REPO, api=api, create_repo=True)
     assert result.status == "published"
     return PublishedVidore(result, work / "release", source)
 

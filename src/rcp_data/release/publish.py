@@ -32,19 +32,19 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from rcp_data.errors import InputError, RefusedError, UsageError
-from rcp_data.hubpath import hub_api
-from rcp_data.release.check import CheckReport, check_release_dir
-from rcp_data.release.history import (
+from rcp_data.checks.release_check import CheckReport, check_release_dir
+from rcp_data.core.errors import InputError, RefusedError, UsageError
+from rcp_data.core.history import (
+    SCHEMA,
     History,
     Release,
-    histories_dir,
     history_path,
     read_history,
     record_release,
     same_commit,
     write_history,
 )
+from rcp_data.core.hub_client import hub_api
 
 log = logging.getLogger(__name__)
 
@@ -324,19 +324,34 @@ def _tag(api: HfApi, plan: PublishPlan, commit: str) -> None:
 
 
 # -- the whole job -----------------------------------------------------------------------------
-def default_history_file(suite: str | None, repo: str) -> Path | None:
-    """The project's ``release/<suite>.json`` when it tracks ``repo``, else None."""
-    if not suite:
-        return None
-    path = history_path(suite)
-    if path.exists() and read_history(path).repo == repo:
+def record_target(record_to: str | Path, suite: str | None) -> Path:
+    """The history file a publish records into: ``record_to`` itself when it names a ``.json``
+    file, else ``record_to/<suite>.json``."""
+    path = Path(record_to)
+    if path.suffix == ".json":
         return path
-    return None
+    if not suite:
+        raise UsageError(f"cannot tell the suite of the release, so --record-to {path} names no "
+                         "file; pass the history file itself (--record-to FILE.json)")
+    return path / f"{suite}.json"
 
 
 def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
-    """Add the published release (with its now known sha) to a project history file."""
-    history = read_history(path)
+    """Add the published release (with its now known sha) to the history file ``path``.
+
+    A file that does not exist yet starts from the packaged history of the same repo (or an
+    empty one); the file is replaced atomically.
+    """
+    if path.exists():
+        history = read_history(path)
+    else:
+        packaged = history_path(path.stem)
+        history = read_history(packaged) if packaged.exists() else None
+        if history is None or history.repo != plan.repo:
+            history = History(schema=SCHEMA, repo=plan.repo, releases=())
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if history.repo != plan.repo:
+        raise InputError(f"the history tracks {history.repo}, not {plan.repo}", path=str(path))
     write_history(record_release(history, plan.release, result.commit), path)
     log.info("recorded release %d (%s) in %s", plan.release.release, result.commit, path)
     return path
@@ -344,7 +359,7 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
 
 def verify_before_publishing(root: Path) -> None:
     """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails."""
-    from rcp_data.verify import verify_release_dir
+    from rcp_data.checks.verify import verify_release_dir
 
     report = verify_release_dir(root)
     if not report.ok:
@@ -357,12 +372,12 @@ def verify_before_publishing(root: Path) -> None:
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
             parent_commit: str | None = None, api: HfApi | None = None,
-            create_repo: bool = False, history_file: str | Path | None | bool = None
+            create_repo: bool = False, record_to: str | Path | None = None
             ) -> PublishResult:
     """Check, commit and tag one release directory (see the module docstring).
 
-    ``history_file``: a project history to record the release in; None picks the project's
-    ``release/<suite>.json`` when it tracks ``repo``; False records nowhere.
+    ``record_to``: a folder of ``<suite>.json`` histories, or one history file, to record the
+    published release in; None records nowhere. Nothing else on disk is written.
     """
     check_repo_id(repo)
     report = check_release_dir(root)
@@ -375,24 +390,19 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         result = execute_plan(plan, api)
     except (RevisionNotFoundError, EntryNotFoundError) as exc:
         raise RefusedError(f"the Hub answered: {exc}") from exc
-    if history_file is not False and result.status == "published":
-        path = Path(history_file) if history_file else default_history_file(report.suite, repo)
-        if path is not None:
-            try:
-                result.recorded = record(result, plan, path)
-                if path.parent.resolve() == histories_dir().resolve():
-                    from rcp_data.release.render import write_releases_md
-
-                    write_releases_md()
-            except InputError as exc:  # the release is out; say what to fix in the history
-                msg = f"published, but could not record the release in {path}: {exc.message}"
-                log.warning(msg)
-                result.messages.append(msg)
+    if record_to is not None and result.status == "published":
+        path = record_target(record_to, report.suite)
+        try:
+            result.recorded = record(result, plan, path)
+        except InputError as exc:  # the release is out; say what to fix in the history
+            msg = f"published, but could not record the release in {path}: {exc.message}"
+            log.warning(msg)
+            result.messages.append(msg)
     return result
 
 
 def publish_series(builders: list, repo: str, *, api: HfApi | None = None, branch: str = "main",
-                   create_repo: bool = True, history_file: str | Path | None | bool = False
+                   create_repo: bool = True, record_to: str | Path | None = None
                    ) -> list[PublishResult]:
     """Publish releases one after another (the demo: v1, then a recalibrated v2).
 
@@ -406,7 +416,7 @@ def publish_series(builders: list, repo: str, *, api: HfApi | None = None, branc
     for build in builders:
         root = build(previous)
         result = publish(root, repo, branch=branch, api=api,
-                         create_repo=create_repo and not results, history_file=history_file)
+                         create_repo=create_repo and not results, record_to=record_to)
         results.append(result)
         previous = result.commit
     return results

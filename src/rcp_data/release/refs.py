@@ -15,9 +15,9 @@ from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
-from rcp_data.errors import InputError, UsageError
-from rcp_data.layout import RELEASES_JSON
-from rcp_data.release.history import History, loads_history, same_commit
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.history import History, loads_history, same_commit
+from rcp_data.core.layout import RELEASES_JSON
 from rcp_data.release.publish import REPO_TYPE, check_repo_id, hub_api
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcp_data.card import render_release_files
-from rcp_data.errors import InputError, RefusedError, UsageError
-from rcp_data.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
-from rcp_data.release.history import fill_known_shas, read_history
-from rcp_data.specs import SuiteSpec, load_spec
+from rcp_data.core.errors import InputError, RefusedError, UsageError
+from rcp_data.core.history import fill_known_shas, read_history
+from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
+from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.documents.card import render_release_files
 
 log = logging.getLogger(__name__)
 

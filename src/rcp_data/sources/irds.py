@@ -2,7 +2,7 @@
 
 ir_datasets is imported lazily (it fixes its cache home at import time, see
 :mod:`rcp_data.sources.irds_cache`). Upstream failures (a missing file offline, a broken parquet)
-become :class:`~rcp_data.errors.InputError` naming the dataset and its cache file.
+become :class:`~rcp_data.core.errors.InputError` naming the dataset and its cache file.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from rcp_data.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.sources.base import CorpusReader
 
 log = logging.getLogger(__name__)

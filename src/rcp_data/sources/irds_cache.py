@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, UsageError
 
 log = logging.getLogger(__name__)
 

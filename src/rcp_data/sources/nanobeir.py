@@ -19,10 +19,10 @@ import logging
 
 import pandas as pd
 
-from rcp_data.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.specs import SubsetSpec, SuiteSpec, load_spec
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import SubsetSource, SuiteSource
-from rcp_data.specs import SubsetSpec, SuiteSpec, load_spec
 
 log = logging.getLogger(__name__)
 

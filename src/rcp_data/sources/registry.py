@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from rcp_data.errors import UsageError
+from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import SuiteSource
-from rcp_data.specs import SuiteSpec
 
 Reader = Callable[[SuiteSpec, dict], SuiteSource]
 

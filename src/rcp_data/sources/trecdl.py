@@ -6,7 +6,7 @@
   "the text the judge saw". With ``raw_collection=PATH`` (the upstream, unrepaired
   ``id<TAB>text`` collection, or ``collectionandqueries.tar.gz``), the stream is compared with
   the raw text as it goes: the number of passages that differ is the card's "2,025,452 of
-  8,841,823", and every passage is checked to equal :func:`rcp_data.text.repair_text` of its raw
+  8,841,823", and every passage is checked to equal :func:`rcp_data.sources.text_repair.repair_text` of its raw
   text (``verify_repair=0`` skips that check). The counts land in ``SuiteSource.facts`` (and so in
   the build manifest) once a full pass has run.
 - Queries: ``msmarco-passage/trec-dl-2019/judged`` (43) and ``.../trec-dl-2020/judged`` (54).
@@ -36,12 +36,12 @@ import pandas as pd
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from rcp_data.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.sources.irds_cache import irds_home
-from rcp_data.specs import SuiteSpec
-from rcp_data.text import count_changed, repair_array, repair_settings
+from rcp_data.sources.text_repair import count_changed, repair_array, repair_settings
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from rcp_data.errors import InputError
+from rcp_data.core.errors import InputError
+from rcp_data.core.specs import DomainSpec, SuiteSpec
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
-from rcp_data.specs import DomainSpec, SuiteSpec
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Checks of a release: integrity of the tables, publishability, verification of a revision."""

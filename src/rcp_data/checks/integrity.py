@@ -1,0 +1,739 @@
+"""Integrity checks of a release directory (the data half of ``rcp-data verify``).
+
+Each check returns :class:`Check` records a person can read (what, expected, found, where)
+and a machine can consume. Checks read plain tables and never modify anything.
+
+Built for real scale (8.8M passages, 2.2M pool pairs): ids are mapped to integer codes with
+pyarrow (``index_in`` against a vocabulary) and every check is a vectorized numpy operation on
+``query * n_docs + document`` keys; only the rows named in a failure's details become Python
+strings. Tables are read once per provenance split (pool, first stage) and per corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.layout import (
+    OPTIONAL_COLUMNS,
+    PROVENANCE_CONFIG,
+    SCHEMAS,
+    ReleaseDir,
+    check_columns,
+    config_data_files,
+    corpus_files,
+    criteria_columns,
+    provenance_file,
+    subset_file,
+    types_compatible,
+)
+from rcp_data.stages.pools import FUSED
+
+log = logging.getLogger(__name__)
+
+GAIN_TOLERANCE = 1e-12
+RRF_TOLERANCE = 1e-12
+MAX_DETAILS = 20
+STATUSES = ("ok", "failed", "absent", "diff", "skipped")
+
+
+@dataclass
+class Check:
+    """One verified property.
+
+    ``status``: ``ok``; ``failed``; ``absent`` (an optional table or column the release does not
+    carry; not a failure); ``diff`` (differences reported for information, e.g. to the paper
+    for a release the paper did not use; not a failure); ``skipped`` (does not apply).
+    """
+
+    name: str
+    ok: bool
+    what: str
+    expected: str = ""
+    found: str = ""
+    where: str = ""
+    status: str = ""
+    details: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            self.status = "ok" if self.ok else "failed"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ok(name: str, what: str, found: str = "", where: str = "") -> Check:
+    return Check(name, True, what, expected="", found=found, where=where)
+
+
+def _fail(name: str, what: str, expected: str, found: str, where: str, details=None) -> Check:
+    return Check(name, False, what, expected, found, where,
+                 details=list(details or [])[:MAX_DETAILS])
+
+
+# -- configs --------------------------------------------------------------------------------
+def kind_of_config(name: str) -> str | None:
+    for kind, cfg in PROVENANCE_CONFIG.items():
+        if name == cfg:
+            return kind
+    for kind in ("corpus", "queries", "qrels", "top_ranked", "excluded"):
+        if name.endswith(f"-{kind}"):
+            return kind
+    return None
+
+
+def check_configs(root: Path, configs: list[dict]) -> list[Check]:
+    """Every config in the card exists, with the layout's columns and types."""
+    checks: list[Check] = []
+    if not configs:
+        return [_fail("configs", "the card declares configs", "a YAML configs: list", "none",
+                      "README.md")]
+    for cfg in configs:
+        name = cfg.get("config_name", "?")
+        kind = kind_of_config(name)
+        for split, pattern in config_data_files(cfg):
+            paths = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else (
+                [root / pattern] if (root / pattern).exists() else [])
+            where = f"config {name}, split {split}: {pattern}"
+            if not paths:
+                checks.append(_fail("config-files", "config file exists", "a parquet file",
+                                    "missing", where))
+                continue
+            if kind is None:
+                continue
+            for path in paths:
+                try:
+                    schema = pq.read_schema(path)
+                except (pa.ArrowInvalid, OSError) as exc:
+                    raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+                problems, absent = [], []
+                for f in SCHEMAS[kind]:
+                    if f.name not in schema.names:
+                        (absent if f.name in OPTIONAL_COLUMNS.get(kind, ()) else problems).append(
+                            f"missing column {f.name!r}")
+                    elif not types_compatible(schema.field(f.name).type, f.type) and not (
+                            kind == "corpus" and f.name == "image"):
+                        problems.append(f"column {f.name!r} is {schema.field(f.name).type}, "
+                                        f"expected {f.type}")
+                if kind == "judge_criteria" and not criteria_columns(schema.names):
+                    problems.append("no C1..Cn criterion columns")
+                rel = str(path.relative_to(root))
+                if problems:
+                    checks.append(_fail("config-columns", "columns and types of the layout",
+                                        "design-note schema", "; ".join(problems),
+                                        f"config {name}: {rel}"))
+                elif absent:
+                    checks.append(Check("config-columns", True, "optional columns present",
+                                        "present when the release has them", "; ".join(absent),
+                                        f"config {name}: {rel}", status="absent"))
+    if not any(c.name in ("config-files", "config-columns") and not c.ok for c in checks):
+        checks.append(_ok("configs", f"all {len(configs)} configs of the card exist with the "
+                          "layout's columns and types", found=f"{len(configs)} configs"))
+    return checks
+
+
+def check_config_coverage(rel: ReleaseDir, configs: list[dict]) -> list[Check]:
+    """The card declares a config for every table the release holds."""
+    names = {c.get("config_name") for c in configs}
+    want = []
+    for s in rel.spec.subset_names:
+        if not (rel.root / subset_file(s, "top_ranked")).exists():
+            continue
+        kinds = ["corpus", "queries", "qrels", "top_ranked"]
+        kinds += ["excluded"] if rel.has(s, "excluded") else []
+        want += [f"{s}-{k}" for k in kinds]
+    for kind, cfg in PROVENANCE_CONFIG.items():
+        if any(rel.has_provenance(kind, split) for split in rel.spec.provenance_splits):
+            want.append(cfg)
+    missing = [w for w in want if w not in names]
+    what = "the card declares a config for every table of the release"
+    if missing:
+        return [_fail("configs-complete", what, f"{len(want)} configs", f"{len(missing)} missing",
+                      "README.md", [f"no config {m!r}" for m in missing])]
+    return [_ok("configs-complete", what, f"{len(want)} configs", "README.md")]
+
+
+# -- vectorized helpers ----------------------------------------------------------------------
+def _strings(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_string(arr.type):
+        arr = arr.cast(pa.string())
+    return arr
+
+
+def _list_values(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """``(row of each value, values)`` of a list<str> column (null lists: no values)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_large_list(arr.type):
+        arr = arr.cast(pa.list_(pa.string()))
+    if arr.null_count:
+        arr = arr.fill_null(pa.scalar([], type=arr.type))
+    offsets = arr.offsets.to_numpy().astype(np.int64)
+    rows = np.repeat(np.arange(len(arr), dtype=np.int64), np.diff(offsets))
+    values = _strings(arr.values.slice(offsets[0], offsets[-1] - offsets[0]))
+    return rows, values
+
+
+def _codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
+    """Position of each value in ``vocab`` (-1 when absent or null)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return pc.index_in(values, value_set=vocab).fill_null(-1).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+
+
+def _vocab(*arrays: pa.Array) -> pa.Array:
+    parts = [a for a in arrays if len(a)]
+    if not parts:
+        return pa.array([], type=pa.string())
+    return pc.unique(pa.concat_arrays(parts)).drop_null()
+
+
+def _floats(col: pa.ChunkedArray) -> np.ndarray:
+    """float64 values, null -> NaN."""
+    arr = col.combine_chunks().cast(pa.float64())
+    return arr.fill_null(np.nan).to_numpy(zero_copy_only=False) if arr.null_count else \
+        arr.to_numpy(zero_copy_only=False)
+
+
+def _bools(col: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray:
+    if col is None:
+        return np.full(n, default, dtype=bool)
+    return col.combine_chunks().fill_null(default).to_numpy(zero_copy_only=False).astype(bool)
+
+
+class _Keys:
+    """``query * n_docs + document`` keys over one vocabulary of queries and documents."""
+
+    def __init__(self, queries: pa.Array, docs: pa.Array):
+        self.queries, self.docs = queries, docs
+        self.n_docs = max(len(docs), 1)
+
+    def __call__(self, q: pa.Array, d: pa.Array) -> np.ndarray:
+        qc, dc = _codes(q, self.queries), _codes(d, self.docs)
+        return np.where((qc >= 0) & (dc >= 0), qc * self.n_docs + dc, -1)
+
+    def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return key // self.n_docs, key % self.n_docs
+
+    def name(self, key: int) -> tuple[str, str]:
+        if key < 0:
+            return "<null or unknown id>", "<null or unknown id>"
+        q, d = divmod(int(key), self.n_docs)
+        return self.queries[q].as_py(), self.docs[d].as_py()
+
+
+def _isin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.isin(a, b) if len(a) and len(b) else np.zeros(len(a), dtype=bool)
+
+
+def _lookup(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
+    """Row of each ``probe`` key in ``keys`` (the first row when repeated; -1 when absent)."""
+    if not len(keys):
+        return np.full(len(probe), -1, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    pos = np.clip(np.searchsorted(sk, probe), 0, len(sk) - 1)
+    return np.where(sk[pos] == probe, order[pos], -1)
+
+
+def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pa.Table:
+    path = Path(root) / rel
+    if not path.exists():
+        raise InputError(f"missing file (expected the {kind} table)", path=str(path))
+    try:
+        schema = pq.read_schema(path)
+        check_columns(schema.empty_table(), kind, path)
+        cols = [c for c in columns if c in schema.names] if columns else None
+        return pq.read_table(path, columns=cols)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+
+
+# -- per subset -------------------------------------------------------------------------------
+@dataclass
+class SubsetTables:
+    """One subset's tables as the checks read them (arrow)."""
+
+    name: str
+    query_ids: pa.Array
+    top_rows: np.ndarray             # query row of each candidate
+    top_docs: pa.Array               # candidate ids, flat, pool order
+    qrels: pa.Table
+    excluded: pa.Table | None
+    pool: pa.Table                   # provenance-pool rows of this subset's queries
+    corpus_ids: pa.Array
+    keys: _Keys = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+
+class _Corpora:
+    """Corpus ids per corpus (a shared corpus is read once)."""
+
+    def __init__(self, rel: ReleaseDir):
+        self.rel = rel
+        self._cache: dict[tuple[str, ...], pa.Array] = {}
+
+    def ids(self, subset: str) -> pa.Array:
+        files = tuple(corpus_files(self.rel.root, self.rel.spec, subset))
+        if files not in self._cache:
+            parts = []
+            for f in files:
+                try:
+                    parts.append(_strings(pq.read_table(self.rel.root / f, columns=["id"])
+                                          .column("id")))
+                except (pa.ArrowInvalid, OSError, KeyError) as exc:
+                    raise InputError(f"cannot read the corpus ids ({exc})",
+                                     path=str(self.rel.root / f), field="id") from exc
+            self._cache = {files: pa.concat_arrays(parts) if parts else pa.array([], pa.string())}
+            log.info("read %d corpus ids of %s", len(self._cache[files]), subset)
+        return self._cache[files]
+
+
+def load_subset(rel: ReleaseDir, subset: str, pool: pa.Table, corpora: _Corpora
+                ) -> SubsetTables:
+    root = rel.root
+    top = _read(root, subset_file(subset, "top_ranked"), "top_ranked")
+    qids = _strings(top.column("query-id"))
+    rows, docs = _list_values(top.column("corpus-ids"))
+    qrels = _read(root, subset_file(subset, "qrels"), "qrels",
+                  ["query-id", "corpus-id", "score", "gain", "theta"])
+    excluded = (_read(root, subset_file(subset, "excluded"), "excluded")
+                if rel.has(subset, "excluded") else None)
+    mine = pool.filter(pc.is_in(pool.column("query-id"), value_set=qids))
+    ex_q = ex_d = pa.array([], pa.string())
+    if excluded is not None:
+        er, ex_d = _list_values(excluded.column("excluded-corpus-ids"))
+        ex_q = _strings(excluded.column("query-id")).take(pa.array(er))
+    keys = _Keys(_vocab(qids, _strings(qrels.column("query-id")), ex_q),
+                 _vocab(docs, _strings(mine.column("corpus-id")),
+                        _strings(qrels.column("corpus-id")), ex_d))
+    return SubsetTables(subset, qids, rows, docs, qrels, excluded, mine, corpora.ids(subset),
+                        keys)
+
+
+def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[str]:
+    out = []
+    for k in keys[:MAX_DETAILS]:
+        q, d = t.keys.name(int(k))
+        out.append(f"{prefix}query {q}, document {d}")
+    return out
+
+
+def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str) -> list[Check]:
+    s, K = t.name, t.keys
+    checks: list[Check] = []
+    top_keys = K(t.query_ids.take(pa.array(t.top_rows)), t.top_docs) if len(t.top_rows) else \
+        np.zeros(0, np.int64)
+    pool_q, pool_d = _strings(t.pool.column("query-id")), _strings(t.pool.column("corpus-id"))
+    pool_keys = K(pool_q, pool_d)
+    # top_ranked ids in corpus and pool
+    in_corpus = pc.is_in(t.top_docs, value_set=t.corpus_ids).to_numpy(zero_copy_only=False) \
+        if len(t.top_docs) else np.zeros(0, bool)
+    miss = top_keys[~in_corpus]
+    checks.append(_ok("top-ranked-in-corpus", "every top_ranked id is in the corpus",
+                      f"{len(top_keys)} ids", s) if not len(miss) else _fail(
+        "top-ranked-in-corpus", "every top_ranked id is in the corpus", "0 missing",
+        f"{len(miss)} missing", f"{s}-top_ranked", _pair_details(t, miss)))
+    miss = top_keys[~_isin(top_keys, pool_keys)]
+    checks.append(_ok("top-ranked-in-pool", "every top_ranked id is in provenance-pool",
+                      f"{len(top_keys)} pairs", s) if not len(miss) else _fail(
+        "top-ranked-in-pool", "every top_ranked id is in provenance-pool", "0 missing",
+        f"{len(miss)} missing", f"{s}-top_ranked", _pair_details(t, miss)))
+    checks.append(check_top_ranked_order(t, top_keys, pool_keys))
+    # exclusions
+    if t.excluded is not None:
+        er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
+        ex_keys = K(_strings(t.excluded.column("query-id")).take(pa.array(er)), ed) if len(er) \
+            else np.zeros(0, np.int64)
+        bad = top_keys[_isin(top_keys, ex_keys)]
+        checks.append(_ok("no-excluded-in-top-ranked", "no excluded id in top_ranked",
+                          f"{len(ex_keys)} exclusions", s) if not len(bad) else _fail(
+            "no-excluded-in-top-ranked", "no excluded id in top_ranked", "0", str(len(bad)),
+            f"{s}-top_ranked", _pair_details(t, bad)))
+    # the pool's excluded flag marks exactly the pooled documents of the excluded table
+    if "excluded" in t.pool.column_names:
+        flagged = _bools(t.pool.column("excluded"), t.pool.num_rows, False)
+        odd = pool_keys[flagged != _isin(pool_keys, _excluded_keys(t))]
+        what = "provenance-pool excluded = the document is in the query's excluded list"
+        checks.append(_ok("excluded-flag", what, f"{int(flagged.sum())} flagged", s)
+                      if not len(odd) else _fail("excluded-flag", what, "0 differences",
+                                                 f"{len(odd)} differ", f"provenance-pool {s}",
+                                                 _pair_details(t, odd)))
+    # gains of the judged pool
+    q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
+    theta_all, gain_all = _floats(t.qrels.column("theta")), _floats(t.qrels.column("gain"))
+    n_pool = t.pool.num_rows
+    cols = t.pool.column_names
+    judged = _bools(t.pool.column("judged") if "judged" in cols else None, n_pool, True)
+    if "judged" not in cols:
+        judged &= ~_bools(t.pool.column("excluded") if "excluded" in cols else None, n_pool,
+                          False)
+    jk = pool_keys[judged]
+    row = _lookup(q_keys, jk)
+    theta = np.where(row >= 0, theta_all[np.maximum(row, 0)], np.nan)
+    g = np.where(row >= 0, gain_all[np.maximum(row, 0)], np.nan)
+    missing = ~np.isfinite(theta)
+    expect = np.full(len(jk), np.nan)
+    if (~missing).any():
+        expect[~missing] = gain(theta[~missing], params, link)
+    wrong = ~missing & ~(np.abs(g - expect) <= GAIN_TOLERANCE)
+    outside = ~missing & ~((g > 0) & (g < 1))
+    bad = np.flatnonzero(missing | wrong | outside)
+    details = []
+    for i in bad[:MAX_DETAILS]:
+        q, d = K.name(int(jk[i]))
+        why = "no qrels row" if row[i] < 0 else (
+            f"theta={float(theta[i])!r}, gain={float(g[i])!r}, expected {float(expect[i])!r}")
+        details.append(f"subset {s}, query {q}, document {d}: {why}")
+    checks.append(_ok("gains", f"every judged pool document has a finite theta and gain = "
+                      f"{link}(theta) within {GAIN_TOLERANCE:g}, in (0, 1)",
+                      f"{len(jk)} documents", s) if not len(bad) else _fail(
+        "gains", f"gain = {link}(theta) for every judged pool document", "0 mismatches",
+        f"{len(bad)} mismatches", f"{s}-qrels", details))
+    # positives in the pool or stated outside it
+    pos = np.flatnonzero(_floats(t.qrels.column("score")) > 0)
+    out_pool = pos[~_isin(q_keys[pos], pool_keys)]
+    lost = out_pool[~(np.isnan(theta_all[out_pool]) & (np.nan_to_num(gain_all[out_pool]) == 0))]
+    checks.append(_ok("positives-accounted", "every positive qrel is in the pool or stated "
+                      "outside it (theta null, gain 0)",
+                      f"{len(pos)} positives, {len(out_pool)} outside", s) if not len(lost)
+                  else _fail("positives-accounted", "positive qrels outside the pool have theta "
+                             "null and gain 0", "0", str(len(lost)), f"{s}-qrels",
+                             _pair_details(t, q_keys[lost])))
+    return checks
+
+
+def _excluded_keys(t: SubsetTables) -> np.ndarray:
+    if t.excluded is None:
+        return np.zeros(0, np.int64)
+    er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
+    if not len(er):
+        return np.zeros(0, np.int64)
+    return t.keys(_strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
+
+
+def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.ndarray
+                           ) -> Check:
+    """Each query's ``top_ranked`` list is its pool in ``pool_rank`` order, exclusions removed."""
+    K = t.keys
+    n = t.pool.num_rows
+    drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
+                  n, False) | _isin(pool_keys, _excluded_keys(t))
+    ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    keep = np.flatnonzero(~drop)
+    pq_, tq = pool_keys[keep] // K.n_docs, top_keys // K.n_docs
+    po = keep[np.lexsort((ranks[keep], pq_))]
+    to = np.argsort(tq, kind="stable")
+    pk, tk = pool_keys[po], top_keys[to]
+    pqs, tqs = pk // K.n_docs, tk // K.n_docs
+    width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
+
+    def slots(qs: np.ndarray) -> np.ndarray:
+        _, start_of, _ = _segments(qs)
+        return qs * width + (np.arange(len(qs)) - start_of)
+
+    row = _lookup(slots(pqs), slots(tqs))
+    bad_q = set(tqs[(row < 0) | (pk[np.maximum(row, 0)] != tk)].tolist()) if len(tk) else set()
+    counts_p = np.bincount(pqs, minlength=len(K.queries))
+    counts_t = np.bincount(tqs, minlength=len(K.queries))
+    bad_q |= set(np.flatnonzero(counts_p != counts_t).tolist())
+    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
+    if not bad_q:
+        return _ok("top-ranked-order", what, f"{len(tk)} candidates", t.name)
+    details = [f"query {K.queries[q].as_py()}: top_ranked has {int(counts_t[q])} candidates, "
+               f"the pool {int(counts_p[q])} (or another order)" for q in sorted(bad_q)]
+    return _fail("top-ranked-order", what, "the pool order", f"{len(bad_q)} queries differ",
+                 f"{t.name}-top_ranked", details)
+
+
+def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable grouping by ``codes``: ``(order, group start of each sorted row, starts)``."""
+    order = np.argsort(codes, kind="stable")
+    sc = codes[order]
+    starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
+    start_of = np.repeat(starts, np.diff(np.r_[starts, len(sc)]))
+    return order, start_of, starts
+
+
+def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
+    """Pool sizes and ground-truth injection follow the suite's rule."""
+    spec, s, K = rel.spec, t.name, t.keys
+    size, rule = spec.pool.size, spec.pool.rule
+    pool = t.pool
+    n = pool.num_rows
+    qc = _codes(_strings(pool.column("query-id")), K.queries)
+    keys = K(_strings(pool.column("query-id")), _strings(pool.column("corpus-id")))
+    ranks = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    rrf = _floats(pool.column("rrf_score"))
+    inj = _bools(pool.column("gt_injected"), n, False)
+    q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
+    pos_keys = q_keys[_floats(t.qrels.column("score")) > 0]
+    positive = _isin(keys, pos_keys)
+    added = rrf == 0                                    # not from the fused top k
+    order, start_of, starts = _segments(qc)
+    position = np.arange(n) - start_of                  # 0-based, file order within the query
+    sizes = np.diff(np.r_[starts, n])
+    problems: dict[int, list[str]] = {}
+
+    def flag(rows: np.ndarray, text: str) -> None:
+        for q in np.unique(qc[rows]):
+            problems.setdefault(int(q), []).append(text)
+
+    sq = order                                           # rows in query order
+    flag(sq[ranks[sq] != position + 1], "pool_rank is not 1..n in order")
+    flag(np.flatnonzero(inj & (rrf != 0)), "an injected document has rrf_score != 0")
+    flag(np.flatnonzero(inj & ~positive), "an injected document is not a positive qrel")
+    if rule == "top-k-inject":
+        flag(np.flatnonzero(added & ~inj), "a document with rrf_score 0 is not gt_injected")
+    else:
+        # TREC-DL: added (judged) passages with a grade > 0 are gt_injected; every positive
+        # is in the pool (the pool holds every judged passage)
+        flag(np.flatnonzero(added & positive & ~inj), "an added positive is not gt_injected")
+        outside = pos_keys[(pos_keys >= 0) & ~_isin(pos_keys, keys)]
+        for q in np.unique(outside // K.n_docs):
+            problems.setdefault(int(q), []).append("a positive qrel is outside the pool")
+    big = np.iinfo(np.int64).max
+    if len(starts):
+        inj_s = inj[sq]
+        first_inj = np.minimum.reduceat(np.where(inj_s, position, big), starts)
+        last_non = np.maximum.reduceat(np.where(~inj_s, position, -1), starts)
+        group_q = qc[sq[starts]]
+        if rule == "top-k-inject":
+            for q, m in zip(group_q[sizes > size], sizes[sizes > size], strict=True):
+                problems.setdefault(int(q), []).append(f"pool of {m} > {size}")
+            for q in group_q[last_non > first_inj]:
+                problems.setdefault(int(q), []).append("injected documents are not at the "
+                                                       "bottom")
+        else:
+            fused = np.add.reduceat((rrf[sq] > 0).astype(np.int64), starts)
+            for q, m in zip(group_q[fused > size], fused[fused > size], strict=True):
+                problems.setdefault(int(q), []).append(f"{m} fused documents > {size}")
+            add_s = added[sq]
+            first_add = np.minimum.reduceat(np.where(add_s, position, big), starts)
+            last_fused = np.maximum.reduceat(np.where(~add_s, position, -1), starts)
+            for q in group_q[last_fused > first_add]:
+                problems.setdefault(int(q), []).append("added documents (rrf_score 0) do not "
+                                                       "follow the fused ones")
+    details = [f"query {K.queries[q].as_py()}: {'; '.join(p)}"
+               for q, p in sorted(problems.items())]
+    if details:
+        return [_fail("pool-rule", f"pools follow {rule}", "no problem",
+                      f"{len(details)} queries with problems", f"provenance-pool {s}", details)]
+    return [_ok("pool-rule", f"pools follow {rule} (size {size}), injection flagged",
+                f"{len(sizes)} pools, {int(inj.sum())} injected, sizes "
+                f"{int(sizes.min()) if len(sizes) else 0}-{int(sizes.max()) if len(sizes) else 0}",
+                s)]
+
+
+# -- fusion -----------------------------------------------------------------------------------
+def check_fusion(rel: ReleaseDir, split: str, pool: pa.Table) -> list[Check]:
+    """Fusing provenance-first-stage reproduces ``rrf_fused`` and the pool's ``rrf_score``.
+
+    An independent, vectorized reading of the design note's rule: ``sum_r 1 / (k + rank_r)``
+    over the retrievers in the spec's order; ``rrf_fused`` must carry every recomputed score
+    (< 1e-12), be ordered by score descending with equal scores in order of first appearance
+    when the runs are walked in retriever order, and leave out no document scoring above its
+    last one; every pool ``rrf_score`` > 0 must equal the recomputed score.
+    """
+    spec = rel.spec
+    rel_path = provenance_file("first_stage", split)
+    what = ("fusing provenance-first-stage reproduces rrf_fused and the pool's rrf_score "
+            "(< 1e-12, same order)")
+    if not (rel.root / rel_path).exists():
+        return [Check("fusion", True, "provenance-first-stage present", "present", "absent",
+                      rel_path, status="absent")]
+    fs = _read(rel.root, rel_path, "first_stage")
+    retr = _strings(fs.column("retriever"))
+    names = list(spec.pool.retrievers)
+    r_idx = _codes(retr, pa.array(names + [FUSED], pa.string()))
+    problems: list[str] = []
+    unknown = pc.unique(retr.filter(pa.array(r_idx < 0))).to_pylist()
+    if unknown:
+        problems.append(f"unknown retriever(s) {unknown}; expected {names}")
+    fq, fd = _strings(fs.column("query-id")), _strings(fs.column("corpus-id"))
+    K = _Keys(_vocab(fq, _strings(pool.column("query-id"))),
+              _vocab(fd, _strings(pool.column("corpus-id"))))
+    keys = K(fq, fd)
+    rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    score = _floats(fs.column("score"))
+    qcode = keys // K.n_docs
+    run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
+    # the walk: per query, retrievers in order, each by rank
+    walk = run[np.lexsort((rank[run], r_idx[run], qcode[run]))]
+    wk = keys[walk]
+    uniq, first, inv = np.unique(wk, return_index=True, return_inverse=True)
+    fused_score = np.bincount(inv.reshape(-1), weights=1.0 / (spec.pool.rrf_k + rank[walk]),
+                              minlength=len(uniq))
+    stored = np.flatnonzero(r_idx == len(names))
+    pos = np.searchsorted(uniq, keys[stored])
+    pos = np.clip(pos, 0, max(len(uniq) - 1, 0))
+    found = (uniq[pos] == keys[stored]) if len(uniq) else np.zeros(len(stored), bool)
+
+    def name(i: int) -> str:
+        q, d = K.name(int(keys[i]))
+        return f"query {q}, rank {int(rank[i])}: document {d}"
+
+    for i in stored[~found][:MAX_DETAILS]:
+        problems.append(f"{name(i)} is in rrf_fused but no first-stage run retrieved it")
+    st = stored[found]
+    mine = fused_score[pos[found]]
+    off = np.abs(score[st] - mine) >= RRF_TOLERANCE
+    for i, m in zip(st[off][:MAX_DETAILS], mine[off][:MAX_DETAILS], strict=True):
+        problems.append(f"{name(i)}: rrf_fused order differs from the fusion (it stores "
+                        f"{float(score[i])!r}, the fusion gives this document {float(m)!r})")
+    # order: ranks 1..n, score descending, equal scores by first appearance
+    so = st[np.lexsort((rank[st], qcode[st]))]
+    fo = first[np.searchsorted(uniq, keys[so])] if len(so) else np.zeros(0, np.int64)
+    if len(so) > 1:
+        same_q = qcode[so][1:] == qcode[so][:-1]
+        s0, s1 = score[so][:-1], score[so][1:]
+        bad = same_q & ((s1 > s0) | ((s1 == s0) & (fo[1:] < fo[:-1])))
+        bad |= same_q & (rank[so][1:] != rank[so][:-1] + 1)
+        for j in np.flatnonzero(bad)[:MAX_DETAILS]:
+            problems.append(f"{name(so[j + 1])}: rrf_fused order differs from the fusion "
+                            "(score descending, ties by first appearance, ranks 1..n)")
+    if len(so):
+        head = np.r_[True, qcode[so][1:] != qcode[so][:-1]]
+        for i in so[head & (rank[so] != 1)][:MAX_DETAILS]:
+            problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
+    # no document left out that scores above a query's last stored one
+    if len(st) and len(uniq):
+        uq = uniq // K.n_docs
+        kept = _isin(uniq, keys[st])
+        low = np.full(len(K.queries), np.inf)
+        np.minimum.at(low, qcode[st], mine)
+        left = ~kept & (fused_score > low[uq] + RRF_TOLERANCE)
+        for u in np.flatnonzero(left)[:MAX_DETAILS]:
+            q, d = K.name(int(uniq[u]))
+            problems.append(f"query {q}: document {d} fuses to {float(fused_score[u])!r}, above the "
+                            "last document of rrf_fused, but is missing from it")
+    # the pool's rrf_score
+    pk = K(_strings(pool.column("query-id")), _strings(pool.column("corpus-id")))
+    prrf = _floats(pool.column("rrf_score"))
+    scored = np.flatnonzero(prrf > 0)
+    row = _lookup(uniq, pk[scored])
+    diff = np.full(len(scored), np.inf)
+    diff[row >= 0] = np.abs(prrf[scored][row >= 0] - fused_score[row[row >= 0]])
+    bad_pool = scored[~(diff < RRF_TOLERANCE)]
+    if len(bad_pool):
+        problems.append(f"{len(bad_pool)} pool rrf_score values differ from the fusion")
+        for i in bad_pool[:MAX_DETAILS]:
+            q, d = K.name(int(pk[i]))
+            problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
+    # the pool's fused part follows the fused order
+    fused_rank = np.full(len(scored), -1, dtype=np.int64)
+    srow = _lookup(keys[st], pk[scored])
+    fused_rank[srow >= 0] = rank[st][srow[srow >= 0]]
+    prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    pq_ = pk[scored] // K.n_docs
+    o = np.lexsort((prank[scored], pq_))
+    if len(o) > 1:
+        same_q = pq_[o][1:] == pq_[o][:-1]
+        fr = fused_rank[o]
+        back = same_q & (fr[1:] >= 0) & (fr[:-1] >= 0) & (fr[1:] <= fr[:-1])
+        for j in np.flatnonzero(back)[:MAX_DETAILS]:
+            q, d = K.name(int(pk[scored][o[j + 1]]))
+            problems.append(f"pool: query {q}, document {d} (pool_rank "
+                            f"{int(prank[scored][o[j + 1]])}) is out of the fused order")
+    if problems:
+        return [_fail("fusion", what, "identical", f"{len(problems)} problems", rel_path,
+                      problems)]
+    return [_ok("fusion", what, f"{len(np.unique(qcode[stored]))} queries, {len(stored)} fused "
+                "rows", rel_path)]
+
+
+def check_optional(rel: ReleaseDir) -> list[Check]:
+    """Report optional provenance tables that the release does not carry."""
+    out = []
+    for kind in ("first_stage", "judge_criteria", "runs"):
+        for split in rel.spec.provenance_splits:
+            p = provenance_file(kind, split)
+            if not (rel.root / p).exists():
+                out.append(Check(f"optional-{kind}", True, f"{PROVENANCE_CONFIG[kind]} present",
+                                 "present", "absent", p, status="absent"))
+    return out
+
+
+def subset_counts(t: SubsetTables) -> dict[str, int]:
+    """The counts a build records (and a card states) for one subset, from the data."""
+    return {"queries": t.n_queries, "pool_pairs": t.pool.num_rows,
+            "gt_injected": int(_bools(t.pool.column("gt_injected"), t.pool.num_rows,
+                                      False).sum())}
+
+
+def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
+    """The counts the build recorded (and the card states) equal the data."""
+    try:
+        manifest = rel.manifest()
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})",
+                         path=str(rel.root / "provenance/build_manifest.json")) from exc
+    counts = manifest.get("counts", {})
+    problems = []
+    for s, t in tables.items():
+        c = counts.get(s)
+        if not c:
+            continue
+        for k, v in subset_counts(t).items():
+            if k in c and int(c[k]) != v:
+                problems.append(f"subset {s}: {k} recorded {c[k]}, data has {v}")
+    if not counts:
+        return [Check("counts", True, "build manifest counts", "present", "absent",
+                      "provenance/build_manifest.json", status="absent")]
+    if problems:
+        return [_fail("counts", "recorded counts equal the data", "equal", f"{len(problems)} "
+                      "differences", "provenance/build_manifest.json", problems)]
+    return [_ok("counts", "recorded counts (queries, pool pairs, injected) equal the data",
+                f"{len(tables)} subsets", "provenance/build_manifest.json")]
+
+
+def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
+                  configs: list[dict] | None = None) -> tuple[list[Check], dict[str, SubsetTables]]:
+    """All data checks of a release directory."""
+    checks: list[Check] = []
+    if configs is not None:
+        checks += check_configs(rel.root, configs)
+        checks += check_config_coverage(rel, configs)
+    tables: dict[str, SubsetTables] = {}
+    corpora = _Corpora(rel)
+    by_split: dict[str, list[str]] = {}
+    for s in rel.spec.subset_names:
+        by_split.setdefault(rel.spec.provenance_split(s), []).append(s)
+    for split, subsets in by_split.items():
+        present = [s for s in subsets if (rel.root / subset_file(s, "top_ranked")).exists()]
+        for s in subsets:
+            if s not in present:
+                checks.append(_fail("subset-present", "every subset of the suite is present",
+                                    "present", "missing", s))
+        if not present:
+            continue
+        pool = _read(rel.root, provenance_file("pool", split), "pool")
+        for s in present:
+            t = load_subset(rel, s, pool, corpora)
+            tables[s] = t
+            checks += check_subset(rel, t, params, link)
+            checks += check_pool_rule(rel, t)
+        checks += check_fusion(rel, split, pool)
+        log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)
+    checks += check_optional(rel)
+    checks += check_manifest_counts(rel, tables)
+    log.info("integrity: %d checks, %d failed", len(checks), sum(not c.ok for c in checks))
+    return checks, tables

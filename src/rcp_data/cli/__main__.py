@@ -1,0 +1,7 @@
+"""``python -m rcp_data.cli``: the rcp-data command."""
+
+import sys
+
+from rcp_data.cli.main import main
+
+sys.exit(main())

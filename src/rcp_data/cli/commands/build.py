@@ -1,0 +1,89 @@
+"""``rcp-data build SUITE --inputs DIR --out DIR``: sources + judge outputs -> release directory.
+
+The release directory is publishable as it comes out: data and provenance, then
+``provenance/releases.json`` (the repo's history with this release appended as current), the
+mteb task file and the card (``--no-prepare`` stops after the data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rcp_data.core.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build a release directory of a suite",
+                       description="Read a suite's sources and a judge run's builder inputs, "
+                       "and write a publishable release directory in the published layout.")
+    p.add_argument("suite", help="suite name (demo, trecdl, nanobeir, bright, vidore-v3)")
+    p.add_argument("--inputs", type=Path, required=True,
+                   help="builder inputs folder (judge/, first_stage/, runs/)")
+    p.add_argument("--out", type=Path, required=True, help="release directory to write")
+    p.add_argument("--link", default="weighted_discrimination", help="gain link")
+    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="option passed to the suite's source reader (repeatable)")
+    p.add_argument("--repo", help="Hub repo the release is for (default: the suite's repo)")
+    p.add_argument("--history", type=Path,
+                   help="the repo's release history (default: the project's "
+                   "release/<suite>.json when it tracks --repo; else a new history)")
+    p.add_argument("--previous-revision",
+                   help="commit sha of the current release when the history does not know it")
+    p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
+    p.add_argument("--summary", default="", help="one-line summary of the release")
+    p.add_argument("--no-prepare", action="store_true",
+                   help="write data and provenance only (no releases.json, task file, card)")
+    p.set_defaults(func=run)
+
+
+def _history(args: argparse.Namespace, suite: str, repo: str):
+    from rcp_data.core.history import history_path, read_history
+
+    if args.history:
+        return read_history(args.history)
+    path = history_path(suite)
+    if path.exists():
+        history = read_history(path)
+        if history.repo == repo:
+            return history
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from rcp_data.core.specs import load_spec
+    from rcp_data.release.prepare import prepare_release
+    from rcp_data.sources.registry import read_suite
+    from rcp_data.stages.build import build_release, read_inputs
+
+    options = {}
+    for item in args.source_option:
+        if "=" not in item:
+            raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        options[k] = v
+    spec = load_spec(args.suite)
+    inputs = read_inputs(args.inputs)
+    source = read_suite(spec, options)
+    manifest = build_release(spec, source, inputs, args.out, link=args.link)
+    totals = {k: sum(c.get(k, 0) for c in manifest["counts"].values()
+                     if isinstance(c.get(k, 0), int))
+              for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}
+    print(f"built {spec.name} into {args.out}: {len(manifest['counts'])} subsets, "
+          + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
+    result = {"out": str(args.out), **totals}
+    if not args.no_prepare:
+        repo = args.repo or spec.repo
+        history = prepare_release(args.out, spec, repo, previous=_history(args, spec.name, repo),
+                                  summary=args.summary,
+                                  date=args.date or dt.date.today().isoformat(),
+                                  previous_revision=args.previous_revision)
+        current = history.current
+        print(f"prepared release {current.release} ({current.tag}) for {repo}: "
+              "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
+        result.update(release=current.release, tag=current.tag, repo=repo)
+    print(json.dumps(result))
+    return 0

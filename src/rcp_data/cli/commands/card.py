@@ -1,0 +1,76 @@
+"""``rcp-data card``: render a release's card and task file, or regenerate them on the Hub.
+
+- ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md`` and
+  ``rcp_ndcg_tasks.py`` into the release directory (with ``--out``: only the card, to FILE;
+  ``--out -`` prints it).
+- ``card regenerate --repo OWNER/NAME --revision REV [--branch main]``: read the repo at REV,
+  write in the commit shas known by now (from the Hub's tags), and publish ONE commit on the
+  branch that changes only ``README.md``, ``rcp_ndcg_tasks.py`` and ``provenance/releases.json``.
+  REV must be the branch head (``parent_commit``); no tag is created or moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from rcp_data.core.errors import UsageError
+from rcp_data.documents.card import render_release_files, write_release_files
+from rcp_data.release.regenerate import REGENERATED_FILES, Regenerated, _spec_of, regenerate
+
+log = logging.getLogger(__name__)
+
+__all__ = ["REGENERATED_FILES", "Regenerated", "regenerate", "register",
+           "render_release_files", "write_release_files"]
+
+def _render(args: argparse.Namespace) -> int:
+    root = Path(args.release_dir)
+    if not root.is_dir():
+        raise UsageError(f"not a release directory: {root}")
+    spec = _spec_of(root, args.suite)
+    if args.out:
+        from rcp_data.documents.card import render_card
+
+        text = render_card(root, spec=spec, repo=args.repo)
+        if args.out == "-":
+            sys.stdout.write(text)
+        else:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+            print(f"wrote {out}")
+        return 0
+    for path in write_release_files(root, spec=spec, repo=args.repo):
+        print(f"wrote {path}")
+    return 0
+
+
+def _regenerate(args: argparse.Namespace) -> int:
+    result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite)
+    if result.commit is None:
+        print(f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
+    else:
+        print(f"{args.repo}: committed {result.commit} on {args.branch} "
+              f"(changed: {', '.join(result.changed)}; no tag moved)")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("card", help="render or regenerate dataset cards and task files")
+    sub = p.add_subparsers(dest="card_command", metavar="ACTION")
+    r = sub.add_parser("render", help="write README.md and rcp_ndcg_tasks.py of a release dir")
+    r.add_argument("release_dir", metavar="RELEASE_DIR")
+    r.add_argument("--out", help="write only the card, to this file ('-' = stdout)")
+    r.add_argument("--repo", help="Hub repo id the card names (default: releases.json or spec)")
+    r.add_argument("--suite", help="suite name (default: read from the release)")
+    r.set_defaults(func=_render)
+    g = sub.add_parser("regenerate",
+                       help="publish a commit updating only the card, task file, releases.json")
+    g.add_argument("--repo", required=True, metavar="OWNER/NAME")
+    g.add_argument("--revision", required=True, help="the branch head to build on")
+    g.add_argument("--branch", default="main")
+    g.add_argument("--suite", help="suite name (default: read from the repo)")
+    g.set_defaults(func=_regenerate)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

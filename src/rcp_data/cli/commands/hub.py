@@ -1,0 +1,50 @@
+"""``rcp-data hub serve``: run the local, git-backed Hub until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rcp_data.core.errors import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "hub",
+        help="run a local Hub-compatible server",
+        description="A local server speaking the Hugging Face Hub API subset the clients use.",
+    )
+    actions = parser.add_subparsers(dest="hub_command", metavar="ACTION", required=True)
+    serve = actions.add_parser(
+        "serve",
+        help="serve the repositories under --root",
+        description=(
+            "Serve every repository under ROOT (one bare git repository each) until Ctrl-C or "
+            "SIGTERM. Point clients at it with HF_ENDPOINT=<printed URL> and HF_HUB_DISABLE_XET=1."
+        ),
+    )
+    serve.add_argument("--root", type=Path, required=True, help="folder holding the repositories")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    serve.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    serve.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from rcp_data.hub.server import serve_forever
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    if args.root.exists() and not args.root.is_dir():
+        raise UsageError(f"--root {args.root} is not a folder")
+
+    def ready(url: str) -> None:
+        print(f"local Hub serving {args.root} at {url}", flush=True)
+        print(f"  export HF_ENDPOINT={url} HF_HUB_DISABLE_XET=1", flush=True)
+
+    try:
+        serve_forever(args.root, args.host, args.port, on_ready=ready)
+    except OSError as exc:
+        raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from exc
+    print("local Hub stopped", file=sys.stderr)
+    return 0

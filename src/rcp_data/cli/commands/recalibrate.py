@@ -1,0 +1,55 @@
+"""``rcp-data recalibrate``: release N+1 of a release directory from a calibration refit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recalibrate", help="make release N+1 from a refit (new gains), with a diff report",
+        description="Write release N+1 of RELEASE_DIR with the item parameters and thetas of a "
+        "`rcp-data calibrate` output folder: same data, new theta and gain, the previous "
+        "release marked superseded in provenance/releases.json. Prints how many gains changed "
+        "and how many printed table cells moved. Render the card and task file afterwards with "
+        "`rcp-data card render`.")
+    p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
+    p.add_argument("--fit", type=Path, required=True,
+                   help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
+    p.add_argument("--out", type=Path, required=True, help="release directory to write")
+    p.add_argument("--previous-revision", help="commit sha of release N (when its releases.json "
+                   "still says 'this commit')")
+    p.add_argument("--summary", default="", help="one-line summary of the release")
+    p.add_argument("--date", help="release date YYYY-MM-DD")
+    p.add_argument("--json", action="store_true", help="print the diff report as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from rcp_data.core.errors import UsageError
+    from rcp_data.core.gains import ItemParams
+    from rcp_data.core.layout import detect_suite
+    from rcp_data.core.specs import load_spec
+    from rcp_data.release.recalibrate import diff_releases, recalibrate_release
+    from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
+
+    suite = detect_suite(args.release_dir)
+    if suite is None:
+        raise UsageError(f"cannot tell the suite of {args.release_dir} (no build manifest)")
+    spec = load_spec(suite)
+    params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
+    thetas = pd.read_parquet(args.fit / THETAS_FILE)
+    entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,
+                                summary=args.summary, date=args.date,
+                                previous_revision=args.previous_revision)
+    diff = diff_releases(args.release_dir, args.out, spec)
+    if args.json:
+        print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))
+    else:
+        print(f"wrote release {entry['release']} ({entry['tag']}) into {args.out}")
+        print(diff.text())
+    return 0

@@ -1,0 +1,135 @@
+"""``rcp-data release``: check, publish and list releases; render RELEASES.md and card tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from rcp_data.core.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "release", help="check, publish and list tagged Hub releases",
+        description="Publish a release directory as ONE tagged Hub commit, list a repo's "
+                    "releases, render RELEASES.md. The Hub is $HF_ENDPOINT (the real Hub when "
+                    "unset).")
+    sub = parser.add_subparsers(dest="release_command", metavar="ACTION")
+
+    p = sub.add_parser("check", help="run the pre-publish checks of a release directory")
+    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR")
+    p.set_defaults(func=_check)
+
+    p = sub.add_parser("publish", help="check, commit (one commit) and tag a release directory")
+    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR")
+    p.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
+    p.add_argument("--branch", default="main")
+    p.add_argument("--parent-commit", metavar="SHA",
+                   help="the head the release was built against; refuse if the branch moved")
+    p.add_argument("--create-repo", action="store_true",
+                   help="create the dataset repo when it does not exist")
+    p.add_argument("--record-to", type=Path, metavar="DIR|FILE.json",
+                   default=os.environ.get("RCP_DATA_RECORD_TO") or None,
+                   help="record the published release (with its sha) in DIR/<suite>.json or "
+                        "FILE.json, started from the packaged history when new; in a checkout, "
+                        "--record-to release/ updates the project's record (default: "
+                        "$RCP_DATA_RECORD_TO, else nowhere)")
+    p.set_defaults(func=_publish)
+
+    p = sub.add_parser("list", help="the Hub's tags and the repo's releases.json side by side")
+    p.add_argument("--repo", required=True, metavar="OWNER/NAME")
+    p.add_argument("--branch", default="main")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser("render-md", help="render RELEASES.md from the release histories")
+    p.add_argument("--out", type=Path, help="file to write (default: print to stdout)")
+    p.add_argument("--histories", type=Path,
+                   help="folder of <suite>.json histories (default: the packaged ones)")
+    p.add_argument("--check", action="store_true",
+                   help="fail (exit 1) if the file named by --out is stale")
+    p.set_defaults(func=_render_md)
+
+    p = sub.add_parser("table", help="print a card's release table from a releases file")
+    p.add_argument("source", metavar="SUITE|RELEASES_JSON",
+                   help="a suite name (its release/<suite>.json) or a releases.json path")
+    p.add_argument("--text", action="store_true", help="tab-separated instead of Markdown")
+    p.set_defaults(func=_table)
+
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _check(args: argparse.Namespace) -> int:
+    from rcp_data.checks.release_check import check_release_dir
+
+    report = check_release_dir(args.release_dir)
+    report.raise_if_failed()
+    print(f"{args.release_dir}: release check passed ({len(report.files)} files, "
+          f"{report.qrels_rows} qrels rows, suite {report.suite})")
+    return 0
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from rcp_data.release.publish import publish
+
+    result = publish(args.release_dir, args.repo, branch=args.branch,
+                     parent_commit=args.parent_commit, create_repo=args.create_repo,
+                     record_to=args.record_to)
+    for msg in result.messages:
+        print(msg)
+    if result.recorded:
+        print(f"recorded in {result.recorded}")
+    elif result.status == "published":
+        log.info("the release is recorded in no project history (pass --record-to DIR)")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rcp_data.release.refs import list_releases, render_listing
+
+    listing = list_releases(args.repo, branch=args.branch)
+    if args.json:
+        print(json.dumps(listing.to_dict(), indent=2))
+    else:
+        print(render_listing(listing), end="")
+    return 0 if listing.ok else 1
+
+
+def _render_md(args: argparse.Namespace) -> int:
+    from rcp_data.core.history import load_project_histories
+    from rcp_data.documents.releases_md import render_releases_md, write_releases_md
+
+    if args.out is None:
+        if args.check:
+            raise UsageError("--check needs --out FILE (the RELEASES.md to check)")
+        sys.stdout.write(render_releases_md(load_project_histories(args.histories)))
+        return 0
+    path = write_releases_md(args.out, folder=args.histories, check=args.check)
+    print(f"{path} is up to date" if args.check else f"wrote {path}")
+    return 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    from rcp_data.core.history import history_path, read_history
+    from rcp_data.documents.releases_md import render_release_table, render_release_table_text
+
+    path = Path(args.source)
+    if not path.exists():
+        path = history_path(args.source)
+        if not path.exists():
+            raise UsageError(f"{args.source!r} is neither a file nor a suite with a history")
+    history = read_history(path)
+    print(render_release_table_text(history) if args.text else render_release_table(history),
+          end="")
+    return 0

@@ -1,0 +1,46 @@
+"""``rcp-data replay``: replay a release directory's result tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rcp_data.core.specs import TIE_RULES, VIEWS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay RCP-nDCG@k and qrel-nDCG@k tables from a release directory",
+        description="Compute per model the mean RCP-nDCG@k and qrel-nDCG@k per subset (or view "
+        "column) and their unweighted mean, from the release's qrels, top_ranked, excluded "
+        "and provenance runs. Prints the cards' Markdown tables, or JSON with --json.",
+    )
+    p.add_argument("path", help="release directory in the published layout, or "
+                   "hf://datasets/OWNER/NAME@REV (downloaded by commit sha into the HF cache)")
+    p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
+                   help="tie rule (default: the suite's paper rule, else doc-id)")
+    p.add_argument("--view", choices=VIEWS, default="subsets",
+                   help="table columns: subsets (default), or native/languages (one per domain)")
+    p.add_argument("--include-judge", action="store_true", help="also replay is_judge runs")
+    p.add_argument("--suite", default=None,
+                   help="suite spec to read the release with (default: detected)")
+    p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rcp_data.core.hub_client import local_release
+    from rcp_data.scoring.replay import replay_release
+
+    root, _pin = local_release(args.path)
+    result = replay_release(root, args.suite, k=args.k, tie_rule=args.tie_rule,
+                            view=args.view, include_judge=args.include_judge)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(result.markdown())
+    return 0

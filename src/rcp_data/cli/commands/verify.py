@@ -1,0 +1,63 @@
+"""``rcp-data verify``: integrity, provenance and published numbers of a pinned revision.
+
+``rcp-data verify (--repo OWNER/NAME --revision REV | PATH) [--reference FILE] [--json]
+[--cache-dir DIR]``. Exit 0 when every check holds, 1 when one failed, 2 when the verification
+could not run (unknown repo or revision, unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rcp_data.core.errors import RcpDataError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "verify",
+        help="verify a pinned release: integrity, releases.json, card tables, paper numbers",
+        description="Resolve the revision to its commit sha (a tag must agree with "
+        "provenance/releases.json at that commit), download strictly by sha, check the data's "
+        "integrity, replay provenance-runs under both tie rules and compare with the card's "
+        "tables (and with the paper's numbers when this is the release the paper used; "
+        "otherwise the differences are a diff, not a failure). Writes nothing to the Hub and "
+        "nothing outside the download cache. Exit 0 all hold, 1 a check failed, 2 could not run.",
+    )
+    p.add_argument("path", nargs="?", default=None,
+                   help="a local release directory or hf://datasets/OWNER/NAME@REV")
+    p.add_argument("--repo", default=None, help="dataset repo OWNER/NAME on the Hub")
+    p.add_argument("--revision", default=None, help="tag, branch or commit sha (with --repo)")
+    p.add_argument("--reference", type=Path, default=None,
+                   help="the paper's numbers (default: the project's provenance/paper_values.json)")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="download cache (default: the Hugging Face cache, $HF_HOME)")
+    p.add_argument("--histories", type=Path, default=None,
+                   help="folder of release histories (<suite>.json) used for a revision that "
+                   "carries no releases.json (default: the project's release/)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from rcp_data.checks.verify import verify
+
+    try:
+        report = verify(repo=args.repo, revision=args.revision, path=args.path,
+                        reference=args.reference, cache_dir=args.cache_dir,
+                        histories=args.histories)
+    except RcpDataError as exc:
+        if not args.json:
+            raise
+        json.dump({"schema": "rcp-data.verify/1", "ok": False, "exit_code": exc.exit_code,
+                   "error": exc.message}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return exc.exit_code
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(report.text())
+    return report.exit_code

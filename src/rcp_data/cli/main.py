@@ -1,0 +1,74 @@
+"""The ``rcp-data`` command: one app, a thin layer of subcommands over library functions.
+
+Each subcommand lives in ``rcp_data.cli.commands.<name>`` and exposes ``register(subparsers)``,
+which adds its parser and sets ``func`` (taking the parsed args, returning an exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from rcp_data import __version__
+from rcp_data.core.errors import RcpDataError
+
+COMMAND_MODULES = (
+    "demo",
+    "build",
+    "text",
+    "calibrate",
+    "recalibrate",
+    "replay",
+    "compare",
+    "card",
+    "hub",
+    "release",
+    "verify",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rcp-data",
+        description="Build, release and verify the RCP-nDCG benchmark datasets.",
+    )
+    parser.add_argument("--version", action="version", version=f"rcp-data {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"rcp_data.cli.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"rcp_data.cli.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if not args.verbose:  # the HTTP clients log every request at INFO
+        for noisy in ("httpx", "httpcore", "urllib3", "filelock", "fsspec"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except RcpDataError as exc:
+        print(f"rcp-data {args.command}: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The SYNTHETIC demo suite, its generated corpus and judge, and the end-to-end demo pipeline."""

@@ -1,0 +1,120 @@
+"""SYNTHETIC builder inputs for any suite's sources (tests, trial builds, benchmarks).
+
+Given a suite's real or generated sources, simulate what a judge run hands the build: first-stage
+runs, a judge's thetas (with Stage A scores ``theta_bt``) and Stage B verdicts drawn from a 2PL
+model, and reranker runs. Every value is random (seeded) and says so; none is shaped to match
+any published number.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.sources.base import SuiteSource
+from rcp_data.stages.build import write_builder_inputs
+from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
+
+JUDGE = {"model": "rcp-data/synthetic-judge", "revision": "synthetic", "short": "synthjudge"}
+PARAMS = ItemParams(gamma=(1.3, 1.1, 1.0, 0.8, 0.8), beta=(-1.5, -0.5, 0.3, 1.1, 2.0),
+                    extra={"note": "SYNTHETIC item parameters"})
+
+
+def _latent(rng: np.random.Generator, qids: list[str], doc_ids: np.ndarray, qrels: pd.DataFrame,
+            depth: int) -> pd.DataFrame:
+    """Candidate documents per query with a hidden relevance (positives higher)."""
+    grade = {(q, d): int(s) for q, d, s in qrels[["query-id", "corpus-id", "score"]].itertuples(
+        index=False)}
+    rows = []
+    for q in qids:
+        n = min(depth, len(doc_ids))
+        cand = set(doc_ids[rng.choice(len(doc_ids), size=n, replace=False)].tolist())
+        pos = [d for (qq, d), g in grade.items() if qq == q and g > 0]
+        # most positives are retrieved; some are missed (ground-truth injection brings them in)
+        cand |= {d for d in pos if rng.random() < 0.8}
+        for d in cand:
+            g = grade.get((q, d), 0)
+            rel = rng.normal(0.8 + 0.8 * g, 0.6) if g > 0 else rng.normal(-1.5, 1.0)
+            rows.append((q, d, rel))
+    return pd.DataFrame(rows, columns=["query-id", "corpus-id", "rel"])
+
+
+def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, seed: int = 7,
+                           depth: int | None = None,
+                           n_rerankers: int = 4, placements: int = 2) -> Path:
+    """Write ``out/{judge,first_stage,runs}`` for every subset of ``source``."""
+    rng = np.random.default_rng(seed)
+    depth = depth or min(spec.pool.size + 20, 2 * spec.pool.size)
+    out = Path(out)
+    fs: dict[str, list[pd.DataFrame]] = {r: [] for r in spec.pool.retrievers}
+    thetas, verdicts = [], []
+    models = list(spec.rerankers.values())[:n_rerankers] or [f"synthetic/rr-{i}" for i in range(
+        n_rerankers)]
+    runs: dict[str, list[pd.DataFrame]] = {m: [] for m in models}
+    runs["rcp-data/synthetic-judge:theta"] = []
+    call = 0
+    for sub in source.subsets.values():
+        split = spec.provenance_split(sub.name)
+        qids = sub.queries["id"].astype(str).tolist()
+        never = set(sub.notes.get("empty_ids", []))
+        doc_ids = np.asarray([d for d in sub.corpus.to_frame(["id"])["id"].astype(str)
+                              if d not in never])
+        lat = _latent(rng, qids, doc_ids, sub.qrels, depth)
+        sub_runs = []
+        for i, r in enumerate(spec.pool.retrievers):
+            noisy = lat.assign(score=np.round(lat["rel"] + rng.normal(0, 0.7 + 0.2 * i, len(lat)),
+                                              6))
+            run = normalize_run(noisy[["query-id", "corpus-id", "score"]], r)
+            sub_runs.append(run)
+            fs[r].append(run.assign(split=split))
+        fused = rrf_fuse(pd.concat(sub_runs, ignore_index=True), spec.pool.retrievers,
+                         k=spec.pool.rrf_k)
+        excluded = {}
+        if sub.excluded is not None:
+            excluded = {str(q): set(map(str, ids)) for q, ids in zip(
+                sub.excluded["query-id"], sub.excluded["excluded-corpus-ids"], strict=True)}
+        pool = build_pools(fused, sub.qrels.astype({"query-id": str, "corpus-id": str}), qids,
+                           rule=spec.pool.rule, size=spec.pool.size, excluded=excluded,
+                           never_pool=never)
+        rel = pool.merge(lat, on=["query-id", "corpus-id"], how="left")["rel"]
+        true = rel.fillna(pd.Series(rng.normal(1.0, 0.7, len(rel)))).to_numpy()
+        tau = dict(zip(qids, rng.uniform(0.7, 1.4, len(qids)), strict=True))
+        alpha = dict(zip(qids, rng.normal(0, 0.6, len(qids)), strict=True))
+        t = pool["query-id"].map(tau).to_numpy()
+        a = pool["query-id"].map(alpha).to_numpy()
+        theta_bt = (true - a) / t + rng.normal(0, 0.1, len(pool))
+        thetas.append(pd.DataFrame({"query-id": pool["query-id"], "corpus-id": pool["corpus-id"],
+                                    "theta": np.round(t * theta_bt + a, 6),
+                                    "theta_bt": theta_bt, "split": split}))
+        p = expit(np.asarray(PARAMS.gamma) * (true[:, None] - np.asarray(PARAMS.beta)))
+        for _ in range(placements):
+            v = (rng.random(p.shape) < p).astype(np.int8)
+            frame = pd.DataFrame(v, columns=PARAMS.criteria)
+            frame.insert(0, "corpus-id", pool["corpus-id"].to_numpy())
+            frame.insert(0, "call_index", call + np.arange(len(pool)) // 10)
+            frame.insert(0, "query-id", pool["query-id"].to_numpy())
+            frame["finish_reason"] = "stop"
+            frame["split"] = split
+            call += len(pool) // 10 + 1
+            verdicts.append(frame)
+        for i, m in enumerate(models):
+            score = true + rng.normal(0, 0.4 + 0.3 * i, len(pool))
+            if i == len(models) - 1:
+                score = np.round(score)  # a coarse reranker: many tied scores
+            runs[m].append(pd.DataFrame({"query-id": pool["query-id"],
+                                         "corpus-id": pool["corpus-id"],
+                                         "score": np.round(score, 6), "split": split}))
+        runs["rcp-data/synthetic-judge:theta"].append(thetas[-1][["query-id", "corpus-id",
+                                                                  "theta", "split"]].rename(
+            columns={"theta": "score"}))
+    columns = ["query-id", "corpus-id", "score", "rank", "split"]
+    return write_builder_inputs(
+        out, spec, judge=JUDGE, params=PARAMS, thetas=pd.concat(thetas, ignore_index=True),
+        criteria=pd.concat(verdicts, ignore_index=True).astype({"call_index": np.int64}),
+        first_stage={r: pd.concat(parts, ignore_index=True)[columns] for r, parts in fs.items()},
+        runs={m: pd.concat(parts, ignore_index=True) for m, parts in runs.items()})

@@ -1,0 +1,167 @@
+"""Recalibration releases: release N+1 from a refit of the same judge's answers.
+
+Data, pools, runs and verdicts are unchanged; ``theta`` (when the refit gives new thetas) and
+``gain`` of every judged pair change, the item parameters are replaced, the history gains a
+release and marks the previous one superseded. :func:`diff_releases` reports how far the gains
+and the printed table cells moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.layout import (
+    BUILD_MANIFEST,
+    CARD_FILE,
+    RELEASES_JSON,
+    SCHEMAS,
+    TASK_FILE,
+    ReleaseDir,
+    atomic_dir,
+    subset_file,
+    write_json,
+    write_parquet,
+)
+from rcp_data.core.specs import SuiteSpec
+
+log = logging.getLogger(__name__)
+
+TIE_RULES = ("doc-id", "group-mean")
+
+
+def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemParams, *,
+                        thetas: pd.DataFrame | None = None, summary: str = "",
+                        date: str | None = None, previous_revision: str | None = None,
+                        link: str | None = None) -> dict:
+    """Write release N+1 into ``out`` from release N in ``prev``; return the new history entry.
+
+    ``thetas`` (``query-id, corpus-id, theta``; optional ``split``) replaces the judged pairs'
+    thetas; every judged pair of the release must get one. The card and the task file of
+    release N are not carried over: they are rendered for N+1 afterwards.
+    """
+    from rcp_data.core.history import add_release, read_history, write_history
+
+    history = read_history(Path(prev) / RELEASES_JSON)
+    current = history.current
+    if current is None:
+        raise InputError("the release history has no current release to recalibrate",
+                         path=str(Path(prev) / RELEASES_JSON))
+    link = link or current.link
+    rel = ReleaseDir(Path(prev), spec)
+    with atomic_dir(Path(out)) as tmp:
+        shutil.copytree(prev, tmp, dirs_exist_ok=True)
+        for stale in (CARD_FILE, TASK_FILE):
+            (tmp / stale).unlink(missing_ok=True)
+        for subset in spec.subset_names:
+            if not rel.has(subset, "qrels"):
+                continue
+            qrels = rel.table(subset, "qrels")
+            judged = qrels["theta"].notna().to_numpy()
+            theta = qrels["theta"].to_numpy(dtype=np.float64)
+            if thetas is not None:
+                mine = thetas
+                if "split" in thetas.columns:
+                    mine = thetas[thetas["split"] == spec.provenance_split(subset)]
+                merged = qrels[["query-id", "corpus-id"]].merge(
+                    mine[["query-id", "corpus-id", "theta"]], how="left",
+                    on=["query-id", "corpus-id"])
+                new = merged["theta"].to_numpy(dtype=np.float64)
+                lacking = judged & np.isnan(new)
+                if lacking.any():
+                    r = qrels[lacking].iloc[0]
+                    raise InputError(f"the refit gives no theta for {int(lacking.sum())} judged "
+                                     f"pair(s) of subset {subset}, e.g. query {r['query-id']!r}, "
+                                     f"document {r['corpus-id']!r}", field="theta")
+                theta = np.where(judged, new, np.nan)
+            qrels["theta"] = theta
+            qrels["gain"] = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
+            write_parquet(qrels, tmp / subset_file(subset, "qrels"), SCHEMAS["qrels"])
+        params.write(tmp / current.item_params)
+        new_history = add_release(history, judge=current.judge, calibration=current.calibration,
+                                  summary=summary or "Recalibration of the same judge's answers.",
+                                  date=date, previous_revision=previous_revision)
+        write_history(new_history, tmp / RELEASES_JSON)
+        manifest_path = tmp / BUILD_MANIFEST
+        if manifest_path.exists():
+            import json
+
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            manifest["recalibration"] = {"from_release": current.release, "link": link,
+                                         "item_params": params.to_dict()}
+            write_json(manifest, manifest_path)
+    log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
+             spec.name, out)
+    return new_history.releases[-1].to_dict()
+
+
+@dataclass
+class ReleaseDiff:
+    """How far release B moved from release A."""
+
+    judged_pairs: int = 0
+    gains_changed: int = 0
+    gain_max_abs: float = 0.0
+    gain_mean_abs: float = 0.0
+    cells: int = 0
+    cells_moved: int = 0
+    cell_max_points: float = 0.0
+    moved: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        return (f"gains: {self.gains_changed} of {self.judged_pairs} judged pairs changed "
+                f"(max |diff| {self.gain_max_abs:.4g}, mean {self.gain_mean_abs:.4g}); "
+                f"printed cells: {self.cells_moved} of {self.cells} moved "
+                f"(max {self.cell_max_points:.1f} points)")
+
+
+def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseDiff:
+    """Gains and printed table cells (% with one decimal) of ``b`` against ``a``."""
+    from rcp_data.scoring.replay import load_release, replay_loaded
+
+    diff = ReleaseDiff()
+    deltas = []
+    ra, rb = ReleaseDir(Path(a), spec), ReleaseDir(Path(b), spec)
+    for subset in spec.subset_names:
+        if not ra.has(subset, "qrels"):
+            continue
+        qa, qb = ra.table(subset, "qrels"), rb.table(subset, "qrels")
+        m = qa.merge(qb, on=["query-id", "corpus-id"], suffixes=("_a", "_b"))
+        judged = m["theta_a"].notna() | m["theta_b"].notna()
+        d = (m.loc[judged, "gain_b"].fillna(0) - m.loc[judged, "gain_a"].fillna(0)).abs()
+        deltas.append(d.to_numpy())
+    all_d = np.concatenate(deltas) if deltas else np.zeros(0)
+    diff.judged_pairs = int(all_d.size)
+    diff.gains_changed = int((all_d > 1e-12).sum())
+    diff.gain_max_abs = float(all_d.max()) if all_d.size else 0.0
+    diff.gain_mean_abs = float(all_d.mean()) if all_d.size else 0.0
+    views = ["subsets"] + (["native", "languages"] if spec.has_languages else [])
+    da, db = load_release(a, spec), load_release(b, spec)
+    for rule in TIE_RULES:
+        for view in views:
+            ta = replay_loaded(da, k=k, tie_rule=rule, view=view).tables
+            tb = replay_loaded(db, k=k, tie_rule=rule, view=view).tables
+            for metric in ta:
+                pa_ = (100 * ta[metric]).round(1)
+                pb_ = (100 * tb[metric]).round(1)
+                for model in pa_.index:
+                    for col in pa_.columns:
+                        x, y = pa_.at[model, col], pb_.at[model, col]
+                        diff.cells += 1
+                        if x != y:
+                            diff.cells_moved += 1
+                            diff.cell_max_points = max(diff.cell_max_points, abs(y - x))
+                            diff.moved.append({"metric": metric, "tie_rule": rule, "view": view,
+                                               "model": model, "column": col,
+                                               "before": float(x), "after": float(y)})
+    return diff

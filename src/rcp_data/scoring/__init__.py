@@ -1,0 +1,1 @@
+"""Scoring: the nDCG engine, replay of provenance runs, table comparison, pair statistics."""

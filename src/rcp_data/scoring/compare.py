@@ -1,0 +1,419 @@
+"""Compare result tables cell by cell: replay JSON, dataset cards, ``paper_values.json`` files.
+
+A cell is keyed by metric (``rcp_ndcg``/``qrel_ndcg``), cutoff k, tie rule, view, model (hub id;
+short names are mapped through the suite spec) and column (subset or domain key, or ``mean``).
+Values are in points (%). Cards are Markdown (``| Reranker | ... |`` tables under bold titles)
+or plain text (tab-separated tables under title lines, as the ViDoRe card); a card's tables
+carry their tie rule in the title (``rule (a)``/``(b)``/``(c)``) and, for suites with
+languages, their view in the heading above them. The paper's numbers are the suite's paper
+rule and paper view.
+
+Only the reference groups (metric, k, tie rule, view) that the compared tables also hold are
+compared. A cell matches when ``|diff| <= tolerance + 1e-6`` (0.05 points); against the paper,
+a cell listed in ``provenance/known_deviations.json`` within its bound is ``known``; anything
+else, or a reference cell the tables lack, is ``failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rcp_data import resources
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.io import read_json
+from rcp_data.core.specs import SuiteSpec, known_suites, load_spec
+from rcp_data.scoring.replay import METRICS, RULE_LETTERS, model_order
+
+TOLERANCE = 0.05
+EPS = 1e-6
+PRINTED_HALF_UNIT = 0.05          # tables printed to one decimal
+LETTER_RULES = {v: k for k, v in RULE_LETTERS.items()}
+_TITLE = re.compile(r"^\W*(RCP|qrel)-nDCG@(\d+)\s*\(%\),\s*rule\s*\(([abc])\)", re.IGNORECASE)
+_PAPER_METRIC = re.compile(r"^(rcp|qrel)_ndcg(\d+)$")
+
+
+@dataclass(frozen=True)
+class CellKey:
+    metric: str
+    k: int
+    tie_rule: str
+    view: str
+    model: str
+    column: str
+
+
+@dataclass
+class TableSet:
+    """The cells of one source (values in points)."""
+
+    source: str
+    kind: str                         # replay | card | paper
+    suite: str | None
+    cells: dict[CellKey, float]
+    half_unit: float = 0.0            # rounding of printed values (0 for replay JSON)
+
+    def groups(self) -> set[tuple[str, int, str, str]]:
+        return {(c.metric, c.k, c.tie_rule, c.view) for c in self.cells}
+
+
+@dataclass
+class Comparison:
+    """Outcome of :func:`compare_tables`; ``rows`` as in ``rcp-data compare --json``."""
+
+    tables: str
+    reference: str
+    rows: list[dict] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.rows if r["status"] == status)
+
+    @property
+    def ok(self) -> bool:
+        return self.count("failed") == 0
+
+    def to_json(self) -> dict:
+        return {"cells": len(self.rows), "matched": self.count("matched"),
+                "known": self.count("known"), "failed": self.count("failed"), "rows": self.rows}
+
+    def summary(self) -> str:
+        lines = [f"{self.tables} vs {self.reference}: {len(self.rows)} cells, "
+                 f"{self.count('matched')} matched, {self.count('known')} known, "
+                 f"{self.count('failed')} failed"]
+        for r in self.rows:
+            if r["status"] != "matched":
+                t = "missing" if r["tables"] is None else f"{r['tables']:.2f}"
+                d = "" if r["diff"] is None else f" (diff {r['diff']:+.3f})"
+                lines.append(f"  {r['status']:7} {r['metric']}@{r['k']} rule ({RULE_LETTERS[r['tie_rule']]}) "
+                             f"{r['view']} | {r['model']} | {r['column']}: {t} vs "
+                             f"{r['reference']:.2f}{d}")
+        return "\n".join(lines)
+
+
+# -- known deviations ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KnownDeviation:
+    suite: str
+    metric: str
+    k: int
+    column: str
+    cells: int
+    bound: float
+    reason: str = ""
+
+
+def load_known_deviations(path: str | Path | None = None) -> list[KnownDeviation]:
+    """The paper's known deviations (default ``provenance/known_deviations.json``)."""
+    path = Path(path) if path else resources.provenance_dir() / "known_deviations.json"
+    data = read_json(path)
+    out = []
+    for i, d in enumerate(data.get("deviations", [])):
+        try:
+            out.append(KnownDeviation(suite=d["suite"], metric=d["metric"], k=int(d["k"]),
+                                      column=d["column"], cells=int(d["cells"]),
+                                      bound=float(d["bound"]), reason=d.get("reason", "")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"bad deviation entry ({exc})", path=str(path), row=i) from exc
+    return out
+
+
+# -- reading sources -----------------------------------------------------------------------------
+@dataclass
+class _RawTable:
+    metric: str
+    k: int
+    tie_rule: str
+    view: str | None
+    columns: list[str]
+    rows: list[tuple[str, list[float | None]]]
+
+
+def _split_row(line: str) -> list[str]:
+    if "\t" in line and not line.lstrip().startswith("|"):
+        return [c.strip() for c in line.split("\t")]
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _is_table_line(line: str) -> bool:
+    s = line.strip()
+    return s.startswith("|") or "\t" in s
+
+
+def _view_hint(line: str) -> str | None:
+    s = line.strip().lstrip("#*> ").rstrip("*").strip().lower()
+    if not s or len(s) > 120 or _is_table_line(line):
+        return None
+    if s.startswith(("native-language", "native language")) or "(native view)" in s:
+        return "native"
+    if "language subsets" in s or "(languages view)" in s or s.startswith("mean over the"):
+        return "languages"
+    return None
+
+
+def _value(cell: str) -> float | None:
+    cell = cell.strip().strip("*")
+    if cell in ("", "–", "-", "—", "n/a"):
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def card_body(text: str) -> str:
+    """A card's text after its YAML front matter (``---`` ... ``---``); the whole text when
+    it has none. A later ``---`` line (a Markdown rule) belongs to the body."""
+    if not text.startswith("---"):
+        return text
+    end = text.find("\n---", 3)
+    if end < 0:
+        return text
+    newline = text.find("\n", end + 4)
+    return text[newline + 1:] if newline >= 0 else ""
+
+
+def parse_card_tables(text: str) -> list[_RawTable]:
+    """The result tables of a card (Markdown or the plain-text tab-separated form)."""
+    lines = card_body(text).splitlines()
+    tables: list[_RawTable] = []
+    view: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        hint = _view_hint(line)
+        if hint:
+            view = hint
+        m = _TITLE.match(line.strip().lstrip("#").strip())
+        if not m:
+            i += 1
+            continue
+        metric = "rcp_ndcg" if m.group(1).lower() == "rcp" else "qrel_ndcg"
+        k, rule = int(m.group(2)), LETTER_RULES[m.group(3).lower()]
+        i += 1
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i >= len(lines) or not _is_table_line(lines[i]):
+            continue
+        header = _split_row(lines[i])
+        i += 1
+        rows = []
+        while i < len(lines) and _is_table_line(lines[i]):
+            cells = _split_row(lines[i])
+            i += 1
+            if all(set(c) <= set("-: ") for c in cells):
+                continue
+            rows.append((cells[0], [_value(c) for c in cells[1:]]))
+        tables.append(_RawTable(metric, k, rule, view, header[1:], rows))
+    return tables
+
+
+def _front_matter_suite(text: str) -> str | None:
+    if not text.startswith("---"):
+        return None
+    import yaml
+
+    try:
+        front = yaml.safe_load(text.split("---", 2)[1]) or {}
+    except yaml.YAMLError:
+        return None
+    aliases = {"vidore-v3": "vidore_v3", "trec-dl": "trecdl"}
+    for t in front.get("tags", []) or []:
+        name = aliases.get(str(t), str(t))
+        if name in known_suites():
+            return name
+    return None
+
+
+def _infer_suite(columns: Iterable[str]) -> str | None:
+    cols = [c for c in set(columns) if c.lower() != "mean"]
+    if not cols:
+        return None
+    hits = []
+    for name in known_suites():
+        spec = load_spec(name)
+        keys = set(spec.subset_names) | {d.name for d in spec.domains}
+        if all(spec.column_key(c) in keys for c in cols):
+            hits.append(name)
+    return hits[0] if len(hits) == 1 else None
+
+
+def _spec_for(spec: SuiteSpec | str | None, guess: str | None, source: str) -> SuiteSpec:
+    if isinstance(spec, SuiteSpec):
+        return spec
+    name = spec or guess
+    if not name:
+        raise UsageError(f"cannot tell which suite {source} belongs to; pass --suite")
+    return load_spec(name)
+
+
+def _column(spec: SuiteSpec, label: str) -> str:
+    return "mean" if label.strip().lower() == "mean" else spec.column_key(label.strip())
+
+
+def load_tables(path: str | Path, spec: SuiteSpec | str | None = None) -> TableSet:
+    """Read a replay JSON, a card (``README.md`` or text) or a ``paper_values.json`` file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError("file not found", path=str(path)) from exc
+    except IsADirectoryError:
+        return load_tables(path / "README.md", spec)
+    data = None
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+    if isinstance(data, dict) and "leaderboards" in data:
+        return _paper_tables(data, path, spec)
+    if isinstance(data, dict) and "metrics" in data:
+        return _replay_tables(data, path, spec)
+    if data is not None:
+        raise InputError("JSON is neither a replay (metrics) nor paper values (leaderboards)",
+                         path=str(path))
+    return _card_tables(text, path, spec)
+
+
+def _card_tables(text: str, path: Path, spec: SuiteSpec | str | None) -> TableSet:
+    raw = parse_card_tables(text)
+    if not raw:
+        raise InputError("no result tables found (titles like 'RCP-nDCG@10 (%), rule (a)')",
+                         path=str(path))
+    guess = _front_matter_suite(text) or _infer_suite(c for t in raw for c in t.columns)
+    sp = _spec_for(spec, guess, str(path))
+    cells: dict[CellKey, float] = {}
+    for t in raw:
+        view = t.view or ("native" if sp.has_languages else "subsets")
+        cols = [_column(sp, c) for c in t.columns]
+        for name, values in t.rows:
+            model = sp.hub_id(name)
+            for col, v in zip(cols, values, strict=False):
+                if v is not None:
+                    cells[CellKey(t.metric, t.k, t.tie_rule, view, model, col)] = v
+    return TableSet(str(path), "card", sp.name, cells, PRINTED_HALF_UNIT)
+
+
+def _replay_tables(data: dict, path: Path, spec: SuiteSpec | str | None) -> TableSet:
+    try:
+        k, rule, view = int(data["k"]), data["tie_rule"], data["view"]
+        metrics = data["metrics"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"replay JSON lacks {exc}", path=str(path)) from exc
+    cols = [c for m in metrics.values() for row in m.values() for c in row]
+    sp = _spec_for(spec, _infer_suite(cols), str(path))
+    cells = {}
+    for metric, table in metrics.items():
+        if metric not in METRICS:
+            raise InputError(f"unknown metric {metric!r}", path=str(path), field="metrics")
+        for model, row in table.items():
+            for col, v in row.items():
+                if v is not None:
+                    cells[CellKey(metric, k, rule, view, sp.hub_id(model),
+                                  _column(sp, col))] = 100.0 * float(v)
+    return TableSet(str(path), "replay", sp.name, cells, 0.0)
+
+
+def _paper_tables(data: dict, path: Path, spec: SuiteSpec | str | None) -> TableSet:
+    sp = _spec_for(spec, None, str(path))
+    key = sp.paper_key or sp.name
+    boards = data["leaderboards"]
+    if key not in boards:
+        raise InputError(f"no leaderboard {key!r} for suite {sp.name!r} "
+                         f"(has {', '.join(boards)})", path=str(path), field="leaderboards")
+    cells = {}
+    for mkey, table in boards[key].items():
+        m = _PAPER_METRIC.match(mkey)
+        if not m:
+            continue
+        metric = f"{m.group(1)}_ndcg"
+        for model, row in table.items():
+            for col, v in row.items():
+                if v is not None:
+                    cells[CellKey(metric, int(m.group(2)), sp.paper_tie_rule, sp.paper_view,
+                                  sp.hub_id(model), _column(sp, col))] = float(v)
+    return TableSet(str(path), "paper", sp.name, cells, PRINTED_HALF_UNIT)
+
+
+# -- comparing -----------------------------------------------------------------------------------
+def compare_tables(tables: TableSet, reference: TableSet, spec: SuiteSpec, *,
+                   tolerance: float = TOLERANCE,
+                   known: list[KnownDeviation] | None = None) -> Comparison:
+    """Match every reference cell of the groups both sides hold (see module docstring)."""
+    shared = tables.groups() & reference.groups()
+    if not shared:
+        raise UsageError(
+            f"nothing to compare: {tables.source} holds "
+            f"{_describe(tables.groups())}, {reference.source} holds "
+            f"{_describe(reference.groups())}")
+    against_paper = "paper" in (tables.kind, reference.kind)
+    other_half = tables.half_unit if reference.kind == "paper" else reference.half_unit
+    deviations = [d for d in (known or []) if d.suite == spec.name] if against_paper else []
+    models = model_order(spec, sorted({c.model for c in reference.cells}))
+    col_order = {c: i for i, c in enumerate([*spec.subset_names,
+                                             *(d.name for d in spec.domains), "mean"])}
+    keys = sorted(
+        (c for c in reference.cells if (c.metric, c.k, c.tie_rule, c.view) in shared),
+        key=lambda c: (METRICS.index(c.metric), c.k, c.tie_rule, c.view,
+                       models.index(c.model), col_order.get(c.column, len(col_order)),
+                       c.column))
+    rows = []
+    for c in keys:
+        ref = reference.cells[c]
+        val = tables.cells.get(c)
+        diff = None if val is None else val - ref
+        if diff is None:
+            status = "failed"
+        elif abs(diff) <= tolerance + EPS:
+            status = "matched"
+        else:
+            status = "failed"
+        rows.append({"metric": c.metric, "model": spec.short_name(c.model), "column": c.column,
+                     "tables": val, "reference": ref, "diff": diff, "status": status,
+                     "k": c.k, "tie_rule": c.tie_rule, "view": c.view})
+    _apply_known(rows, deviations, other_half)
+    return Comparison(tables.source, reference.source, rows)
+
+
+def _apply_known(rows: list[dict], deviations: list[KnownDeviation], half: float) -> None:
+    """Mark failed cells within a known deviation's bound as ``known`` (at most its count)."""
+    for d in deviations:
+        cand = [r for r in rows
+                if r["status"] == "failed" and r["diff"] is not None and r["metric"] == d.metric
+                and r["k"] == d.k and r["column"] == d.column
+                and abs(r["diff"]) <= d.bound + half + EPS]
+        cand.sort(key=lambda r: abs(r["diff"]))
+        for r in cand[: d.cells]:
+            r["status"] = "known"
+
+
+def _describe(groups: set) -> str:
+    if not groups:
+        return "no cells"
+    return "; ".join(f"{m}@{k} rule ({RULE_LETTERS[r]}) view {v}" for m, k, r, v in sorted(groups))
+
+
+def compare_files(tables: str | Path, reference: str | Path, *, suite: str | None = None,
+                  tolerance: float = TOLERANCE,
+                  known_path: str | Path | None = None) -> Comparison:
+    """Load both sides (the suite from ``suite``, else inferred from either) and compare."""
+    spec: SuiteSpec | None = load_spec(suite) if suite else None
+    first, second = (tables, reference)
+    # read the side that can name its suite first, so a paper file can use it
+    try:
+        t = load_tables(first, spec)
+    except UsageError:
+        r = load_tables(second, spec)
+        spec = load_spec(r.suite) if r.suite else spec
+        t = load_tables(first, spec)
+    else:
+        spec = spec or (load_spec(t.suite) if t.suite else None)
+        r = load_tables(second, spec)
+    spec = spec or load_spec(t.suite or r.suite)
+    if t.suite and r.suite and t.suite != r.suite:
+        raise UsageError(f"{tables} is suite {t.suite!r} but {reference} is {r.suite!r}")
+    return compare_tables(t, r, spec, tolerance=tolerance,
+                          known=load_known_deviations(known_path))

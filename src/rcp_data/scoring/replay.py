@@ -1,0 +1,783 @@
+"""Replay a release directory's result tables: per-query nDCG@k, subset means, view tables.
+
+Follows the design note (``release-layout.md``, *Replaying the tables*):
+
+- candidates = ``{subset}/top_ranked`` (pool order, exclusions removed); every run in
+  ``provenance/runs/{split}`` must score every candidate of every query of the subset exactly
+  once; a run naming a document outside the pool is an error; rows of excluded documents are
+  dropped;
+- RCP-nDCG: gains from ``qrels.gain`` (null reads as 0), ideal over all gains of the query's
+  qrels rows (the judged pool), exclusions removed; a query whose ideal is 0 scores 0 and stays
+  in the mean;
+- qrel-nDCG: gains = ``qrels.score`` (negative grades count 0), ideal over all positive qrels
+  of the query, also outside the pool; a query without a positive qrel is left out of the mean;
+- mean over queries per subset, then the unweighted mean over subsets or view columns.
+
+Loading (:func:`load_release`) and scoring (:func:`score_queries`) are separate, so one load
+serves several tie rules and views; :func:`replay_release` does both for one table set.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from rcp_data.core.errors import InputError, SchemaError, UsageError
+from rcp_data.core.layout import (
+    ReleaseDir,
+    check_columns,
+    detect_suite,
+    provenance_file,
+    subset_file,
+)
+from rcp_data.core.specs import CorpusSpec, PoolSpec, SubsetSpec, SuiteSpec, load_spec
+from rcp_data.scoring.metrics import TIE_RULES, byte_order_key, ideal_dcg, ndcg_at_k_rules
+
+log = logging.getLogger(__name__)
+
+METRICS = ("rcp_ndcg", "qrel_ndcg")
+METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
+RULE_LETTERS = {"doc-id": "a", "group-mean": "b", "pool-order": "c"}
+RULE_TITLES = {
+    "doc-id": "rule (a): document-id tie-break",
+    "group-mean": "rule (b): group-mean gain for ties",
+    "pool-order": "rule (c): pool order for ties",
+}
+_DENSE_LIMIT = 1 << 25       # largest (queries x documents) table looked up densely
+
+
+# -- loaded data ---------------------------------------------------------------------------------
+@dataclass
+class SubsetRuns:
+    """One subset, aligned for the engine: candidates, gains, ideals and every run's scores."""
+
+    subset: str
+    query_ids: np.ndarray            # (Q,) str
+    offsets: np.ndarray              # (Q + 1,) candidates of query q: [offsets[q], offsets[q+1])
+    corpus_ids: pa.Array             # (n,) str, pool order within each query
+    doc_key: np.ndarray              # (n,) byte-wise order rank of corpus_ids
+    gains: np.ndarray                # (2, n): RCP gain, qrel grade (negative -> 0)
+    ideal_offsets: np.ndarray        # (Q + 1,) ragged qrels rows per query (exclusions removed)
+    ideal_gains: np.ndarray          # (2, m): RCP gains, qrel grades of those rows
+    models: list[str]
+    is_judge: np.ndarray             # (R,) bool
+    scores: np.ndarray               # (R, n)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+
+@dataclass
+class ReleaseRuns:
+    """A loaded release: its spec and every subset's aligned data."""
+
+    root: Path | None
+    spec: SuiteSpec
+    subsets: dict[str, SubsetRuns]
+    suite_known: bool = True
+
+    @property
+    def models(self) -> list[str]:
+        seen: list[str] = []
+        for s in self.subsets.values():
+            for m in s.models:
+                if m not in seen:
+                    seen.append(m)
+        return seen
+
+
+# -- small helpers -------------------------------------------------------------------------------
+def _arrow(table: pa.Table | pd.DataFrame) -> pa.Table:
+    if isinstance(table, pd.DataFrame):
+        return pa.Table.from_pandas(table, preserve_index=False)
+    return table
+
+
+def _codes(col: pa.ChunkedArray | pa.Array, name: str, path: str) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes of a string column: ``(indices, dictionary)``."""
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col])
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError("null value", path=path, row=row, field=name)
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    col = pa.table({"c": col}).unify_dictionaries().column("c")
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
+    dictionary = col.chunk(0).dictionary
+    indices = np.concatenate(
+        [c.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+         for c in col.chunks]
+    )
+    return indices, dictionary.cast(pa.string())
+
+
+def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Position of each of ``values`` in ``value_set`` (-1 when absent)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = pc.index_in(values, value_set=value_set)
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _floats(col: pa.ChunkedArray, name: str, path: str, *, null_as: float | None) -> np.ndarray:
+    try:
+        arr = col.cast(pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InputError(f"not numeric ({col.type})", path=path, field=name) from exc
+    nulls = np.isnan(arr) & col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
+    if nulls is not None:
+        if null_as is None:
+            raise InputError("null value", path=path, row=int(np.flatnonzero(nulls)[0]), field=name)
+        arr = np.where(nulls, null_as, arr)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"non-finite value {arr[row]!r}", path=path, row=row, field=name)
+    return arr
+
+
+def _require(table: pa.Table, columns: list[str], path: str) -> None:
+    for c in columns:
+        if c not in table.column_names:
+            raise SchemaError(f"missing column {c!r} (has {', '.join(table.column_names)})",
+                              path=path, field=c)
+
+
+def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    return values if rows is None else values[rows]
+
+
+class _PairIndex:
+    """Map (query code, document code) pairs to a value, -1 when absent (dense table or hash).
+
+    Document code ``n_docs`` is a sentinel for "not a known document" and always maps to -1.
+    """
+
+    def __init__(self, q: np.ndarray, d: np.ndarray, value: np.ndarray, n_docs: int,
+                 n_queries: int):
+        self.width = int(n_docs) + 1
+        self.n_keys = max(int(n_queries), 1) * self.width
+        keys = q.astype(np.int64) * self.width + d
+        if self.n_keys <= _DENSE_LIMIT:
+            self.table = np.full(self.n_keys, -1, dtype=np.int64)
+            self.table[keys] = value
+            self.index = None
+        else:
+            self.table = None
+            uniq, first = np.unique(keys[::-1], return_index=True)     # last value wins
+            self.index = pd.Index(uniq)
+            self.value = np.asarray(value, dtype=np.int64)[::-1][first]
+
+    def get(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Values of pairs with ``0 <= q < n_queries`` and ``0 <= d <= n_docs`` (sentinel)."""
+        keys = q.astype(np.int64) * self.width + d
+        if self.table is not None:
+            return self.table[keys]
+        pos = self.index.get_indexer(keys)
+        return np.where(pos >= 0, self.value[np.maximum(pos, 0)], -1)
+
+    def doc_codes(self, values: pa.Array, docs: pa.Array) -> np.ndarray:
+        """Codes of ``values`` among ``docs``, unknown ones as the sentinel."""
+        codes = _lookup(values, docs)
+        codes[codes < 0] = self.width - 1
+        return codes
+
+
+def _read(root: Path, rel: str, kind: str, columns: list[str],
+          dictionary: Sequence[str] = ()) -> pa.Table:
+    """Read the columns of a release table, checking the schema first (names file and column)."""
+    path = root / rel
+    if not path.exists():
+        raise InputError(f"missing file (expected the {kind} table)", path=str(path))
+    try:
+        schema = pq.read_schema(path)
+        check_columns(schema.empty_table(), kind, path)
+        present = [c for c in columns if c in schema.names]
+        return pq.read_table(path, columns=present,
+                             read_dictionary=[c for c in dictionary if c in present])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+
+
+# -- building one subset from plain tables -------------------------------------------------------
+@dataclass
+class _Candidates:
+    query_ids: pa.Array
+    offsets: np.ndarray
+    doc_ids: pa.Array                # (n,)
+    qidx: np.ndarray                 # (n,)
+    docs: pa.Array                   # extended document dictionary: candidates, then excluded
+    dcode: np.ndarray                # (n,) candidate document codes
+    pairs: _PairIndex                # -> candidate index, or -2 for an excluded pair
+    excluded_pairs: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (
+        np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+
+def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
+                path_excl: str) -> _Candidates:
+    _require(top_ranked, ["query-id", "corpus-ids"], path_top)
+    qcol = top_ranked.column("query-id")
+    if qcol.null_count:
+        _codes(qcol, "query-id", path_top)
+    qids = qcol.combine_chunks().cast(pa.string())
+    if len(pc.unique(qids)) != len(qids):
+        dup = pd.Series(qids.to_pylist()).duplicated()
+        row = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(f"duplicate query {qids[row].as_py()!r}", path=path_top, row=row,
+                         field="query-id")
+    lists = top_ranked.column("corpus-ids").combine_chunks()
+    if lists.null_count:
+        row = int(np.flatnonzero(lists.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError("null candidate list", path=path_top, row=row, field="corpus-ids")
+    if isinstance(lists, pa.LargeListArray):
+        lists = lists.cast(pa.list_(pa.string()))
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    offsets = offsets - offsets[0]
+    values = lists.flatten().cast(pa.string())
+    if values.null_count:
+        raise InputError("null corpus id in a candidate list", path=path_top, field="corpus-ids")
+    n_q = len(qids)
+    qidx = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(offsets))
+
+    # excluded pairs (query code, excluded id)
+    ex_q = np.zeros(0, dtype=np.int64)
+    ex_ids = pa.array([], type=pa.string())
+    if excluded is not None and excluded.num_rows:
+        _require(excluded, ["query-id", "excluded-corpus-ids"], path_excl)
+        eq = _lookup(excluded.column("query-id").combine_chunks().cast(pa.string()), qids)
+        elists = excluded.column("excluded-corpus-ids").combine_chunks()
+        if isinstance(elists, pa.LargeListArray):
+            elists = elists.cast(pa.list_(pa.string()))
+        elists = elists.fill_null(pa.scalar([], type=elists.type)) if elists.null_count else elists
+        eoff = elists.offsets.to_numpy().astype(np.int64)
+        ex_q = np.repeat(eq, np.diff(eoff))
+        ex_ids = elists.flatten().cast(pa.string())
+        keep = ex_q >= 0                      # exclusions of queries outside the subset: ignore
+        ex_q, ex_ids = ex_q[keep], ex_ids.filter(pa.array(keep))
+
+    docs = pc.unique(pa.concat_arrays([values, ex_ids]))
+    dcode = _lookup(values, docs)
+    ex_d = _lookup(ex_ids, docs)
+    if len(ex_q):
+        probe = _PairIndex(ex_q, ex_d, np.full(len(ex_q), -2), len(docs), n_q)
+        hit = probe.get(qidx, dcode) == -2
+        if hit.any():
+            log.warning("%s: %d excluded candidates dropped from top_ranked", path_top,
+                        int(hit.sum()))
+            keep = ~hit
+            counts = np.bincount(qidx[keep], minlength=n_q)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            values = values.filter(pa.array(keep))
+            qidx, dcode = qidx[keep], dcode[keep]
+    n = len(values)
+    all_q = np.concatenate([qidx, ex_q])
+    all_d = np.concatenate([dcode, ex_d])
+    all_v = np.concatenate([np.arange(n, dtype=np.int64), np.full(len(ex_q), -2)])
+    pairs = _PairIndex(all_q, all_d, all_v, len(docs), n_q)
+    back = pairs.get(qidx, dcode)
+    if not np.array_equal(back, np.arange(n)):
+        i = int(np.flatnonzero(back != np.arange(n))[0])
+        raise InputError(
+            f"query {qids[int(qidx[i])].as_py()!r} lists candidate {values[i].as_py()!r} twice",
+            path=path_top, row=int(qidx[i]), field="corpus-ids")
+    return _Candidates(qids, offsets, values, qidx, docs, dcode, pairs, (ex_q, ex_d))
+
+
+def _qrels(qrels: pa.Table, cand: _Candidates, path: str) -> tuple[np.ndarray, np.ndarray,
+                                                                   np.ndarray]:
+    """Candidate gains ``(2, n)``, ideal offsets and ideal gains ``(2, m)`` from the qrels."""
+    _require(qrels, ["query-id", "corpus-id", "score", "gain"], path)
+    q_idx, q_dict = _codes(qrels.column("query-id"), "query-id", path)
+    d_idx, d_dict = _codes(qrels.column("corpus-id"), "corpus-id", path)
+    score_col = qrels.column("score")
+    if score_col.null_count:
+        row = int(np.flatnonzero(score_col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError("null grade", path=path, row=row, field="score")
+    grade = _floats(score_col, "score", path, null_as=None)
+    gain = _floats(qrels.column("gain"), "gain", path, null_as=0.0)
+    if (gain < 0).any():
+        row = int(np.flatnonzero(gain < 0)[0])
+        raise InputError(f"negative gain {gain[row]!r}", path=path, row=row, field="gain")
+    q = _lookup(q_dict, cand.query_ids)[q_idx]
+    inside = q >= 0                                   # rows of queries in this subset
+    d_ext = cand.pairs.doc_codes(d_dict, cand.docs)[d_idx]
+    target = np.full(len(q), -1, dtype=np.int64)     # candidate index, -2 excluded, -1 outside
+    target[inside] = cand.pairs.get(q[inside], d_ext[inside])
+    rows = np.flatnonzero(inside & (target != -2))
+    # duplicates (query, document): same grade and gain -> one row; different -> error
+    d_key = d_idx[rows]
+    key = q[rows] * (len(d_dict) + 1) + d_key
+    order = np.lexsort((key,))
+    sk = key[order]
+    same = sk[1:] == sk[:-1]
+    if same.any():
+        a, b = rows[order[:-1][same]], rows[order[1:][same]]
+        diff = (grade[a] != grade[b]) | (gain[a] != gain[b])
+        if diff.any():
+            i = int(np.flatnonzero(diff)[0])
+            fld = "score" if grade[a[i]] != grade[b[i]] else "gain"
+            raise InputError(
+                f"duplicate (query, document) rows with different values: "
+                f"({q_dict[int(q_idx[a[i]])].as_py()!r}, {d_dict[int(d_idx[a[i]])].as_py()!r}) "
+                f"rows {int(min(a[i], b[i]))} and {int(max(a[i], b[i]))}",
+                path=path, row=int(max(a[i], b[i])), field=fld)
+        drop = np.zeros(len(rows), dtype=bool)
+        drop[order[1:][same]] = True
+        rows = rows[~drop]
+    n = len(cand.doc_ids)
+    gains = np.zeros((2, n), dtype=np.float64)
+    t = target[rows]
+    on = t >= 0
+    gains[0, t[on]] = gain[rows[on]]
+    gains[1, t[on]] = np.maximum(grade[rows[on]], 0.0)
+    missing = n - int(on.sum())
+    if missing:
+        log.info("%s: %d candidates without a qrels row (gain 0)", path, missing)
+    # ragged ideal rows grouped by query
+    rq = q[rows]
+    order = np.argsort(rq, kind="stable")
+    counts = np.bincount(rq, minlength=len(cand.query_ids))
+    ideal_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    ideal_gains = np.vstack([gain[rows][order], np.maximum(grade[rows][order], 0.0)])
+    return gains, ideal_offsets, ideal_gains
+
+
+def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
+          include_judge: bool) -> dict[str, tuple[list[str], np.ndarray, np.ndarray]]:
+    """Scores ``(R, n)`` per subset sharing one runs file: ``{subset: (models, is_judge, S)}``."""
+    _require(runs, ["model", "query-id", "corpus-id", "score"], path)
+    m_idx, m_dict = _codes(runs.column("model"), "model", path)
+    q_idx, q_dict = _codes(runs.column("query-id"), "query-id", path)
+    d_idx, d_dict = _codes(runs.column("corpus-id"), "corpus-id", path)
+    score = _floats(runs.column("score"), "score", path, null_as=None)
+    models = [str(m) for m in m_dict.to_pylist()]
+    if "is_judge" in runs.column_names:
+        jcol = runs.column("is_judge")
+        jv = jcol.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+        n_true = np.bincount(m_idx, weights=jv, minlength=len(models))
+        n_all = np.bincount(m_idx, minlength=len(models))
+        mixed = (n_true > 0) & (n_true < n_all)
+        if mixed.any():
+            raise InputError(f"model {models[int(np.flatnonzero(mixed)[0])]!r} has rows with "
+                             "is_judge true and false", path=path, field="is_judge")
+        judge = n_true > 0
+    else:
+        judge = np.zeros(len(models), dtype=bool)
+    # which subset (and local query) each run query belongs to
+    names = list(cands)
+    starts = np.cumsum([0] + [len(cands[s].query_ids) for s in names])
+    all_q = pa.concat_arrays([cands[s].query_ids for s in names]) if names else pa.array([])
+    if len(pc.unique(all_q)) != len(all_q):
+        raise InputError("a query id belongs to two subsets sharing this runs file", path=path)
+    qpos = _lookup(q_dict, all_q)
+    unknown = np.flatnonzero(qpos < 0)
+    row_qpos = qpos[q_idx]
+    if len(unknown):
+        bad_rows = np.flatnonzero(row_qpos < 0)
+        if len(bad_rows):
+            r = int(bad_rows[0])
+            raise InputError(
+                f"run of model {models[int(m_idx[r])]!r} scores query "
+                f"{q_dict[int(q_idx[r])].as_py()!r}, which is in no top_ranked of "
+                f"{', '.join(names)}", path=path, row=r, field="query-id")
+    keep_model = np.ones(len(models), dtype=bool) if include_judge else ~judge
+    wanted = np.flatnonzero(keep_model)
+    local = np.full(len(models), -1, dtype=np.int64)
+    local[wanted] = np.arange(len(wanted))
+    if len(names) == 1 and keep_model.all():
+        groups = [None]                                     # every row, no copy
+    else:
+        sub_of = np.repeat(np.arange(len(names), dtype=np.int16), np.diff(starts))
+        row_sub = np.where(keep_model[m_idx], sub_of[row_qpos], len(names)).astype(np.int16)
+        grouped = np.argsort(row_sub, kind="stable")         # radix sort of small ints
+        bounds = np.searchsorted(row_sub[grouped], np.arange(len(names) + 1))
+        groups = [grouped[bounds[i]:bounds[i + 1]] for i in range(len(names))]
+    out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
+    for si, s in enumerate(names):
+        cand = cands[s]
+        rows = groups[si]
+        lq = _take(row_qpos, rows) - starts[si]
+        ld = cand.pairs.doc_codes(d_dict, cand.docs)[_take(d_idx, rows)]
+        target = cand.pairs.get(lq, ld)
+        if (target < 0).any():
+            outside = np.flatnonzero(target == -1)
+            if len(outside):
+                r = int(outside[0] if rows is None else rows[outside[0]])
+                raise InputError(
+                    f"run of model {models[int(m_idx[r])]!r} names document "
+                    f"{d_dict[int(d_idx[r])].as_py()!r} for query "
+                    f"{q_dict[int(q_idx[r])].as_py()!r}, which is not a candidate (top_ranked) "
+                    f"of subset {s!r}", path=path, row=r, field="corpus-id")
+            inpool = np.flatnonzero(target >= 0)             # drop rows of excluded documents
+            rows = inpool if rows is None else rows[inpool]
+            target = target[inpool]
+        n = len(cand.doc_ids)
+        mr = local[_take(m_idx, rows)]
+        flat = mr * n + target
+        counts = np.bincount(flat, minlength=len(wanted) * n).reshape(len(wanted), n)
+        if (counts != 1).any():
+            if (counts > 1).any():
+                mi, ci = np.argwhere(counts > 1)[0]
+                raise InputError(
+                    f"run of model {models[int(wanted[mi])]!r} scores document "
+                    f"{cand.doc_ids[int(ci)].as_py()!r} of query "
+                    f"{cand.query_ids[int(cand.qidx[ci])].as_py()!r} twice", path=path,
+                    field="corpus-id")
+            mi, ci = np.argwhere(counts == 0)[0]
+            n_miss = int((counts[mi] == 0).sum())
+            raise InputError(
+                f"run of model {models[int(wanted[mi])]!r} omits candidate "
+                f"{cand.doc_ids[int(ci)].as_py()!r} of query "
+                f"{cand.query_ids[int(cand.qidx[ci])].as_py()!r} (subset {s!r}; {n_miss} "
+                "candidates missing in all); every run must score every candidate",
+                path=path, field="corpus-id")
+        scores = np.empty((len(wanted), n), dtype=np.float64)
+        scores.reshape(-1)[flat] = _take(score, rows)
+        out[s] = ([models[i] for i in wanted], judge[wanted], scores)
+    return out
+
+
+def build_split_runs(subsets: dict[str, tuple], runs: pa.Table | pd.DataFrame, *,
+                     include_judge: bool = False, runs_name: str = "runs",
+                     names: dict[str, dict[str, str]] | None = None) -> dict[str, SubsetRuns]:
+    """Align the subsets that share one runs table, from in-memory tables.
+
+    ``subsets`` maps a subset name to ``(qrels, top_ranked, excluded or None)`` (columns as in
+    the published layout; string ids plain or dictionary-encoded). ``names`` labels the tables
+    in error messages (``{subset: {"qrels": path, ...}}``).
+    """
+    names = names or {}
+    cands: dict[str, _Candidates] = {}
+    qrel_parts = {}
+    for s, (qrels, top_ranked, excluded) in subsets.items():
+        lab = names.get(s, {})
+        cands[s] = _candidates(_arrow(top_ranked),
+                               None if excluded is None else _arrow(excluded),
+                               lab.get("top_ranked", f"{s}/top_ranked"),
+                               lab.get("excluded", f"{s}/excluded"))
+        qrel_parts[s] = _qrels(_arrow(qrels), cands[s], lab.get("qrels", f"{s}/qrels"))
+    scored = _runs(_arrow(runs), cands, runs_name, include_judge=include_judge)
+    return {s: _assemble(s, cands[s], *qrel_parts[s], scored[s]) for s in subsets}
+
+
+def build_subset_runs(subset: str, qrels: pa.Table | pd.DataFrame,
+                      top_ranked: pa.Table | pd.DataFrame, runs: pa.Table | pd.DataFrame,
+                      excluded: pa.Table | pd.DataFrame | None = None, *,
+                      include_judge: bool = False) -> SubsetRuns:
+    """Align one subset from in-memory tables; ``runs`` may hold only this subset's queries."""
+    return build_split_runs({subset: (qrels, top_ranked, excluded)}, runs,
+                            include_judge=include_judge)[subset]
+
+
+def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.ndarray,
+              ideal_g: np.ndarray, scored: tuple[list[str], np.ndarray, np.ndarray]) -> SubsetRuns:
+    models, judge, scores = scored
+    return SubsetRuns(
+        subset=subset,
+        query_ids=np.asarray(cand.query_ids.to_pylist(), dtype=object),
+        offsets=cand.offsets,
+        corpus_ids=cand.doc_ids,
+        doc_key=byte_order_key(cand.doc_ids),
+        gains=gains,
+        ideal_offsets=ideal_off,
+        ideal_gains=ideal_g,
+        models=models,
+        is_judge=np.asarray(judge, dtype=bool),
+        scores=scores,
+    )
+
+
+# -- loading a release directory -----------------------------------------------------------------
+def directory_spec(root: Path) -> SuiteSpec:
+    """An ad-hoc spec for a release of an unknown suite: every folder with a top_ranked table."""
+    subsets = sorted(p.parent.name for p in Path(root).glob("*/top_ranked.parquet"))
+    if not subsets:
+        raise InputError("no {subset}/top_ranked.parquet found: not a release directory",
+                         path=str(root))
+    return SuiteSpec(
+        name="unknown", pretty_name=Path(root).name, title=Path(root).name, repo="", split="",
+        paper_tie_rule="doc-id",
+        subsets=tuple(SubsetSpec(name=s, label=s, task=s) for s in subsets),
+        rerankers={}, pool=PoolSpec(), corpus=CorpusSpec(),
+    )
+
+
+def resolve_spec(root: Path, spec: SuiteSpec | str | None = None) -> tuple[SuiteSpec, bool]:
+    """The release's spec (given, detected from its manifest/card) and whether it is known."""
+    if isinstance(spec, SuiteSpec):
+        return spec, True
+    if isinstance(spec, str):
+        return load_spec(spec), True
+    name = detect_suite(root)
+    if name:
+        try:
+            return load_spec(name), True
+        except UsageError:
+            log.warning("release names unknown suite %r; replaying its folders as found", name)
+    return directory_spec(root), False
+
+
+def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
+                 include_judge: bool = False) -> ReleaseRuns:
+    """Read and align every subset of a release directory (see module docstring)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("not a directory", path=str(root))
+    spec, known = resolve_spec(root, spec)
+    release = ReleaseDir(root, spec)
+    by_split: dict[str, list[str]] = {}
+    for s in spec.subset_names:
+        by_split.setdefault(spec.provenance_split(s), []).append(s)
+    subsets: dict[str, SubsetRuns] = {}
+    for split, names in tqdm(by_split.items(), desc="replay", unit="split", leave=False,
+                             disable=len(by_split) < 4):
+        tables, labels = {}, {}
+        for s in names:
+            excl = None
+            if release.has(s, "excluded"):
+                excl = _read(root, subset_file(s, "excluded"), "excluded",
+                             ["query-id", "excluded-corpus-ids"])
+            tables[s] = (
+                _read(root, subset_file(s, "qrels"), "qrels",
+                      ["query-id", "corpus-id", "score", "gain"], ["query-id", "corpus-id"]),
+                _read(root, subset_file(s, "top_ranked"), "top_ranked",
+                      ["query-id", "corpus-ids"]),
+                excl,
+            )
+            labels[s] = {kind: str(root / subset_file(s, kind))
+                         for kind in ("qrels", "top_ranked", "excluded")}
+        rel = provenance_file("runs", split)
+        runs = _read(root, rel, "runs", ["model", "is_judge", "query-id", "corpus-id", "score"],
+                     ["model", "query-id", "corpus-id"])
+        log.info("read %s: %d rows", rel, runs.num_rows)
+        built = build_split_runs(tables, runs, include_judge=include_judge,
+                                 runs_name=str(root / rel), names=labels)
+        for s in names:
+            subsets[s] = built[s]
+            log.info("subset %s: %d queries, %d candidates, %d runs", s,
+                     subsets[s].n_queries, len(subsets[s].corpus_ids), len(subsets[s].models))
+    _check_models(subsets, root, spec)
+    return ReleaseRuns(root=root, spec=spec, subsets=subsets, suite_known=known)
+
+
+def _check_models(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -> None:
+    every: list[str] = []
+    for s in subsets.values():
+        every += [m for m in s.models if m not in every]
+    for name, s in subsets.items():
+        missing = [m for m in every if m not in s.models]
+        if missing and s.n_queries:
+            raise InputError(
+                f"no run of model {missing[0]!r} for subset {name!r} (every run must score "
+                "every candidate of every query)",
+                path=str(root / provenance_file("runs", spec.provenance_split(name))),
+                field="model")
+
+
+# -- scoring -------------------------------------------------------------------------------------
+def score_subset(data: SubsetRuns, *, k: int = 10,
+                 tie_rules: Sequence[str] = ("doc-id",)) -> dict[str, dict[str, np.ndarray]]:
+    """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``.
+
+    qrel-nDCG is NaN for queries without a positive qrel (left out of means).
+    """
+    if k < 1:
+        raise UsageError(f"--k must be at least 1 (got {k})")
+    ideal = ideal_dcg(data.ideal_offsets, data.ideal_gains, k)           # (2, Q)
+    key = data.doc_key if "doc-id" in tie_rules else None
+    if data.scores.shape[0] == 0:
+        empty = np.zeros((0, data.n_queries))
+        return {r: {"rcp_ndcg": empty, "qrel_ndcg": empty} for r in tie_rules}
+    res = ndcg_at_k_rules(data.offsets, data.scores, data.gains, ideal, k=k,
+                          tie_rules=list(tie_rules), doc_key=key)          # (R, 2, Q)
+    no_pos = ideal[1] <= 0
+    out = {}
+    for rule, v in res.items():
+        qrel = v[:, 1, :].copy()
+        qrel[:, no_pos] = np.nan
+        out[rule] = {"rcp_ndcg": v[:, 0, :], "qrel_ndcg": qrel}
+    return out
+
+
+def score_queries(data: ReleaseRuns, *, k: int = 10,
+                  tie_rules: Sequence[str] = ("doc-id",)) -> pd.DataFrame:
+    """Long table of per-query values: ``tie_rule, subset, model, query-id, rcp_ndcg,
+    qrel_ndcg`` (qrel NaN where the query has no positive qrel)."""
+    for r in tie_rules:
+        if r not in TIE_RULES:
+            raise UsageError(f"unknown tie rule {r!r}; choose one of {', '.join(TIE_RULES)}")
+    frames = []
+    for name, sub in data.subsets.items():
+        res = score_subset(sub, k=k, tie_rules=tie_rules)
+        n_r, n_q = len(sub.models), sub.n_queries
+        for rule in tie_rules:
+            frames.append(pd.DataFrame({
+                "tie_rule": rule,
+                "subset": name,
+                "model": np.repeat(np.asarray(sub.models, dtype=object), n_q),
+                "query-id": np.tile(sub.query_ids, n_r),
+                "rcp_ndcg": res[rule]["rcp_ndcg"].reshape(-1),
+                "qrel_ndcg": res[rule]["qrel_ndcg"].reshape(-1),
+            }))
+    cols = ["tie_rule", "subset", "model", "query-id", "rcp_ndcg", "qrel_ndcg"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+
+def model_order(spec: SuiteSpec, models: Sequence[str]) -> list[str]:
+    """Rows as in the cards: the spec's reranker order, then unmapped models by name."""
+    mapped = [hub for hub in spec.rerankers.values() if hub in models]
+    return mapped + sorted(m for m in models if m not in mapped)
+
+
+def summarize(per_query: pd.DataFrame, spec: SuiteSpec, *, view: str = "subsets",
+              tie_rule: str | None = None) -> dict[str, pd.DataFrame]:
+    """View tables ``{metric: DataFrame}``: rows = models, columns = view keys + ``mean``;
+    unrounded fractions. Means over queries per subset, then unweighted over columns."""
+    columns = spec.view_columns(view)
+    pq_ = per_query
+    if tie_rule is not None:
+        pq_ = pq_[pq_["tie_rule"] == tie_rule]
+    elif pq_["tie_rule"].nunique() > 1:
+        raise UsageError("per-query table holds several tie rules; name one")
+    sub_means = pq_.groupby(["model", "subset"], sort=False)[list(METRICS)].mean()
+    models = model_order(spec, list(pd.unique(pq_["model"])))
+    have = set(pq_["subset"].unique())
+    out = {}
+    for metric in METRICS:
+        wide = sub_means[metric].unstack("subset")
+        table = pd.DataFrame(index=pd.Index(models, name="model"))
+        for key, _label, members in columns:
+            present = [m for m in members if m in have]
+            if not present:
+                continue
+            if len(present) < len(members):
+                log.warning("view column %s lacks subsets %s", key,
+                            ", ".join(m for m in members if m not in have))
+            table[key] = wide.reindex(index=models, columns=present).mean(axis=1, skipna=False)
+        table["mean"] = table.mean(axis=1, skipna=False)
+        out[metric] = table
+    return out
+
+
+# -- result --------------------------------------------------------------------------------------
+@dataclass
+class ReplayResult:
+    """One replayed table set: per-query values and the view's tables (fractions)."""
+
+    k: int
+    tie_rule: str
+    view: str
+    spec: SuiteSpec
+    per_query: pd.DataFrame                 # tie_rule, subset, model, query-id, rcp_ndcg, qrel_ndcg
+    tables: dict[str, pd.DataFrame]         # {"rcp_ndcg"|"qrel_ndcg": models x (columns + mean)}
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.tables["rcp_ndcg"].index)
+
+    def to_json(self) -> dict:
+        """``{"k", "tie_rule", "view", "metrics": {metric: {model: {column: value}}}}``."""
+        metrics = {}
+        for metric in METRICS:
+            table = self.tables[metric]
+            metrics[metric] = {
+                str(m): {str(c): _num(table.at[m, c]) for c in table.columns}
+                for m in table.index
+            }
+        return {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "metrics": metrics}
+
+    def markdown(self) -> str:
+        """Both tables as in the cards (titles, short names, %, one decimal, Mean column)."""
+        parts = [render_markdown_table(self.tables[m], self.spec,
+                                       title=table_title(m, self.k, self.tie_rule))
+                 for m in METRICS]
+        heading = view_heading(self.spec, self.view)
+        if heading:
+            parts.insert(0, f"**{heading}**")
+        return "\n\n".join(parts) + "\n"
+
+
+def _num(v: float) -> float | None:
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def view_heading(spec: SuiteSpec, view: str) -> str | None:
+    """The cards' heading above a view's tables (None for the plain subsets view)."""
+    if view == "native":
+        return "Native-language questions (one subset per domain)"
+    if view == "languages":
+        return f"Mean over the {len(spec.view_languages)} language subsets (the mteb task score)"
+    return None
+
+
+def table_title(metric: str, k: int, tie_rule: str) -> str:
+    """E.g. ``RCP-nDCG@10 (%), rule (a): document-id tie-break``."""
+    return f"{METRIC_TITLES[metric]}@{k} (%), {RULE_TITLES[tie_rule]}"
+
+
+def format_percent(v: float) -> str:
+    return "–" if v is None or math.isnan(v) else f"{100.0 * v:.1f}"
+
+
+def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | None = None,
+                          first_header: str = "Reranker") -> str:
+    """A card table: short names (spec), %, one decimal, labels from the spec, Mean last."""
+    labels = [("Mean" if c == "mean" else spec.column_label(str(c))) for c in table.columns]
+    lines = []
+    if title:
+        lines += [f"**{title}**", ""]
+    lines.append("| " + " | ".join([first_header, *labels]) + " |")
+    lines.append("|---|" + "---:|" * len(labels))
+    for model in table.index:
+        cells = [format_percent(table.at[model, c]) for c in table.columns]
+        lines.append("| " + " | ".join([spec.short_name(str(model)), *cells]) + " |")
+    return "\n".join(lines)
+
+
+def default_tie_rule(spec: SuiteSpec, known: bool) -> str:
+    return spec.paper_tie_rule if known else "doc-id"
+
+
+def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: int = 10,
+                   tie_rule: str | None = None, view: str = "subsets",
+                   include_judge: bool = False) -> ReplayResult:
+    """Replay one table set of a release directory (see module docstring)."""
+    spec, known = resolve_spec(Path(root), spec)
+    spec.view_columns(view)                            # refuse a bad view before reading
+    data = load_release(root, spec, include_judge=include_judge)
+    data.suite_known = known
+    rule = tie_rule or default_tie_rule(spec, known)
+    return replay_loaded(data, k=k, tie_rule=rule, view=view)
+
+
+def replay_loaded(data: ReleaseRuns, *, k: int = 10, tie_rule: str = "doc-id",
+                  view: str = "subsets") -> ReplayResult:
+    """Score and tabulate an already loaded release (one load, several rules or views)."""
+    data.spec.view_columns(view)                       # refuse a bad view before scoring
+    per_query = score_queries(data, k=k, tie_rules=(tie_rule,))
+    tables = summarize(per_query, data.spec, view=view, tie_rule=tie_rule)
+    return ReplayResult(k=k, tie_rule=tie_rule, view=view, spec=data.spec, per_query=per_query,
+                        tables=tables)
+
+
+__all__ = [
+    "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
+    "build_subset_runs",
+    "default_tie_rule", "format_percent", "load_release", "model_order", "render_markdown_table",
+    "replay_loaded", "replay_release", "resolve_spec", "score_queries", "score_subset",
+    "summarize", "table_title", "view_heading",
+]

@@ -1,0 +1,460 @@
+"""The shared build: sources + builder inputs -> a release directory in the published layout.
+
+Stages (each plain tables in, plain tables out): first stage (given runs, BM25 when absent)
+-> RRF fusion -> pools -> judge attach (thetas, gains, verdicts, runs) -> layout writer.
+The release directory is written to a temporary folder and moved into place at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import platform
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from rcp_data import __version__
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import DEFAULT_LINK, ItemParams
+from rcp_data.core.layout import (
+    BUILD_MANIFEST,
+    SCHEMAS,
+    atomic_dir,
+    judge_criteria_schema,
+    provenance_file,
+    shard_name,
+    subset_file,
+    write_json,
+    write_parquet,
+)
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
+from rcp_data.stages.judge import (
+    JudgeInfo,
+    RunSpec,
+    attach_gains,
+    check_verdicts,
+    for_split,
+    ingest_run,
+    read_run_file,
+    read_runs_json,
+)
+from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
+
+log = logging.getLogger(__name__)
+
+MANIFEST_SCHEMA = "rcp-data.build-manifest/1"
+CORPUS_SHARD_ROWS = 1_000_000
+
+
+@dataclass
+class BuildInputs:
+    """The builder-input contract (design note): judge outputs, first-stage and reranker runs."""
+
+    judge: JudgeInfo
+    item_params: ItemParams
+    thetas: pd.DataFrame
+    criteria: pd.DataFrame
+    first_stage: dict[str, pd.DataFrame]
+    runs: list[tuple[RunSpec, pd.DataFrame]]
+    files: list[Path] = field(default_factory=list)
+    root: Path | None = None
+
+    def only_split(self, split: str) -> BuildInputs:
+        """The rows of one provenance split (tables with a ``split`` column are filtered once
+        here rather than once per subset; tables without one are shared as they are)."""
+
+        def keep(frame: pd.DataFrame) -> pd.DataFrame:
+            out = for_split(frame, split)
+            out.attrs.update(frame.attrs)
+            return out
+
+        return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
+                       first_stage={k: keep(v) for k, v in self.first_stage.items()},
+                       runs=[(spec, keep(frame)) for spec, frame in self.runs])
+
+
+def read_inputs(root: Path) -> BuildInputs:
+    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the design note."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("builder inputs folder not found", path=str(root))
+    judge_dir = root / "judge"
+    judge = JudgeInfo.read(judge_dir / "judge.json")
+    params = ItemParams.read(judge_dir / "item_params.json")
+    thetas = _read_parquet(judge_dir / "thetas.parquet", ["query-id", "corpus-id", "theta"])
+    criteria = _read_parquet(judge_dir / "criteria.parquet", ["query-id", "call_index", "corpus-id"])
+    criteria = check_verdicts(criteria, params, source=str(judge_dir / "criteria.parquet"))
+    files = [judge_dir / n for n in ("judge.json", "item_params.json", "thetas.parquet",
+                                     "criteria.parquet")]
+    first_stage: dict[str, pd.DataFrame] = {}
+    fs_dir = root / "first_stage"
+    for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
+        if path.suffix not in (".trec", ".parquet"):
+            continue
+        frame = read_run_file(path)
+        frame.attrs["source"] = str(path)
+        first_stage[path.stem] = frame
+        files.append(path)
+    runs = []
+    runs_json = root / "runs" / "runs.json"
+    for spec in read_runs_json(runs_json):
+        path = root / "runs" / spec.file
+        runs.append((spec, read_run_file(path)))
+        files.append(path)
+    files.append(runs_json)
+    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %d first-stage runs, "
+             "%d reranker runs", root, len(thetas), len(criteria), len(first_stage), len(runs))
+    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root)
+
+
+def run_file_name(model: str) -> str:
+    """The file of a model's run in ``runs/`` (hub ids hold ``/`` and ``:``)."""
+    return model.replace("/", "__").replace(":", "_") + ".parquet"
+
+
+def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: ItemParams,
+                         thetas: pd.DataFrame, criteria: pd.DataFrame,
+                         first_stage: dict[str, pd.DataFrame],
+                         runs: dict[str, pd.DataFrame]) -> Path:
+    """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
+    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
+    out = Path(out)
+    judge_dir = out / "judge"
+    judge_dir.mkdir(parents=True, exist_ok=True)
+    write_json(judge, judge_dir / "judge.json")
+    params.write(judge_dir / "item_params.json")
+    write_parquet(thetas, judge_dir / "thetas.parquet")
+    write_parquet(criteria, judge_dir / "criteria.parquet")
+    for retriever, frame in first_stage.items():
+        write_parquet(frame, out / "first_stage" / f"{retriever}.parquet")
+    entries = []
+    for model, frame in runs.items():
+        write_parquet(frame, out / "runs" / run_file_name(model))
+        entries.append({"file": run_file_name(model), "model": model,
+                        "short": spec.short_name(model), "is_judge": model.endswith(":theta")})
+    write_json(entries, out / "runs" / "runs.json")
+    log.info("wrote builder inputs to %s: %d thetas, %d verdict rows, %d first-stage runs, "
+             "%d runs", out, len(thetas), len(criteria), len(first_stage), len(runs))
+    return out
+
+
+def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
+    if not path.exists():
+        raise InputError("file not found", path=str(path))
+    frame = pd.read_parquet(path)
+    for col in required:
+        if col not in frame.columns:
+            raise InputError(f"missing column {col!r}", path=str(path), field=col)
+    return frame.astype({"query-id": str, "corpus-id": str})
+
+
+@dataclass
+class SubsetBuild:
+    """Everything built for one subset (plain tables in layout order)."""
+
+    name: str
+    queries: pd.DataFrame
+    qrels: pd.DataFrame
+    top_ranked: pd.DataFrame
+    excluded: pd.DataFrame | None
+    pool: pd.DataFrame
+    first_stage: pd.DataFrame
+    runs: pd.DataFrame
+    criteria: pd.DataFrame
+    counts: dict = field(default_factory=dict)
+
+
+def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
+    """The subset's first-stage runs (BM25 computed with bm25s when not given)."""
+    qids = set(source.queries["id"])
+    parts = []
+    for retriever in spec.pool.retrievers:
+        run = inputs.first_stage.get(retriever)
+        if run is None and retriever == "bm25":
+            from rcp_data.stages.bm25 import (
+                bm25_run,  # optional stage: only when no BM25 run is given
+            )
+
+            run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
+            parts.append(run[run["query-id"].isin(qids)])
+            continue
+        if run is None:
+            continue
+        src = run.attrs.get("source", retriever)
+        mine = run[run["query-id"].astype(str).isin(qids)]
+        check_known_ids(mine, source.corpus, source=src)
+        parts.append(normalize_run(mine, retriever, source=src))
+    if not parts:
+        raise InputError(f"no first-stage run for subset {source.name!r}",
+                         path=str(inputs.root or "inputs"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
+                 link: str = DEFAULT_LINK) -> SubsetBuild:
+    """Pools, gains, verdicts and runs of one subset, from the inputs of its provenance split
+    (:meth:`BuildInputs.only_split`)."""
+    queries = source.queries.astype({"id": str}).reset_index(drop=True)
+    qids = queries["id"].tolist()
+    qrels_up = source.qrels.astype({"query-id": str, "corpus-id": str})
+    qrels_up = qrels_up[qrels_up["query-id"].isin(set(qids))]
+    excluded_map: dict[str, set[str]] = {}
+    if source.excluded is not None and len(source.excluded):
+        for q, ids in zip(source.excluded["query-id"], source.excluded["excluded-corpus-ids"],
+                          strict=True):
+            excluded_map[str(q)] = set(map(str, ids))
+    runs = first_stage_for(source, inputs, spec)
+    fused = rrf_fuse(runs, spec.pool.retrievers, k=spec.pool.rrf_k)
+    never = set(source.notes.get("empty_ids", []))
+    pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
+                       grade_positive=int(spec.source.get("grade_positive", 1)),
+                       excluded=excluded_map, never_pool=never)
+    thetas = inputs.thetas
+    theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
+    qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link,
+                               source=theta_src, query_ids=qids)
+    top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)
+    top_ranked = pd.DataFrame({"query-id": qids,
+                               "corpus-ids": [top.get(q, []) for q in qids]})
+    excluded = None
+    if excluded_map:
+        excluded = pd.DataFrame({
+            "query-id": [q for q in qids if q in excluded_map],
+            "excluded-corpus-ids": [sorted(excluded_map[q]) for q in qids if q in excluded_map],
+        })
+    fused_top = fused[fused["rank"] <= spec.pool.size]
+    first_stage = pd.concat([runs, fused_top], ignore_index=True)
+    run_tables = []
+    for run_spec, frame in inputs.runs:
+        src = str((inputs.root / "runs" / run_spec.file) if inputs.root else run_spec.file)
+        run_tables.append(ingest_run(frame, pool, run_spec, source=src))
+    runs_out = pd.concat(run_tables, ignore_index=True) if run_tables else pd.DataFrame(
+        columns=SCHEMAS["runs"].names)
+    crit = inputs.criteria
+    crit = crit[crit["query-id"].isin(set(qids))].drop(columns=["split"], errors="ignore")
+    stray = crit[["query-id", "corpus-id"]].merge(pool[["query-id", "corpus-id"]], how="left",
+                                                  indicator=True)
+    stray = stray[stray["_merge"] == "left_only"]
+    if len(stray):
+        r = stray.iloc[0]
+        src = str(inputs.root / "judge" / "criteria.parquet") if inputs.root else "criteria"
+        raise InputError(f"{len(stray)} verdict row(s) name documents outside the pool, e.g. "
+                         f"query {r['query-id']!r}, document {r['corpus-id']!r}", path=src,
+                         field="corpus-id")
+    counts = {
+        "queries": len(qids),
+        "pool_pairs": int(len(pool)),
+        "gt_injected": int(pool["gt_injected"].sum()),
+        "excluded_pairs": int(pool["excluded"].sum()),
+        "queries_with_exclusions": len(excluded_map),
+        "qrels_rows": int(len(qrels)),
+        "positives_outside_pool": int(((qrels["score"] > 0) & qrels["theta"].isna()).sum()),
+        "queries_without_positive": int(len(set(qids) - set(qrels_up.loc[qrels_up["score"] > 0,
+                                                                           "query-id"]))),
+        "verdict_rows": int(len(crit)),
+        **{k: v for k, v in source.notes.items() if k != "empty_ids"},
+    }
+    log.info("subset %s: %d queries, %d pool pairs (%d injected), %d qrels rows", source.name,
+             counts["queries"], counts["pool_pairs"], counts["gt_injected"], counts["qrels_rows"])
+    return SubsetBuild(source.name, queries, qrels, top_ranked, excluded, pool, first_stage,
+                       runs_out, crit, counts)
+
+
+def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
+                 shard_rows: int = CORPUS_SHARD_ROWS, row_group_rows: int = 100_000) -> int:
+    """Stream a corpus to parquet: one file, or shards ``corpus-0000i-of-0000n.parquet``.
+
+    Batches are written as they come (never the whole corpus in memory). A schema carried by
+    the reader (e.g. the ``datasets`` Image feature metadata) is kept.
+    """
+    if single_file is not None:
+        return _write_stream(corpus, [single_file], None, row_group_rows)
+    if not corpus.size:
+        raise InputError("a sharded corpus needs its size up front (CorpusReader.size)")
+    n_shards = max(1, -(-corpus.size // shard_rows))
+    paths = [folder / shard_name(i, n_shards) for i in range(n_shards)]
+    return _write_stream(corpus, paths, shard_rows, row_group_rows)
+
+
+def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | None,
+                  row_group_rows: int) -> int:
+    total = shard = in_shard = 0
+    writer = None
+    schema = corpus.schema
+    keep_meta = schema is not None and schema.metadata and b"huggingface" in schema.metadata
+    if schema is not None and not keep_meta:
+        schema = schema.remove_metadata()
+    bar = tqdm(total=corpus.size, unit="doc", desc=f"write {paths[0].parent.name}", leave=False)
+    try:
+        for batch in corpus.batches():
+            if schema is None:
+                schema = batch.schema.remove_metadata()
+            batch = pa.RecordBatch.from_arrays(
+                [batch.column(name).cast(schema.field(name).type) for name in schema.names],
+                schema=schema)
+            offset = 0
+            while offset < batch.num_rows:
+                if writer is None:
+                    paths[shard].parent.mkdir(parents=True, exist_ok=True)
+                    writer = pq.ParquetWriter(paths[shard], schema, compression="zstd")
+                take = batch.num_rows - offset
+                if shard_rows is not None:
+                    take = min(take, shard_rows - in_shard)
+                writer.write_batch(batch.slice(offset, take), row_group_size=row_group_rows)
+                offset += take
+                in_shard += take
+                total += take
+                if shard_rows is not None and in_shard >= shard_rows and shard + 1 < len(paths):
+                    writer.close()
+                    writer = None
+                    shard += 1
+                    in_shard = 0
+            bar.update(batch.num_rows)
+        if writer is None and total == 0:
+            paths[0].parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({n: pa.array([], t) for n, t in zip(
+                (schema or pa.schema([("id", pa.string())])).names,
+                (schema or pa.schema([("id", pa.string())])).types, strict=True)},
+                schema=schema), paths[0])
+    finally:
+        if writer is not None:
+            writer.close()
+        bar.close()
+    if shard + 1 != len(paths) or (corpus.size is not None and total != corpus.size):
+        raise InputError(f"the corpus stream gave {total:,} documents but the reader declared "
+                         f"{corpus.size:,}", path=str(paths[0].parent))
+    return total
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tool_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version(), "rcp-data": __version__}
+    for pkg in ("numpy", "pandas", "pyarrow", "scipy", "ftfy", "bm25s", "ir_datasets",
+                "datasets", "huggingface_hub"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            continue
+    return versions
+
+
+def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
+                  link: str = DEFAULT_LINK, parameters: dict | None = None,
+                  partial: bool = False) -> dict:
+    """Build the whole release directory ``out`` atomically; return the build manifest.
+
+    With ``partial``, only the subsets the source provides are built (tests, trial builds);
+    otherwise every subset of the suite must be there.
+    """
+    subsets = [s for s in spec.subset_names if s in source.subsets]
+    missing = [s for s in spec.subset_names if s not in source.subsets]
+    unknown = sorted(set(source.subsets) - set(spec.subset_names))
+    if unknown:
+        raise InputError(f"the source has subset(s) {unknown} that suite {spec.name!r} does not "
+                         "declare")
+    if missing and not partial:
+        raise InputError(f"the source has no data for subset(s) {missing} of suite {spec.name!r}")
+    counts: dict[str, dict] = {}
+    with atomic_dir(Path(out)) as tmp:
+        # One provenance split at a time: its subsets are built, written and dropped before the
+        # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
+        # input fails before the long corpus write.
+        bar = tqdm(total=len(subsets), desc="subsets", unit="subset", leave=False)
+        for split in spec.provenance_splits:
+            members = [s for s in subsets if spec.provenance_split(s) == split]
+            if not members:
+                continue
+            builds = []
+            split_inputs = inputs.only_split(split)
+            for name in members:
+                builds.append(build_subset(spec, source.subsets[name], split_inputs, link))
+                bar.update(1)
+            for b in builds:
+                _write_subset(tmp, b)
+                counts[b.name] = b.counts
+            _write_provenance(tmp, split, builds, inputs.item_params.n_criteria)
+            del builds
+        bar.close()
+        written_groups: set[str] = set()
+        for name in subsets:
+            group = spec.corpus_group(name)
+            corpus = source.subsets[name].corpus
+            if group is None:
+                write_corpus(corpus, tmp / name, single_file=tmp / subset_file(name, "corpus"))
+            elif group not in written_groups:
+                write_corpus(corpus, tmp / "corpus" / group, shard_rows=spec.corpus.shard_rows,
+                             row_group_rows=spec.corpus.row_group_rows)
+                written_groups.add(group)
+        inputs.item_params.write(tmp / "provenance" / f"item_params.{inputs.judge.short}.json")
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "suite": spec.name,
+            "synthetic": spec.synthetic,
+            "judge": {"model": inputs.judge.model, "revision": inputs.judge.revision,
+                      "short": inputs.judge.short},
+            "calibration": {"item_params": f"provenance/item_params.{inputs.judge.short}.json",
+                            "link": link},
+            "inputs": [
+                {"path": str(p.relative_to(inputs.root)) if inputs.root else p.name,
+                 "size": p.stat().st_size, "sha256": sha256_file(p)}
+                for p in inputs.files
+            ],
+            "sources": source.facts,
+            "tools": tool_versions(),
+            "parameters": {
+                "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
+                "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
+                **(parameters or {}),
+            },
+            "subsets": subsets,
+            "counts": counts,
+        }
+        write_json(manifest, tmp / BUILD_MANIFEST)
+    log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)
+    return manifest
+
+
+def _write_subset(tmp: Path, b: SubsetBuild) -> None:
+    write_parquet(b.queries, tmp / subset_file(b.name, "queries"), _queries_schema(b.queries))
+    write_parquet(b.qrels, tmp / subset_file(b.name, "qrels"), SCHEMAS["qrels"])
+    write_parquet(b.top_ranked, tmp / subset_file(b.name, "top_ranked"), SCHEMAS["top_ranked"])
+    if b.excluded is not None:
+        write_parquet(b.excluded, tmp / subset_file(b.name, "excluded"), SCHEMAS["excluded"])
+
+
+def _queries_schema(queries: pd.DataFrame) -> pa.Schema:
+    schema = SCHEMAS["queries"]
+    if "instruction" in queries.columns:
+        schema = schema.append(pa.field("instruction", pa.string()))
+    return schema
+
+
+def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_criteria: int) -> None:
+    pool = pd.concat([b.pool for b in members], ignore_index=True)
+    write_parquet(pool, tmp / provenance_file("pool", split), SCHEMAS["pool"])
+    fs = pd.concat([b.first_stage for b in members], ignore_index=True)
+    write_parquet(fs, tmp / provenance_file("first_stage", split), SCHEMAS["first_stage"])
+    runs = pd.concat([b.runs for b in members], ignore_index=True)
+    write_parquet(runs, tmp / provenance_file("runs", split), SCHEMAS["runs"])
+    crit = pd.concat([b.criteria for b in members], ignore_index=True)
+    write_parquet(crit, tmp / provenance_file("judge_criteria", split),
+                  judge_criteria_schema(n_criteria))
+
+
+__all__ = ["BuildInputs", "SubsetBuild", "build_release", "build_subset", "read_inputs",
+           "write_builder_inputs"]

@@ -1,0 +1,146 @@
+"""One calibration run: verdicts (+ Stage A scores) in, item parameters, thetas, diagnostics out."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.layout import atomic_dir, write_json, write_parquet
+from rcp_data.stages.calibration.diagnostics import fit_diagnostics
+from rcp_data.stages.calibration.fit import MapSettings, fit_map, read_thetas
+from rcp_data.stages.calibration.rubric import RubricSettings, fit_rubric
+from rcp_data.stages.calibration.verdicts import VerdictCounts, count_verdicts, read_verdicts
+
+log = logging.getLogger(__name__)
+
+ITEM_PARAMS_FILE = "item_params.json"
+THETAS_FILE = "thetas.parquet"
+QUERIES_FILE = "queries.parquet"
+DIAGNOSTICS_FILE = "diagnostics.json"
+
+THETA_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()),
+                          ("theta", pa.float64()), ("theta_bt", pa.float64())])
+RUBRIC_THETA_SCHEMA = pa.schema([*THETA_SCHEMA, ("theta_sd", pa.float64())])
+QUERY_SCHEMA = pa.schema([("query-id", pa.string()), ("tau", pa.float64()),
+                          ("alpha", pa.float64()), ("n_docs", pa.int64()),
+                          ("n_responses", pa.int64())])
+
+
+@dataclass
+class Calibration:
+    """The outputs of one run, ready to write."""
+
+    method: str  # "2pl-map-bt" | "2pl-mml-rubric"
+    params: ItemParams
+    thetas: pd.DataFrame
+    queries: pd.DataFrame | None
+    diagnostics: dict
+    notes: list[str] = field(default_factory=list)
+
+
+def calibrate(counts: VerdictCounts, thetas: pd.DataFrame | None, *, rubric_only: bool = False,
+              device: str = "cpu", progress: bool = True,
+              map_settings: MapSettings | None = None,
+              rubric_settings: RubricSettings | None = None,
+              thetas_source: str = "<thetas>") -> Calibration:
+    """Fit the 2PL (MAP with BT scores, or rubric-only MML) and run the diagnostics."""
+    base = {
+        "reading_rule": counts.stats.to_dict(),
+        "n_documents": counts.n_docs,
+        "n_responses": counts.n_responses,
+        "n_queries_with_verdicts": int(len(pd.unique(counts.query_id))),
+    }
+    if rubric_only:
+        fit = fit_rubric(counts, settings=rubric_settings)
+        table = fit.thetas
+        if thetas is not None:
+            table = table.drop(columns="theta_bt").merge(
+                thetas[["query-id", "corpus-id", "theta_bt"]], how="left",
+                on=["query-id", "corpus-id"])
+        diag = fit_diagnostics(fit.params, fit.doc_theta, counts.n, counts.passes)
+        info = fit.info
+        diag.update(base, method="2pl-mml-rubric", fit={
+            "iterations": info.iterations, "converged": info.converged,
+            "objective": info.objective, "seconds": info.seconds,
+            "count_patterns": info.n_patterns,
+            "raw_scale": {"gamma": info.gamma_raw.tolist(), "beta": info.beta_raw.tolist(),
+                          "scale": info.scale, "shift": info.shift},
+        }, notes=fit.notes)
+        return Calibration("2pl-mml-rubric", fit.params, table, None, diag, fit.notes)
+    if thetas is None:
+        raise UsageError("the MAP fit needs the Stage A scores (--thetas); "
+                         "use --rubric-only for verdicts without them")
+    fit = fit_map(counts, thetas, settings=map_settings, device=device, progress=progress,
+                  source=thetas_source)
+    has = fit.queries["n_responses"].to_numpy() > 0
+    diag = fit_diagnostics(fit.params, fit.doc_theta, counts.n, counts.passes,
+                           tau=fit.queries["tau"].to_numpy()[has],
+                           alpha=fit.queries["alpha"].to_numpy()[has])
+    info = fit.info
+    diag.update(base, method="2pl-map-bt", n_queries=len(fit.queries), fit={
+        "iterations": info.iterations, "evaluations": info.evaluations,
+        "converged": info.converged, "objective": info.objective, "seconds": info.seconds,
+        "device": info.device,
+    }, notes=fit.notes)
+    return Calibration("2pl-map-bt", fit.params, fit.thetas, fit.queries, diag, fit.notes)
+
+
+def item_params_dict(cal: Calibration) -> dict:
+    d = cal.params.to_dict()
+    d.update(criteria=cal.params.criteria, method=cal.method,
+             convention="sum(gamma) = C, mean(beta) = 0",
+             n_documents=cal.diagnostics["n_documents"],
+             n_responses=cal.diagnostics["n_responses"])
+    return d
+
+
+def write_calibration(cal: Calibration, out: str | Path) -> Path:
+    """Write item_params.json, thetas.parquet (+ queries.parquet), diagnostics.json atomically."""
+    out = Path(out)
+    with atomic_dir(out) as tmp:
+        write_json(item_params_dict(cal), tmp / ITEM_PARAMS_FILE)
+        schema = RUBRIC_THETA_SCHEMA if "theta_sd" in cal.thetas.columns else THETA_SCHEMA
+        write_parquet(cal.thetas[schema.names], tmp / THETAS_FILE, schema)
+        if cal.queries is not None:
+            write_parquet(cal.queries[QUERY_SCHEMA.names], tmp / QUERIES_FILE, QUERY_SCHEMA)
+        write_json(_jsonable(cal.diagnostics), tmp / DIAGNOSTICS_FILE)
+    log.info("wrote %s: item parameters, %s thetas%s, diagnostics", out,
+             f"{len(cal.thetas):,}",
+             "" if cal.queries is None else f", {len(cal.queries):,} queries")
+    return out
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | Path, *,
+                    rubric_only: bool = False, device: str = "cpu",
+                    progress: bool = True) -> Calibration:
+    """Read the verdict table (and theta table), fit, write ``out``; returns the calibration."""
+    counts = count_verdicts(read_verdicts(criteria), source=str(criteria))
+    table = read_thetas(thetas) if thetas is not None else None
+    try:
+        cal = calibrate(counts, table, rubric_only=rubric_only, device=device,
+                        progress=progress, thetas_source=str(thetas))
+    except InputError as exc:
+        if exc.path is not None:
+            raise
+        raise InputError(exc.message, path=str(criteria)) from exc
+    write_calibration(cal, out)
+    return cal

@@ -1,0 +1,236 @@
+"""Stage B verdicts: the reading rule and the per-(query, document) pass counts a fit needs.
+
+A verdict table holds one row per (window, document): ``query-id``, ``call_index`` (one window
+= one ``(query-id, call_index)``), ``corpus-id``, ``C1..Cn`` (0/1, null when the judge gave no
+answer) and ``finish_reason``. The reading rule (the ViDoRe card's): a window enters the fit only
+if it gives all criteria for every document it shows; the windows and rows left out are counted.
+
+The 2PL likelihood depends on the verdicts only through each document's number of placements
+``n`` and its pass counts ``S_c``, so the table is reduced to those counts here (vectorized; a
+14.5M-row table becomes ~2.2M documents x C).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.layout import criteria_columns
+
+log = logging.getLogger(__name__)
+
+KEY_COLUMNS = ("query-id", "call_index", "corpus-id")
+
+
+@dataclass
+class ReadingStats:
+    """What the reading rule kept and left out."""
+
+    rows_total: int
+    rows_used: int
+    windows_total: int
+    windows_used: int
+    missing_by_criterion: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def windows_left_out(self) -> int:
+        return self.windows_total - self.windows_used
+
+    @property
+    def rows_left_out(self) -> int:
+        return self.rows_total - self.rows_used
+
+    def to_dict(self) -> dict:
+        return {
+            "rows_total": self.rows_total,
+            "rows_used": self.rows_used,
+            "rows_left_out": self.rows_left_out,
+            "windows_total": self.windows_total,
+            "windows_used": self.windows_used,
+            "windows_left_out": self.windows_left_out,
+            "missing_answers_by_criterion": dict(self.missing_by_criterion),
+        }
+
+
+@dataclass
+class VerdictCounts:
+    """Per-(query, document) placements ``n`` and pass counts ``passes[:, c]`` of criterion c."""
+
+    query_id: np.ndarray  # object (str), shape (D,)
+    corpus_id: np.ndarray  # object (str), shape (D,)
+    n: np.ndarray  # int64, shape (D,)
+    passes: np.ndarray  # int64, shape (D, C)
+    criteria: list[str]
+    stats: ReadingStats
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.n.shape[0])
+
+    @property
+    def n_responses(self) -> int:
+        return int(self.n.sum())
+
+    def frame(self) -> pd.DataFrame:
+        """The counts as a table: query-id, corpus-id, n, C1..Cn (pass counts)."""
+        df = pd.DataFrame({"query-id": self.query_id, "corpus-id": self.corpus_id, "n": self.n})
+        for i, c in enumerate(self.criteria):
+            df[c] = self.passes[:, i]
+        return df
+
+
+def read_verdicts(path: str | Path) -> pa.Table:
+    """Read a verdict parquet (ids dictionary-encoded to keep 14.5M rows small)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("missing file (expected the verdict table)", path=str(path))
+    try:
+        schema = pq.read_schema(path)
+        crit = criteria_columns(schema.names)
+        if not crit:
+            raise SchemaError(
+                f"no criterion columns C1..Cn (has {', '.join(schema.names)})", path=str(path)
+            )
+        for col in KEY_COLUMNS:
+            if col not in schema.names:
+                raise SchemaError(
+                    f"missing column {col!r} (has {', '.join(schema.names)})",
+                    path=str(path), field=col,
+                )
+        table = pq.read_table(path, columns=[*KEY_COLUMNS, *crit],
+                              read_dictionary=["query-id", "corpus-id"])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    log.info("read %s verdict rows (%d criteria) from %s", f"{table.num_rows:,}", len(crit), path)
+    return table
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dense int codes and the dictionary of a (string or dictionary) column."""
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    col = col.unify_dictionaries() if isinstance(col, pa.ChunkedArray) else col
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    if not chunks:
+        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+    dictionary = chunks[0].dictionary
+    codes = np.concatenate(
+        [c.indices.to_numpy(zero_copy_only=False).astype(np.int64) for c in chunks]
+    )
+    return codes, dictionary
+
+
+def _rank(dictionary: pa.Array) -> np.ndarray:
+    """Position of each dictionary entry in byte-wise sorted order."""
+    idx = pc.sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(idx), dtype=np.int64)
+    rank[idx] = np.arange(len(idx))
+    return rank
+
+
+def _answers(col: pa.ChunkedArray, name: str, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 answers (int8, nulls as 0) and the null mask of one criterion column."""
+    missing = pc.is_null(col, nan_is_null=True).to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(col.type):
+        col = pc.cast(col, pa.int8())
+    values = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+    if values.dtype.kind == "f":
+        values = np.nan_to_num(values, nan=0.0)
+    elif values.dtype.kind not in "iub":
+        raise SchemaError(f"column {name!r} has type {col.type}, expected int8 0/1",
+                          path=source, field=name)
+    bad = np.flatnonzero((values != 0) & (values != 1) & ~missing)
+    if bad.size:
+        row = int(bad[0])
+        raise InputError(
+            f"answer {values[row]!r} is not 0 or 1 ({bad.size:,} such rows)",
+            path=source, row=row, field=name,
+        )
+    return values.astype(np.int8), missing
+
+
+def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>") -> VerdictCounts:
+    """Apply the reading rule and reduce the verdicts to per-(query, document) counts."""
+    if isinstance(table, pd.DataFrame):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    names = table.column_names
+    for col in KEY_COLUMNS:
+        if col not in names:
+            raise SchemaError(f"missing column {col!r} (has {', '.join(names)})",
+                              path=source, field=col)
+    crit = criteria_columns(names)
+    if not crit:
+        raise SchemaError(f"no criterion columns C1..Cn (has {', '.join(names)})", path=source)
+    expected = [f"C{i + 1}" for i in range(len(crit))]
+    if crit != expected:
+        raise SchemaError(f"criterion columns {crit} are not C1..C{len(crit)} without gaps",
+                          path=source)
+    n_rows = table.num_rows
+    for col in ("query-id", "corpus-id", "call_index"):
+        nulls = table.column(col).null_count
+        if nulls:
+            row = int(np.flatnonzero(pc.is_null(table.column(col)).to_numpy(
+                zero_copy_only=False))[0])
+            raise InputError(f"{nulls:,} rows have no {col}", path=source, row=row, field=col)
+
+    qcode, qdict = _codes(table.column("query-id"))
+    dcode, ddict = _codes(table.column("corpus-id"))
+    calls = table.column("call_index").to_numpy()
+    _, call_code = np.unique(calls, return_inverse=True)
+    n_calls = int(call_code.max()) + 1 if n_rows else 1
+    window, _ = pd.factorize(qcode * n_calls + call_code.astype(np.int64), sort=False)
+    n_windows = int(window.max()) + 1 if n_rows else 0
+
+    answers = np.empty((n_rows, len(crit)), dtype=np.int8)
+    row_incomplete = np.zeros(n_rows, dtype=bool)
+    missing_by: dict[str, int] = {}
+    for i, c in enumerate(crit):
+        answers[:, i], missing = _answers(table.column(c), c, source)
+        missing_by[c] = int(missing.sum())
+        row_incomplete |= missing
+    window_bad = np.bincount(window, weights=row_incomplete, minlength=n_windows) > 0
+    keep = ~window_bad[window]
+    stats = ReadingStats(
+        rows_total=n_rows,
+        rows_used=int(keep.sum()),
+        windows_total=n_windows,
+        windows_used=int(n_windows - window_bad.sum()),
+        missing_by_criterion=missing_by,
+    )
+    if stats.windows_left_out:
+        log.warning(
+            "reading rule: left out %s of %s windows (%s rows) that miss an answer",
+            f"{stats.windows_left_out:,}", f"{n_windows:,}", f"{stats.rows_left_out:,}",
+        )
+    if stats.rows_used == 0:
+        raise InputError("no window gives all criteria for every document it shows; "
+                         f"nothing to fit ({n_windows:,} windows left out)", path=source)
+
+    qk, dk, ans = qcode[keep], dcode[keep], answers[keep]
+    pair, uniques = pd.factorize(qk * (len(ddict) or 1) + dk, sort=True)
+    n_docs = len(uniques)
+    n = np.bincount(pair, minlength=n_docs).astype(np.int64)
+    passes = np.empty((n_docs, len(crit)), dtype=np.int64)
+    for i in range(len(crit)):
+        passes[:, i] = np.bincount(pair, weights=ans[:, i], minlength=n_docs).astype(np.int64)
+    uq = uniques // (len(ddict) or 1)
+    ud = uniques % (len(ddict) or 1)
+    order = np.lexsort((_rank(ddict)[ud], _rank(qdict)[uq]))  # by query-id, then corpus-id
+    uq, ud = uq[order], ud[order]
+    query_id = qdict.take(pa.array(uq)).to_numpy(zero_copy_only=False)
+    corpus_id = ddict.take(pa.array(ud)).to_numpy(zero_copy_only=False)
+    counts = VerdictCounts(query_id, corpus_id, n[order], passes[order], crit, stats)
+    log.info(
+        "verdicts: %s rows in %s windows -> %s (query, document) pairs over %s queries",
+        f"{stats.rows_used:,}", f"{stats.windows_used:,}", f"{n_docs:,}",
+        f"{len(np.unique(uq)):,}",
+    )
+    return counts
