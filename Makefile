@@ -6,12 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[build,calibrate,test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -19,7 +19,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests builders bench
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# the fast subset: everything but the end-to-end tests marked slow
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

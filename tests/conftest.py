@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["hub_fixture", "vidore_hub"]
+pytest_plugins = ["hub_fixture", "vidore_hub", "demo_fixture"]
 
 
 def _free_port() -> int:

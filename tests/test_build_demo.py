@@ -18,10 +18,8 @@ from rcp_data.stages.build import build_release, read_inputs
 
 
 @pytest.fixture(scope="module")
-def demo_release(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "release"
-    make_demo_release(out)
-    return out
+def demo_release(demo_release_v1) -> Path:
+    return demo_release_v1
 
 
 def _demo_inputs(tmp_path: Path):

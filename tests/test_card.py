@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from demo_fixture import copy_demo
 
 from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, detect_suite, provenance_file
 from rcp_data.core.specs import load_spec
@@ -19,12 +20,8 @@ from rcp_data.documents.card import render_card, subset_facts
 
 
 @pytest.fixture(scope="module")
-def demo_release(tmp_path_factory) -> Path:
-    from rcp_data.demo.suite import make_demo_release
-
-    root = tmp_path_factory.mktemp("card") / "release"
-    make_demo_release(root)
-    return root
+def demo_release(tmp_path_factory, demo_data) -> Path:
+    return copy_demo(demo_data, tmp_path_factory.mktemp("card") / "release")
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,13 @@ from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.layout import SCHEMAS, ReleaseDir, write_parquet
 from rcp_data.core.specs import load_spec
-from rcp_data.demo.suite import make_demo_release
 
 LINK = "weighted_discrimination"
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("integrity") / "release"
-    make_demo_release(out)
-    return out
+def pristine(demo_release_v1) -> Path:
+    return demo_release_v1
 
 
 @pytest.fixture

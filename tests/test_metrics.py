@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rcp_data.core.specs import load_spec
 from rcp_data.scoring.metrics import (
     CandidateLayout,
     byte_order_key,
@@ -163,7 +164,8 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
 def test_qrel_ndcg_doc_id_equals_pytrec_eval_on_real_trecdl(trecdl_data: Path, year: str):
     pytrec_eval = pytest.importorskip("pytrec_eval")
     qrels = _read_qrels(trecdl_data / f"qrels.{year}-passage.txt")
-    n_expected = {"dl19": (43, 9260), "dl20": (54, 11386)}[year]
+    sub = load_spec("trecdl").subset({"dl19": "trec_dl_2019", "dl20": "trec_dl_2020"}[year])
+    n_expected = (sub.upstream["queries"], sub.upstream["qrels"])
     assert (len(qrels), sum(len(v) for v in qrels.values())) == n_expected
     rng = np.random.default_rng({"dl19": 19, "dl20": 20}[year])
     extra = [str(x) for x in rng.choice(8_841_823, 3000, replace=False)]   # unjudged ids

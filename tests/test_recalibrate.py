@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from demo_fixture import copy_demo
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams, gain
 from rcp_data.core.history import read_history
 from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
-from rcp_data.demo.suite import make_demo_release
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.recalibrate import diff_releases, recalibrate_release
 from rcp_data.scoring.replay import replay_release
@@ -25,9 +25,9 @@ SHA1 = "1" * 40
 
 
 @pytest.fixture(scope="module")
-def v1(tmp_path_factory) -> tuple[Path, Path]:
+def v1(tmp_path_factory, demo_data) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("recal")
-    make_demo_release(work / "v1", work=work / "inputs")
+    copy_demo(demo_data, work / "v1", work=work / "inputs")
     prepare_release(work / "v1", load_spec("demo"), "rcp-data/rcp-ndcg-demo", date="2026-11-29")
     return work / "v1", work / "inputs"
 

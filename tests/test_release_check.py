@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from demo_fixture import session_demo_data
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.core import layout
@@ -49,18 +49,9 @@ def second_history(repo: str, v1_sha: str) -> History:
                        date="2026-11-30", previous_revision=v1_sha)
 
 
-_DEMO_DATA: dict[str, Path] = {}
-
-
 def _demo_data() -> Path:
     """The SYNTHETIC demo release's data, built once per session (deterministic)."""
-    if "root" not in _DEMO_DATA:
-        from rcp_data.demo.suite import make_demo_release
-
-        root = Path(tempfile.mkdtemp(prefix="rcp-release-tests-")) / "release"
-        make_demo_release(root)
-        _DEMO_DATA["root"] = root
-    return _DEMO_DATA["root"]
+    return session_demo_data() / "release"
 
 
 def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History | None = None,

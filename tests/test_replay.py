@@ -269,10 +269,8 @@ def _naive(qrels: pd.DataFrame, top: pd.DataFrame, excluded: pd.DataFrame | None
     return out
 
 
-def test_demo_release_equals_naive_replay(tmp_path: Path):
-    demo = pytest.importorskip("rcp_data.demo.suite")
-    root = tmp_path / "demo"
-    demo.make_demo_release(root)
+def test_demo_release_equals_naive_replay(demo_release_v1: Path):
+    root = demo_release_v1
     data = load_release(root)
     per_query = score_queries(data, k=10, tie_rules=("doc-id",))
     assert per_query["rcp_ndcg"].notna().all()

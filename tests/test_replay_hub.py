@@ -5,21 +5,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from demo_fixture import copy_demo
 
 from rcp_data.cli import main
 from rcp_data.core.specs import load_spec
-from rcp_data.demo.suite import make_demo_release
 from rcp_data.release.prepare import prepare_release
 
 
 @pytest.fixture(scope="module")
-def published(local_hub, tmp_path_factory):
+def published(local_hub, tmp_path_factory, demo_data):
     from huggingface_hub import HfApi
 
     from rcp_data.release.publish import publish
 
-    root = tmp_path_factory.mktemp("replay-hub") / "release"
-    make_demo_release(root)
+    root = copy_demo(demo_data, tmp_path_factory.mktemp("replay-hub") / "release")
     repo = "rcp-test/replay-hub-demo"
     prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
     result = publish(root, repo, api=HfApi(endpoint=local_hub.url), create_repo=True)

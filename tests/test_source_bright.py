@@ -80,7 +80,7 @@ def test_earth_science_docs_cache_name():
 
 
 def test_query_counts(suite, raw):
-    assert suite.facts["queries"] == 1384
+    assert suite.facts["queries"] == load_spec("bright").upstream["queries"]
     for task in TASKS:
         sub = suite.subsets[_subset(task)]
         assert sub.queries["id"].tolist() == [str(r["id"]) for r in raw[task]]

@@ -29,15 +29,13 @@ from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.sources import irds_cache
 
-pytestmark = pytest.mark.slow
-
 DATE = "2026-11-30"
 # the subsets stock mteb runs (minimum that proves the point): each with exclusions
 MTEB_SUBSET = {"nanobeir": "NanoArguAnaRetrieval", "bright": "leetcode"}
 BRIGHT_FILLER = 300
 
 
-pytestmark = pytest.mark.usefixtures("irds_home")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("irds_home")]
 
 
 @dataclass
@@ -107,7 +105,7 @@ def bright(irds_home, bright_data, local_hub, tmp_path_factory) -> Published:
         examples = bright_data / f"examples.bright-{task}.jsonl.gz"
         irds_cache.stage_bright(task, examples=examples, docs=_bright_corpus(examples, task))
     source = read_suite(spec, {"allow_download": "0"})
-    assert sum(len(s.queries) for s in source.subsets.values()) == 1384
+    assert sum(len(s.queries) for s in source.subsets.values()) == spec.upstream["queries"]
     return _build_and_publish(spec, source, tmp_path_factory.mktemp("e2e-bright"), local_hub)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from demo_fixture import copy_demo
 from mteb_helpers import HashEncoder, load_task_module
 
 from rcp_data.core.specs import load_spec
@@ -235,19 +236,17 @@ def test_excluded_documents_leave_the_ranking_as_in_the_replay(tmp_path):
 
 # -- stock mteb against the local Hub ----------------------------------------------------------
 @pytest.fixture(scope="module")
-def published_demo(tmp_path_factory, local_hub):
+def published_demo(tmp_path_factory, local_hub, demo_data):
     """The demo release published as release 1 on the local Hub: (repo, tag, sha, release dir)."""
     from huggingface_hub import HfApi
 
     from rcp_data.cli.commands.card import write_release_files
     from rcp_data.core.layout import RELEASES_JSON
-    from rcp_data.demo.suite import make_demo_release
     from rcp_data.documents.card import release_history
     from rcp_data.release.publish import publish
 
     hub_repo = f"rcp-test/taskfile-{uuid.uuid4().hex[:8]}"
-    root = tmp_path_factory.mktemp("taskfile") / "release"
-    make_demo_release(root)
+    root = copy_demo(demo_data, tmp_path_factory.mktemp("taskfile") / "release")
     spec = load_spec("demo")
     history = release_history(root, spec, repo=hub_repo)
     (root / RELEASES_JSON).write_text(history.to_json(), encoding="utf-8")

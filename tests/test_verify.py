@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from demo_fixture import copy_demo
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from rcp_data.checks.verify import check_paper, paper_applies, verify
@@ -27,7 +28,6 @@ from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import History, read_history, write_history
 from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
 from rcp_data.core.specs import load_spec
-from rcp_data.demo.suite import make_demo_release
 from rcp_data.release.publish import publish
 from rcp_data.release.recalibrate import recalibrate_release
 from rcp_data.scoring.compare import CellKey, TableSet, load_tables
@@ -78,14 +78,14 @@ def _first_history(root: Path, spec, repo: str) -> History:
 
 
 @pytest.fixture(scope="module")
-def published(local_hub, tmp_path_factory) -> dict:
+def published(local_hub, tmp_path_factory, demo_data) -> dict:
     """Demo release 1 and 2 on the local Hub: ``{repo, api, tag1, sha1, tag2, sha2, v1, v2}``."""
     base = tmp_path_factory.mktemp("verify-demo")
     repo = f"rcp-test/verify-{uuid.uuid4().hex[:8]}"
     api = HfApi(endpoint=local_hub.url)
     spec = load_spec("demo")
     v1, v2 = base / "v1", base / "v2"
-    make_demo_release(v1, work=base / "inputs")
+    copy_demo(demo_data, v1, work=base / "inputs")
     history = _first_history(v1, spec, repo)
     write_history(history, v1 / RELEASES_JSON)
     _release_files(v1, spec, history)
@@ -465,7 +465,7 @@ def test_trecdl_pair_statistics_fail_or_diff(reference_dir):
     rng = np.random.default_rng(3)
     models = list(dict.fromkeys(spec.rerankers.values()))[:14]
     frames = []
-    for subset, n_q in (("trec_dl_2019", 43), ("trec_dl_2020", 54)):
+    for subset, n_q in ((s.name, s.upstream["queries"]) for s in spec.subsets):
         for m in models:
             frames.append(pd.DataFrame({
                 "tie_rule": "pool-order", "subset": subset, "model": m,

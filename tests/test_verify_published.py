@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from demo_fixture import copy_demo
 
 from rcp_data.checks.verify import verify
 from rcp_data.core.specs import load_spec
-from rcp_data.demo.suite import make_demo_release
 from rcp_data.release.prepare import prepare_release
 
 REPO = "rcp-test/published-before-policy"
@@ -32,12 +32,11 @@ def _publish_raw(api, root: Path, tag: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def published(local_hub, tmp_path_factory):
+def published(local_hub, tmp_path_factory, demo_data):
     from huggingface_hub import HfApi
 
     work = tmp_path_factory.mktemp("published")
-    root = work / "release"
-    make_demo_release(root)
+    root = copy_demo(demo_data, work / "release")
     history = prepare_release(root, load_spec("demo"), REPO, date="2026-11-29")
     (root / "provenance/releases.json").unlink()
     (root / "provenance/build_manifest.json").unlink()
@@ -82,12 +81,11 @@ def test_without_any_record_the_history_check_fails(published, tmp_path):
     assert report.check("releases-json").status == "failed"
 
 
-def test_pre_policy_card_without_tables_is_absent_not_failed(local_hub, tmp_path):
+def test_pre_policy_card_without_tables_is_absent_not_failed(local_hub, tmp_path, demo_data):
     """TREC-DL's published card prints no result tables: reported absent for such a repo."""
     from huggingface_hub import HfApi
 
-    root = tmp_path / "release"
-    make_demo_release(root)
+    root = copy_demo(demo_data, tmp_path / "release")
     repo = "rcp-test/published-no-tables"
     history = prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
     (root / "provenance/releases.json").unlink()

@@ -12,6 +12,7 @@ import logging
 import sys
 
 from rcp_data import __version__
+from rcp_data.cli.extras import MissingExtra, extra_of
 from rcp_data.core.errors import RcpDataError
 
 COMMAND_MODULES = (
@@ -65,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     except RcpDataError as exc:
         print(f"rcp-data {args.command}: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        extra = extra_of(exc.name)
+        if extra is None:
+            raise
+        logging.getLogger(__name__).debug("missing module", exc_info=True)
+        print(f"rcp-data {args.command}: error: {MissingExtra(extra, exc.name).message}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

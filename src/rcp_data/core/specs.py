@@ -38,6 +38,9 @@ class SubsetSpec:
     excludes: str = ""
     domain: str | None = None
     language: str | None = None
+    # the upstream's published counts (e.g. queries, qrels rows): facts the reader must
+    # reproduce, stated once here
+    upstream: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class SuiteSpec:
     mteb_floor: str = "2.0.1"
     domains: tuple[DomainSpec, ...] = ()
     view_languages: tuple[str, ...] = ()
+    upstream: dict = field(default_factory=dict, compare=False, hash=False)
     path: str = ""
 
     # -- names ---------------------------------------------------------------------------
@@ -237,6 +241,7 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         pool=pool,
         corpus=corpus,
         source=dict(raw.get("source", {})),
+        upstream=dict(raw.get("upstream", {})),
         domains=domains,
         view_languages=view_languages,
         path=str(path),

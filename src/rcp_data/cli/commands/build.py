@@ -52,6 +52,9 @@ def _history(args: argparse.Namespace, suite: str, repo: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.cli.extras import require_extra
+
+    require_extra("build")
     import datetime as dt
 
     from rcp_data.core.specs import load_spec

@@ -38,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
+    from rcp_data.cli.extras import require_extra
+
+    require_extra("calibrate")
     from rcp_data.stages.calibration.pipeline import calibrate_files
 
     if args.thetas is None and not args.rubric_only:

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.cli.extras import require_extra
+
+    require_extra("calibrate")
     import pandas as pd
 
     from rcp_data.core.errors import UsageError
