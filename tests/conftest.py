@@ -38,8 +38,13 @@ SHARED = Path(os.environ.get("RCP_DATA_SHARED", ROOT.parent / "shared"))
 
 
 def _require(path: Path) -> Path:
+    """``path`` under ../shared; a user's checkout without it skips, CI (.ci/run sets
+    RCP_DATA_REQUIRE_SHARED=1) fails."""
     if not path.exists():
-        pytest.skip(f"needs {path} (the ../shared folder beside the project; present in CI)")
+        why = f"needs {path} (the ../shared folder beside the project; present in CI)"
+        if os.environ.get("RCP_DATA_REQUIRE_SHARED") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     return path
 
 

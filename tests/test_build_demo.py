@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from reference_links import weighted_discrimination
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.gains import ItemParams
 from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.suite import make_demo_release, make_sources, write_inputs
@@ -52,7 +53,7 @@ def test_gains_equal_the_link_of_theta(demo_release):
     for sub in ("alpha", "beta"):
         q = rel.table(sub, "qrels")
         judged = q["theta"].notna()
-        np.testing.assert_allclose(q.loc[judged, "gain"], gain(q.loc[judged, "theta"], params),
+        np.testing.assert_allclose(q.loc[judged, "gain"], weighted_discrimination(q.loc[judged, "theta"], params),
                                    rtol=0, atol=1e-15)
         assert (q.loc[~judged, "gain"] == 0).all()
 
@@ -176,7 +177,7 @@ def test_query_without_candidates_keeps_its_labelled_documents():
     assert qrels[["query-id", "corpus-id", "score"]].values.tolist() == [
         ["q1", "a", 0], ["q1", "b", 1], ["q2", "x", 0]]
     assert qrels["gain"].iloc[2] == 0.0 and np.isnan(qrels["theta"].iloc[2])
-    np.testing.assert_allclose(qrels["gain"].iloc[:2], gain(np.array([0.5, 1.5]), params))
+    np.testing.assert_allclose(qrels["gain"].iloc[:2], weighted_discrimination(np.array([0.5, 1.5]), params))
 
 
 def test_verdicts_naming_documents_outside_the_pool_are_refused(tmp_path):

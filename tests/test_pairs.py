@@ -101,3 +101,10 @@ def test_compare_with_paper_fields():
     assert {r["field"] for r in rows} == set(dl19)
     assert next(r for r in rows if r["field"] == "pairs")["status"] == "matched"
     assert next(r for r in rows if r["field"] == "queries")["status"] == "matched"   # 43
+    # a field that differs from the paper is marked failed, and only that one
+    edited = json.loads(json.dumps(paper["trecdl_pairs"]))
+    edited["dl19"]["pairs"] = dl19["pairs"] + 1
+    rows = {r["field"]: r for r in compare_with_paper({"dl19": st}, edited)}
+    assert rows["pairs"]["status"] == "failed"
+    assert (rows["pairs"]["computed"], rows["pairs"]["paper"]) == (91, 92)
+    assert rows["queries"]["status"] == "matched"

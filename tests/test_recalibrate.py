@@ -9,14 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from demo_fixture import copy_demo
+from reference_links import weighted_discrimination
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import read_history
 from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.recalibrate import diff_releases, recalibrate_release
+from rcp_data.scoring.compare import load_tables
 from rcp_data.scoring.replay import replay_release
 from rcp_data.stages.calibration.pipeline import calibrate
 from rcp_data.stages.calibration.verdicts import count_verdicts, read_verdicts
@@ -56,7 +58,7 @@ def test_new_release_has_the_refit_gains_and_same_data(v1, v2, refit):
         qa, qb = a.table(s, "qrels"), b.table(s, "qrels")
         assert qa[["query-id", "corpus-id", "score"]].equals(qb[["query-id", "corpus-id", "score"]])
         judged = qb["theta"].notna()
-        np.testing.assert_allclose(qb.loc[judged, "gain"], gain(qb.loc[judged, "theta"], params),
+        np.testing.assert_allclose(qb.loc[judged, "gain"], weighted_discrimination(qb.loc[judged, "theta"], params),
                                    atol=1e-15)
         th = refit.thetas.set_index(["query-id", "corpus-id"])["theta"]
         keys = list(zip(qb.loc[judged, "query-id"], qb.loc[judged, "corpus-id"], strict=True))
@@ -64,8 +66,11 @@ def test_new_release_has_the_refit_gains_and_same_data(v1, v2, refit):
         assert (qb.loc[~judged, "gain"] == 0).all()
         for kind in ("top_ranked", "corpus", "queries"):
             assert a.table(s, kind).equals(b.table(s, kind))
-    for stale in ("README.md", "rcp_ndcg_tasks.py"):
-        assert not (v2 / stale).exists()
+    # the card and the task file are rendered for release 2, not carried over from release 1
+    tag2 = json.loads((v2 / "provenance/releases.json").read_text())["releases"][-1]["tag"]
+    for name in ("README.md", "rcp_ndcg_tasks.py"):
+        assert (v2 / name).read_text() != (v1[0] / name).read_text()
+        assert tag2 in (v2 / name).read_text() and tag2 not in (v1[0] / name).read_text()
 
 
 def test_history_marks_the_previous_release_superseded(v2):
@@ -115,3 +120,53 @@ def test_cli_calibrate_then_recalibrate(v1, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["release"]["release"] == 2 and report["diff"]["gains_changed"] > 0
     assert read_history(tmp_path / "v2/provenance/releases.json").current.release == 2
+
+
+def test_diff_report_equals_the_cells_the_two_cards_print(v1, v2, tmp_path):
+    """Independent of the diff's own replay: parse the printed tables of both releases' cards
+    and diff them cell by cell."""
+    from rcp_data.cli import main
+
+    spec = load_spec("demo")
+    d = diff_releases(v1[0], v2, spec)
+    cards = tmp_path / "v1.md", tmp_path / "v2.md"
+    for release, card in zip((v1[0], v2), cards, strict=True):
+        assert main(["card", "render", str(release), "--out", str(card)]) == 0
+    before = load_tables(cards[0], spec).cells
+    after = load_tables(cards[1], spec).cells
+    assert before.keys() == after.keys() and len(before) == d.cells
+    printed = {(c.metric, c.tie_rule, c.view, spec.hub_id(c.model), spec.column_key(c.column))
+               for c in before if before[c] != after[c]}
+    reported = {(m["metric"], m["tie_rule"], m["view"], spec.hub_id(m["model"]),
+                 spec.column_key(m["column"])) for m in d.moved}
+    assert reported == printed and len(printed) == d.cells_moved > 0
+    largest = max(abs(after[c] - before[c]) for c in before)
+    assert d.cell_max_points == pytest.approx(largest, abs=1e-9)
+
+
+def test_rubric_only_calibrate_recalibrate_verify_end_to_end(v1, tmp_path, capsys):
+    """Rubric-only fit of the verdicts alone -> release 2 -> verify passes; its gains are the
+    hand-written link of its thetas under the refit parameters."""
+    from rcp_data.cli import main
+
+    release, inputs = v1
+    assert main(["calibrate", "--criteria", str(inputs / "judge/criteria.parquet"),
+                 "--rubric-only", "--out", str(tmp_path / "fit")]) == 0
+    assert main(["recalibrate", str(release), "--fit", str(tmp_path / "fit"), "--out",
+                 str(tmp_path / "v2"), "--previous-revision", SHA1]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "v2")]) == 0
+    assert "VERIFIED" in capsys.readouterr().out
+    spec = load_spec("demo")
+    params = ItemParams.read(tmp_path / "fit" / "item_params.json")
+    fitted = pd.read_parquet(tmp_path / "fit" / "thetas.parquet")
+    for s in spec.subset_names:
+        q = ReleaseDir(tmp_path / "v2", spec).table(s, "qrels")
+        judged = q["theta"].notna()
+        assert judged.any()
+        np.testing.assert_allclose(q.loc[judged, "gain"],
+                                   weighted_discrimination(q.loc[judged, "theta"], params),
+                                   rtol=0, atol=1e-12)
+        merged = q[judged].merge(fitted, on=["query-id", "corpus-id"], suffixes=("", "_fit"))
+        assert len(merged) == int(judged.sum())
+        np.testing.assert_allclose(merged["theta"], merged["theta_fit"], rtol=0, atol=1e-12)

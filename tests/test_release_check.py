@@ -14,11 +14,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from demo_fixture import session_demo_data
+from reference_links import weighted_discrimination
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.core import layout
 from rcp_data.core.errors import RefusedError, UsageError
-from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import SCHEMA, History, add_release, release_tag
 from rcp_data.core.specs import load_spec
 
@@ -68,7 +69,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
         path = out / layout.subset_file(sub.name, "qrels")
         qrels = pd.read_parquet(path)
         judged = qrels["theta"].notna().to_numpy()
-        qrels["gain"] = np.where(judged, gain(qrels["theta"].fillna(0.0).to_numpy(), params), 0.0)
+        qrels["gain"] = np.where(judged, weighted_discrimination(qrels["theta"].fillna(0.0).to_numpy(), params), 0.0)
         layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
     params.write(out / PARAMS_FILE)
     render_release_files(out, spec, history or first_history(repo))

@@ -332,3 +332,28 @@ def test_token_never_leaks(tmp_path, api, hub_repo, local_hub, monkeypatch, caps
         for p in folder.rglob("*"):
             if p.is_file():
                 assert token.encode() not in p.read_bytes(), p
+
+
+def test_releases_json_naming_another_link_is_refused_by_verify_and_publish(
+        tmp_path, api, hub_repo):
+    """The gains are the weighted link of theta; a releases.json that says `unweighted` for them
+    is refused by `release check`, `verify` (exit 1) and `publish` (nothing reaches the Hub)."""
+    from rcp_data.checks.verify import verify
+
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    path = v1 / layout.RELEASES_JSON
+    data = json.loads(path.read_text())
+    assert data["releases"][-1]["calibration"]["link"] == "weighted_discrimination"
+    data["releases"][-1]["calibration"]["link"] = "unweighted"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    assert not check_release_dir(v1).ok
+    report = verify(path=v1)
+    assert not report.ok and report.exit_code == 1
+    assert any(c.name == "gains" for c in report.failed)
+    api.create_repo(hub_repo, repo_type="dataset", exist_ok=True)
+    before = _state(api, hub_repo)
+    with pytest.raises(RefusedError):
+        publish(v1, hub_repo, api=api)
+    assert _state(api, hub_repo) == before
+    assert _publish_cli(v1, hub_repo) == 1
+    assert _state(api, hub_repo) == before

@@ -79,6 +79,7 @@ def test_without_any_record_the_history_check_fails(published, tmp_path):
     empty.mkdir()
     report = verify(repo=REPO, revision=tag, cache_dir=tmp_path / "cache", histories=empty)
     assert report.check("releases-json").status == "failed"
+    assert not report.ok and report.exit_code == 1
 
 
 def test_pre_policy_card_without_tables_is_absent_not_failed(local_hub, tmp_path, demo_data):

@@ -45,9 +45,8 @@ def build_demo_releases(out: Path, *, date: str | None = None
     Release 2 needs release 1's commit sha (its releases.json names it), so it is built by the
     returned function once release 1 is published.
     """
-    from rcp_data.core.history import read_history
     from rcp_data.demo.suite import make_demo_release
-    from rcp_data.release.prepare import prepare_release, render_release_files
+    from rcp_data.release.prepare import prepare_release
     from rcp_data.release.recalibrate import diff_releases, recalibrate_release
 
     spec = load_spec("demo")
@@ -66,7 +65,6 @@ def build_demo_releases(out: Path, *, date: str | None = None
                             previous_revision=previous_sha,
                             summary="SYNTHETIC demo data. Recalibration: the same verdicts "
                             "refitted (2PL MAP with the Stage A scores); new thetas and gains.")
-        render_release_files(v2, spec, read_history(v2 / "provenance/releases.json"))
         diff = diff_releases(v1, v2, spec)
         print(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
         return v2

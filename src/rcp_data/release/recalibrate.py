@@ -44,10 +44,11 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     """Write release N+1 into ``out`` from release N in ``prev``; return the new history entry.
 
     ``thetas`` (``query-id, corpus-id, theta``; optional ``split``) replaces the judged pairs'
-    thetas; every judged pair of the release must get one. The card and the task file of
-    release N are not carried over: they are rendered for N+1 afterwards.
+    thetas; every judged pair of the release must get one. The card and the task file are
+    rendered for release N+1 from its data, so ``out`` is publishable as it stands.
     """
     from rcp_data.core.history import add_release, read_history, write_history
+    from rcp_data.release.prepare import render_release_files
 
     history = read_history(Path(prev) / RELEASES_JSON)
     current = history.current
@@ -97,6 +98,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             manifest["recalibration"] = {"from_release": current.release, "link": link,
                                          "item_params": params.to_dict()}
             write_json(manifest, manifest_path)
+        render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)
     return new_history.releases[-1].to_dict()
