@@ -23,6 +23,7 @@ from rcp_data.cli import main
 from rcp_data.core import layout
 from rcp_data.core.errors import RefusedError
 from rcp_data.core.history import SCHEMA, fill_known_shas, read_history, release_tag
+from rcp_data.core.hub_client import HubClient
 from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
 from rcp_data.release.refs import list_releases, render_listing
 
@@ -31,8 +32,13 @@ TAG2 = release_tag(2, "rcp-data/synthetic-judge-7b")
 
 
 @pytest.fixture
-def api(local_hub) -> HfApi:
-    return HfApi(endpoint=local_hub.url)
+def client(local_hub) -> HubClient:
+    return HubClient(local_hub.url)
+
+
+@pytest.fixture
+def api(client) -> HfApi:
+    return client.api
 
 
 def _state(api: HfApi, repo: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
@@ -68,7 +74,7 @@ def _published_v1_v2(tmp_path: Path, api: HfApi, repo: str) -> tuple[Path, Path,
     return v1, v2, sha1, _tags(api, repo)[TAG2]
 
 
-def test_two_releases_stay_loadable(tmp_path, api, hub_repo):
+def test_two_releases_stay_loadable(tmp_path, api, client, hub_repo):
     v1, v2, sha1, sha2 = _published_v1_v2(tmp_path, api, hub_repo)
     commits, branches, tags = _state(api, hub_repo)
     assert tags == {TAG1: sha1, TAG2: sha2}
@@ -89,7 +95,7 @@ def test_two_releases_stay_loadable(tmp_path, api, hub_repo):
     files2 = set(api.list_repo_files(hub_repo, repo_type="dataset", revision=sha2))
     assert "notes/v1-only.txt" in files1 and "notes/v1-only.txt" not in files2
     assert files2 - {".gitattributes"} == set(check_release_dir(v2).files)
-    listing = list_releases(hub_repo, api=api)
+    listing = list_releases(hub_repo, client=client)
     assert listing.ok, render_listing(listing)
     assert [(r.release, r.tag, r.status, r.json_revision, r.hub_revision)
             for r in listing.rows] == [(1, TAG1, "superseded", sha1, sha1),
@@ -105,11 +111,11 @@ def test_rerun_changes_nothing(tmp_path, api, hub_repo, capsys):
     assert _state(api, hub_repo) == before
 
 
-def test_rerun_right_after_publish(tmp_path, api, hub_repo):
+def test_rerun_right_after_publish(tmp_path, api, client, hub_repo):
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     assert _publish_cli(v1, hub_repo, "--create-repo") == 0
     before = _state(api, hub_repo)
-    result = publish(v1, hub_repo, api=api)
+    result = publish(v1, hub_repo, client=client)
     assert result.status == "already-published" and result.commit == before[2][TAG1]
     assert _state(api, hub_repo) == before
 
@@ -123,8 +129,8 @@ def test_race_on_one_head_has_one_winner(tmp_path, api, hub_repo):
 
     def run(name: str, root: Path) -> None:
         try:
-            outcomes[name] = publish(root, hub_repo, parent_commit=head, api=HfApi(
-                endpoint=api.endpoint))
+            outcomes[name] = publish(root, hub_repo, parent_commit=head,
+                                     client=HubClient(api.endpoint))
         except RefusedError as exc:
             outcomes[name] = exc
 
@@ -144,19 +150,19 @@ def test_race_on_one_head_has_one_winner(tmp_path, api, hub_repo):
     assert ("notes/b.txt" in files) == (won == ["b"])
 
 
-def test_second_publisher_on_stale_head_exits_1(tmp_path, api, hub_repo, capsys):
+def test_second_publisher_on_stale_head_exits_1(tmp_path, api, client, hub_repo, capsys):
     api.create_repo(hub_repo, repo_type="dataset")
     head = _state(api, hub_repo)[1]["main"]
     a = make_release_dir(tmp_path / "a", hub_repo)
     b = make_release_dir(tmp_path / "b", hub_repo, extra_files={"notes/b.txt": "SYNTHETIC b"})
     # both publishers plan against the same head; A commits first
-    plan_a = plan_publish(check_release_dir(a), hub_repo, api=api)
-    plan_b = plan_publish(check_release_dir(b), hub_repo, api=api)
+    plan_a = plan_publish(check_release_dir(a), hub_repo, client=client)
+    plan_b = plan_publish(check_release_dir(b), hub_repo, client=client)
     assert plan_a.parent == plan_b.parent == head
-    won = execute_plan(plan_a, api)
+    won = execute_plan(plan_a, client)
     after_a = _state(api, hub_repo)
     with pytest.raises(RefusedError, match=r"moved since .* \(412\)\. Nothing was committed"):
-        execute_plan(plan_b, api)
+        execute_plan(plan_b, client)
     assert _state(api, hub_repo) == after_a
     assert after_a[0] == [won.commit, head]
     # the same through the CLI: --parent-commit names the head B was built against
@@ -166,16 +172,16 @@ def test_second_publisher_on_stale_head_exits_1(tmp_path, api, hub_repo, capsys)
     assert _state(api, hub_repo) == after_a
 
 
-def test_identical_race_loser_does_not_tag_the_winners_commit(tmp_path, api, hub_repo):
+def test_identical_race_loser_does_not_tag_the_winners_commit(tmp_path, api, client, hub_repo):
     api.create_repo(hub_repo, repo_type="dataset")
     a = make_release_dir(tmp_path / "a", hub_repo)
-    plan_1 = plan_publish(check_release_dir(a), hub_repo, api=api)
-    plan_2 = plan_publish(check_release_dir(a), hub_repo, api=api)
-    execute_plan(plan_1, api)
+    plan_1 = plan_publish(check_release_dir(a), hub_repo, client=client)
+    plan_2 = plan_publish(check_release_dir(a), hub_repo, client=client)
+    execute_plan(plan_1, client)
     after = _state(api, hub_repo)
     # the client drops every unchanged file and returns the new head without committing
     with pytest.raises(RefusedError, match="moved"):
-        execute_plan(plan_2, api)
+        execute_plan(plan_2, client)
     assert _state(api, hub_repo) == after
 
 
@@ -268,22 +274,22 @@ def test_repo_mismatch_refused(tmp_path, api, hub_repo):
     assert _state(api, hub_repo) == before
 
 
-def test_listing_flags_disagreements(tmp_path, api, hub_repo, capsys):
+def test_listing_flags_disagreements(tmp_path, api, client, hub_repo, capsys):
     results = publish_series([
         lambda prev: make_release_dir(tmp_path / "v1", hub_repo),
         lambda prev: make_release_dir(tmp_path / "v2", hub_repo, release=2,
                                       history=second_history(hub_repo, prev)),
-    ], hub_repo, api=api)
+    ], hub_repo, client=client)
     sha1, sha2 = (r.commit for r in results)
     assert [r.status for r in results] == ["published", "published"]
     assert _tags(api, hub_repo) == {TAG1: sha1, TAG2: sha2}
-    assert list_releases(hub_repo, api=api).ok
+    assert list_releases(hub_repo, client=client).ok
     # somebody outside the toolkit moves tag v1, deletes tag v2 and adds an unnamed tag
     api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
     api.create_tag(hub_repo, tag=TAG1, revision=sha2, repo_type="dataset")
     api.delete_tag(hub_repo, tag=TAG2, repo_type="dataset")
     api.create_tag(hub_repo, tag="experimental", revision=sha1, repo_type="dataset")
-    listing = list_releases(hub_repo, api=api)
+    listing = list_releases(hub_repo, client=client)
     flags = {r.tag: r.flags for r in listing.rows}
     assert not listing.ok
     assert flags[TAG1] == [f"moved tag: the Hub's tag points at {sha2}, releases.json names "
@@ -296,7 +302,7 @@ def test_listing_flags_disagreements(tmp_path, api, hub_repo, capsys):
     assert data["ok"] is False and len(data["releases"]) == 3
 
 
-def test_listing_null_revision_against_a_moved_tag(tmp_path, api, hub_repo):
+def test_listing_null_revision_against_a_moved_tag(tmp_path, api, client, hub_repo):
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     assert _publish_cli(v1, hub_repo, "--create-repo") == 0
     sha1 = _tags(api, hub_repo)[TAG1]
@@ -304,7 +310,7 @@ def test_listing_null_revision_against_a_moved_tag(tmp_path, api, hub_repo):
     assert main(["release", "list", "--repo", hub_repo]) == 0
     api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
     api.create_tag(hub_repo, tag=TAG1, revision=initial, repo_type="dataset")
-    listing = list_releases(hub_repo, api=api)
+    listing = list_releases(hub_repo, client=client)
     (row,) = listing.rows
     assert row.json_revision is None and row.hub_revision == initial != sha1
     assert len(row.flags) == 1 and row.flags[0].startswith("moved tag?")
@@ -335,7 +341,7 @@ def test_token_never_leaks(tmp_path, api, hub_repo, local_hub, monkeypatch, caps
 
 
 def test_releases_json_naming_another_link_is_refused_by_verify_and_publish(
-        tmp_path, api, hub_repo):
+        tmp_path, api, client, hub_repo):
     """The gains are the weighted link of theta; a releases.json that says `unweighted` for them
     is refused by `release check`, `verify` (exit 1) and `publish` (nothing reaches the Hub)."""
     from rcp_data.checks.verify import verify
@@ -353,7 +359,7 @@ def test_releases_json_naming_another_link_is_refused_by_verify_and_publish(
     api.create_repo(hub_repo, repo_type="dataset", exist_ok=True)
     before = _state(api, hub_repo)
     with pytest.raises(RefusedError):
-        publish(v1, hub_repo, api=api)
+        publish(v1, hub_repo, client=client)
     assert _state(api, hub_repo) == before
     assert _publish_cli(v1, hub_repo) == 1
     assert _state(api, hub_repo) == before

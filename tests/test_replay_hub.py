@@ -14,14 +14,13 @@ from rcp_data.release.prepare import prepare_release
 
 @pytest.fixture(scope="module")
 def published(local_hub, tmp_path_factory, demo_data):
-    from huggingface_hub import HfApi
-
+    from rcp_data.core.hub_client import HubClient
     from rcp_data.release.publish import publish
 
     root = copy_demo(demo_data, tmp_path_factory.mktemp("replay-hub") / "release")
     repo = "rcp-test/replay-hub-demo"
     prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
-    result = publish(root, repo, api=HfApi(endpoint=local_hub.url), create_repo=True)
+    result = publish(root, repo, client=HubClient(local_hub.url), create_repo=True)
     return root, repo, result
 
 

@@ -50,8 +50,7 @@ class Published:
 
 
 def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Published:
-    from huggingface_hub import HfApi
-
+    from rcp_data.core.hub_client import HubClient
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
@@ -62,7 +61,7 @@ def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Publis
     build_release(spec, source, read_inputs(inputs), work / "release")
     repo = f"rcp-test/e2e-{spec.name}"
     prepare_release(work / "release", spec, repo, date=DATE)
-    result = publish(work / "release", repo, api=HfApi(endpoint=local_hub.url),
+    result = publish(work / "release", repo, client=HubClient(local_hub.url),
                      create_repo=True)
     assert result.status == "published"
     return Published(spec, repo, result.tag, result.commit, work / "release")

@@ -26,6 +26,7 @@ from rcp_data.checks.verify import check_paper, paper_applies, verify
 from rcp_data.cli import main
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import History, read_history, write_history
+from rcp_data.core.hub_client import HubClient
 from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
 from rcp_data.core.specs import load_spec
 from rcp_data.release.publish import publish
@@ -62,7 +63,7 @@ def published(local_hub, tmp_path_factory, demo_data) -> dict:
     history = _first_history(v1, spec, repo)
     write_history(history, v1 / RELEASES_JSON)
     _release_files(v1, spec, history)
-    r1 = publish(v1, repo, api=api, create_repo=True)
+    r1 = publish(v1, repo, client=HubClient(local_hub.url), create_repo=True)
     params = ItemParams.read(v1 / history.current.item_params)
     refit = ItemParams(gamma=tuple(round(g * 1.07, 6) for g in params.gamma),
                        beta=tuple(round(b - 0.15, 6) for b in params.beta),
@@ -70,7 +71,7 @@ def published(local_hub, tmp_path_factory, demo_data) -> dict:
     recalibrate_release(v1, v2, spec, refit, previous_revision=r1.commit, date="2026-11-30",
                         summary="SYNTHETIC recalibration")
     _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
-    r2 = publish(v2, repo, api=api)
+    r2 = publish(v2, repo, client=HubClient(local_hub.url))
     return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
             "sha2": r2.commit, "v1": v1, "v2": v2}
 

@@ -40,6 +40,7 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     from huggingface_hub import HfApi
     from vidore_fixtures import write_domain
 
+    from rcp_data.core.hub_client import HubClient
     from rcp_data.core.specs import load_spec
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
@@ -58,7 +59,8 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     inputs = write_synthetic_inputs(spec, source, work / "inputs", seed=5)
     build_release(spec, source, read_inputs(inputs), work / "release")
     prepare_release(work / "release", spec, VIDORE_REPO, date="2026-11-29")
-    result = publish(work / "release", VIDORE_REPO, api=api, create_repo=True)
+    result = publish(work / "release", VIDORE_REPO, client=HubClient(local_hub.url),
+                     create_repo=True)
     assert result.status == "published"
     return PublishedVidore(result, work / "release", source)
 

@@ -28,23 +28,17 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from rcp_data import resources
 from rcp_data.checks.integrity import Check, run_integrity
-from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import History, Release, same_commit, validate_history
-from rcp_data.core.hub_client import (
-    HubUnavailable,
-    PinnedRevision,
-    download_snapshot,
-    parse_hf_path,
-    resolve_revision,
-)
+from rcp_data.core.hub_client import HubClient, PinnedRevision, parse_hf_path
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -737,9 +731,13 @@ def _numbers(root: Path, spec: SuiteSpec, card_text: str | None, history: Histor
 
 def verify(*, repo: str | None = None, revision: str | None = None, path: str | Path | None = None,
            reference: str | Path | None = None, cache_dir: str | Path | None = None,
-           histories: str | Path | None = None) -> VerifyReport:
+           histories: str | Path | None = None, client: HubClient | None = None
+           ) -> VerifyReport:
     """Verify ``repo`` at ``revision`` (tag, branch or sha) on the Hub, or a ``path``
-    (a local release directory or ``hf://datasets/OWNER/NAME@REV``)."""
+    (a local release directory or ``hf://datasets/OWNER/NAME@REV``).
+
+    ``client``: the Hub (default: built from the environment); ``cache_dir``, when given,
+    replaces its download cache."""
     if path is not None and (repo or revision):
         raise UsageError("give either --repo with --revision, or a PATH, not both")
     if path is not None:
@@ -749,44 +747,19 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
         repo, revision = parsed
     if not repo or not revision:
         raise UsageError("give --repo OWNER/NAME with --revision REV (tag or sha), or a PATH")
-    pin = _hub(lambda: resolve_revision(repo, revision), f"{repo}@{revision}")
+    client = client or HubClient.from_env()
+    if cache_dir is not None:
+        client = replace(client, cache_dir=Path(cache_dir))
+    pin = client.resolve(repo, revision)
     log.info("%s@%s is commit %s", repo, revision, pin.sha)
-    root = _hub(lambda: download_snapshot(repo, pin.sha, _path(cache_dir)),
-                f"{repo}@{pin.sha}")
+    root = client.download(repo, pin.sha)
     return verify_release_dir(root, pin=pin, reference=_path(reference),
-                              target=f"{repo}@{revision}", hub_tags=_hub(lambda: _tags(repo),
-                                                                         repo),
+                              target=f"{repo}@{revision}", hub_tags=client.tags(repo),
                               histories=_path(histories))
-
-
-def _tags(repo: str) -> dict[str, str]:
-    """``{tag: sha}`` of a dataset repo on the Hub (read only)."""
-    from rcp_data.core.hub_client import hub_api
-
-    return {t.name: t.target_commit
-            for t in hub_api().list_repo_refs(repo, repo_type="dataset").tags}
 
 
 def _path(p: str | Path | None) -> Path | None:
     return Path(p) if p is not None else None
-
-
-def _hub(call, what: str):
-    """Run a Hub call; anything but a reachable repo and revision means exit 2."""
-    from huggingface_hub.errors import HfHubHTTPError
-
-    try:
-        return call()
-    except RcpDataError:
-        raise
-    except HfHubHTTPError as exc:
-        raise HubUnavailable(f"{what}: the Hub answered {exc}") from exc
-    except OSError as exc:
-        raise HubUnavailable(f"{what}: cannot reach the Hub ({exc})") from exc
-    except Exception as exc:  # httpx transport errors and the like
-        if type(exc).__module__.split(".")[0] in ("httpx", "httpcore", "requests", "urllib3"):
-            raise HubUnavailable(f"{what}: cannot reach the Hub ({exc})") from exc
-        raise
 
 
 __all__ = ["SCHEMA", "VerifyReport", "check_card_tables", "check_paper", "check_pin",

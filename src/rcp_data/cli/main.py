@@ -2,6 +2,9 @@
 
 Each subcommand lives in ``rcp_data.cli.commands.<name>`` and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` (taking the parsed args, returning an exit code).
+The one Hub client of the run is built here, from the environment (``$HF_ENDPOINT``, the
+token's usual places, ``--cache-dir`` where a command has it), and handed to the commands as
+``args.hub_client``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from rcp_data import __version__
 from rcp_data.cli.extras import MissingExtra, extra_of
 from rcp_data.core.errors import RcpDataError
+from rcp_data.core.hub_client import HubClient
 
 COMMAND_MODULES = (
     "demo",
@@ -61,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    args.hub_client = HubClient.from_env(cache_dir=getattr(args, "cache_dir", None))
     try:
         return int(args.func(args) or 0)
     except RcpDataError as exc:

@@ -1,8 +1,18 @@
-"""Pinned Hub revisions as local folders: ``hf://datasets/OWNER/NAME@REV`` -> a snapshot.
+"""One Hub client, passed in: endpoint, token and download cache, and one translation of Hub errors.
+
+The CLI builds one :class:`HubClient` (:meth:`HubClient.from_env`) and hands it to every command
+that reaches the Hub; library callers may pass their own, else get one built from the
+environment. Nothing here sets environment variables, and the token is never printed or logged
+(it is left out of the client's ``repr``).
 
 A tag or branch is resolved to its commit sha first, and every download is made strictly by
 that sha, so a tag that moves meanwhile cannot mix two revisions. Downloads go to the client's
-cache (``$HF_HOME``) or ``cache_dir``; nothing is ever written to the Hub.
+``cache_dir`` (default: the user's Hugging Face cache).
+
+Every Hub call runs under :func:`hub_errors`, which turns ``huggingface_hub`` and HTTP-client
+errors into the toolkit's: an unreachable Hub, a missing repo, revision or file, and any other
+HTTP error exit 2 (could not run); a 412 (the branch moved under a commit) and a 409 (a
+conflict) are refusals, exit 1. Every message is one line.
 """
 
 from __future__ import annotations
@@ -10,21 +20,116 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rcp_data.core.errors import RcpDataError, UsageError
+from rcp_data.core.errors import RcpDataError, RefusedError, UsageError
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import GitRefs
 
 log = logging.getLogger(__name__)
 
+REAL_HUB = "https://huggingface.co"
+REPO_TYPE = "dataset"
 _HF_PATH = re.compile(r"^hf://datasets/(?P<repo>[^@/]+/[^@/]+)(?:@(?P<rev>[^/]+))?/?$")
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_TRANSPORT_MODULES = ("httpx", "httpcore", "requests", "urllib3")
 
 
+# -- errors --------------------------------------------------------------------------------------
 class HubUnavailable(RcpDataError):
-    """The repo or revision cannot be reached (exit 2: the check could not run)."""
+    """The Hub, a repo or a revision cannot be reached (exit 2: the command could not run)."""
 
 
+class HubNotFound(HubUnavailable):
+    """The repo, revision or file does not exist on the Hub (exit 2)."""
+
+
+class BranchMoved(RefusedError):
+    """412: the branch is no longer at the parent commit a commit was built on (exit 1)."""
+
+
+class HubConflict(RefusedError):
+    """409: the Hub refused a change that conflicts with what it holds (exit 1)."""
+
+
+def _one_line(text: object) -> str:
+    lines = [s.strip() for s in str(text).splitlines() if s.strip()]
+    return lines[0] if lines else ""
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    return isinstance(exc, (ConnectionError, TimeoutError)) or \
+        type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
+
+
+def translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | None:
+    """The toolkit's error for a Hub error met while doing ``what``; None if it is none."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(exc, RcpDataError):
+        return None
+    if isinstance(exc, HfHubHTTPError):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if isinstance(exc, RepositoryNotFoundError):
+            return HubNotFound(f"{what}: the dataset repo was not found on the Hub at {endpoint}")
+        if isinstance(exc, RevisionNotFoundError):
+            return HubNotFound(f"{what}: the revision was not found on the Hub at {endpoint}")
+        if isinstance(exc, EntryNotFoundError) or status == 404:
+            return HubNotFound(f"{what}: not found on the Hub at {endpoint}")
+        if status == 412:
+            return BranchMoved(
+                f"{what}: the branch moved since its head was read, or the given parent is not "
+                "its head; the Hub refused the commit (412). Nothing was committed or tagged")
+        detail = _one_line(getattr(exc, "server_message", None) or exc)
+        if status == 409:
+            return HubConflict(f"{what}: the Hub refused it as a conflict (409): {detail}")
+        return HubUnavailable(f"could not run: {what}: the Hub at {endpoint} answered "
+                              f"{status}: {detail}")
+    if isinstance(exc, LocalEntryNotFoundError) or _is_transport_error(exc):
+        cause = exc.__cause__ or exc.__context__
+        reason = _one_line(cause if isinstance(exc, LocalEntryNotFoundError) and cause else exc)
+        return HubUnavailable(f"could not run: the Hub at {endpoint} is unreachable "
+                              f"({what}: {reason or type(exc).__name__})")
+    if isinstance(exc, EntryNotFoundError):
+        return HubNotFound(f"{what}: not found on the Hub at {endpoint}")
+    if isinstance(exc, HFValidationError):
+        return UsageError(f"{what}: {_one_line(exc)}")
+    return None
+
+
+@contextmanager
+def hub_errors(what: str, endpoint: str | None = None) -> Iterator[None]:
+    """Run Hub calls; re-raise their errors as the toolkit's (see :func:`translate`)."""
+    try:
+        yield
+    except Exception as exc:
+        mapped = translate(exc, what, (endpoint or _default_endpoint()).rstrip("/"))
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+def _default_endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+# -- paths and pins ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PinnedRevision:
     repo: str
@@ -44,59 +149,107 @@ def parse_hf_path(path: str) -> tuple[str, str] | None:
     return m.group("repo"), m.group("rev") or "main"
 
 
-def hub_api(endpoint: str | None = None):
-    """An ``HfApi`` for ``endpoint``, else ``$HF_ENDPOINT`` (read now, not at import), else the
-    real Hub."""
-    from huggingface_hub import HfApi
+# -- the client ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HubClient:
+    """Where the Hub is, how to authenticate, where downloads go.
 
-    return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
+    ``endpoint`` None: ``huggingface_hub``'s default; ``token`` None: wherever
+    ``huggingface_hub`` finds one (``$HF_TOKEN``, the login file), False: none;
+    ``cache_dir`` None: the user's Hugging Face cache.
+    """
 
+    endpoint: str | None = None
+    token: str | bool | None = field(default=None, repr=False)
+    cache_dir: Path | None = None
 
-def resolve_revision(repo: str, revision: str) -> PinnedRevision:
-    """Resolve a tag, branch or sha of a dataset repo to its commit sha."""
-    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+    @classmethod
+    def from_env(cls, *, endpoint: str | None = None, token: str | bool | None = None,
+                 cache_dir: str | Path | None = None) -> HubClient:
+        """The client of this process: ``endpoint``, else ``$HF_ENDPOINT`` (read now), else
+        the real Hub."""
+        url = endpoint or os.environ.get("HF_ENDPOINT") or REAL_HUB
+        return cls(url.rstrip("/"), token, Path(cache_dir) if cache_dir is not None else None)
 
-    api = hub_api()
-    try:
-        refs = api.list_repo_refs(repo, repo_type="dataset")
-    except RepositoryNotFoundError as exc:
-        raise HubUnavailable(f"dataset repo {repo!r} not found on {api.endpoint}") from exc
-    tags = {t.name: t.target_commit for t in refs.tags}
-    branches = {b.name: b.target_commit for b in refs.branches}
-    if revision in tags:
-        return PinnedRevision(repo, revision, tags[revision], True, False)
-    if revision in branches:
-        return PinnedRevision(repo, revision, branches[revision], False, True)
-    try:
-        info = api.dataset_info(repo, revision=revision)
-    except (RevisionNotFoundError, RepositoryNotFoundError) as exc:
-        raise HubUnavailable(f"revision {revision!r} not found in dataset repo {repo!r}") from exc
-    if not info.sha:
-        raise HubUnavailable(f"revision {revision!r} of {repo!r} has no commit sha")
-    return PinnedRevision(repo, revision, info.sha, False, False)
+    @property
+    def url(self) -> str:
+        """The Hub's base URL."""
+        return (self.endpoint or _default_endpoint()).rstrip("/")
 
+    @cached_property
+    def api(self) -> HfApi:
+        from huggingface_hub import HfApi
 
-def download_snapshot(repo: str, sha: str, cache_dir: Path | None = None) -> Path:
-    """Download every file of ``repo`` at commit ``sha`` (never by tag) and return the folder."""
-    from huggingface_hub import snapshot_download
+        return HfApi(endpoint=self.url, token=self.token)
 
-    if not SHA_RE.match(sha):
-        raise UsageError(f"downloads are made by full commit sha, got {sha!r}")
-    local = snapshot_download(repo, repo_type="dataset", revision=sha,
-                              cache_dir=str(cache_dir) if cache_dir else None,
-                              endpoint=os.environ.get("HF_ENDPOINT") or None)
-    log.info("downloaded %s@%s to %s", repo, sha[:12], local)
-    return Path(local)
+    def errors(self, what: str):
+        """:func:`hub_errors` for this client's Hub."""
+        return hub_errors(what, self.url)
 
+    def refs(self, repo: str) -> GitRefs:
+        """Branches and tags of a dataset repo."""
+        with self.errors(f"dataset repo {repo}"):
+            return self.api.list_repo_refs(repo, repo_type=REPO_TYPE)
 
-def local_release(path: str | Path, cache_dir: Path | None = None) -> tuple[Path, PinnedRevision | None]:
-    """A release folder for ``path``: a local directory as is, or a pinned Hub snapshot."""
-    parsed = parse_hf_path(str(path))
-    if parsed is None:
-        p = Path(path)
-        if not p.is_dir():
-            raise UsageError(f"release directory not found: {p}")
-        return p, None
-    repo, rev = parsed
-    pin = resolve_revision(repo, rev)
-    return download_snapshot(repo, pin.sha, cache_dir), pin
+    def tags(self, repo: str) -> dict[str, str]:
+        """``{tag: sha}`` of a dataset repo."""
+        return {t.name: t.target_commit for t in self.refs(repo).tags}
+
+    def resolve(self, repo: str, revision: str) -> PinnedRevision:
+        """Resolve a tag, branch or sha of a dataset repo to its commit sha."""
+        refs = self.refs(repo)
+        tags = {t.name: t.target_commit for t in refs.tags}
+        branches = {b.name: b.target_commit for b in refs.branches}
+        if revision in tags:
+            return PinnedRevision(repo, revision, tags[revision], True, False)
+        if revision in branches:
+            return PinnedRevision(repo, revision, branches[revision], False, True)
+        with self.errors(f"{repo}@{revision}"):
+            info = self.api.dataset_info(repo, revision=revision)
+        if not info.sha:
+            raise HubUnavailable(f"revision {revision!r} of {repo!r} has no commit sha")
+        return PinnedRevision(repo, revision, info.sha, False, False)
+
+    def download(self, repo: str, sha: str, local_dir: Path | None = None) -> Path:
+        """Every file of ``repo`` at commit ``sha`` (never by tag): into the cache, or
+        ``local_dir``."""
+        from huggingface_hub import snapshot_download
+
+        if not SHA_RE.match(sha):
+            raise UsageError(f"downloads are made by full commit sha, got {sha!r}")
+        with self.errors(f"{repo}@{sha}"):
+            local = snapshot_download(
+                repo, repo_type=REPO_TYPE, revision=sha, endpoint=self.url, token=self.token,
+                cache_dir=str(self.cache_dir) if self.cache_dir else None,
+                local_dir=str(local_dir) if local_dir else None)
+        log.info("downloaded %s@%s to %s", repo, sha[:12], local)
+        return Path(local)
+
+    def download_file(self, repo: str, filename: str, revision: str) -> Path:
+        """One file of ``repo`` at ``revision``; :class:`HubNotFound` when it is absent."""
+        with self.errors(f"{filename} of {repo}@{revision}"):
+            return Path(self.api.hf_hub_download(
+                repo, filename, repo_type=REPO_TYPE, revision=revision,
+                cache_dir=str(self.cache_dir) if self.cache_dir else None))
+
+    def commit(self, repo: str, operations: list, *, branch: str, parent: str | None,
+               message: str, description: str = "") -> str:
+        """ONE commit on ``branch`` on top of ``parent`` (None: a branch without commits);
+        :class:`BranchMoved` when the branch is elsewhere. Returns the commit's sha."""
+        with self.errors(f"commit on branch {branch} of {repo} with parent {parent}"):
+            info = self.api.create_commit(
+                repo, operations, commit_message=message, commit_description=description,
+                repo_type=REPO_TYPE, revision=branch, parent_commit=parent)
+        return info.oid
+
+    def local_release(self, path: str | Path) -> tuple[Path, PinnedRevision | None]:
+        """A release folder for ``path``: a local directory as is, or a pinned Hub snapshot."""
+        parsed = parse_hf_path(str(path))
+        if parsed is None:
+            p = Path(path)
+            if not p.is_dir():
+                raise UsageError(f"release directory not found: {p}")
+            return p, None
+        repo, rev = parsed
+        pin = self.resolve(repo, rev)
+        return self.download(repo, pin.sha), pin

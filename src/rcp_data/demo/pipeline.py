@@ -6,17 +6,20 @@
 4. regenerate the card (a commit that writes in the shas known now; no tag moves);
 5. list the releases (Hub refs beside releases.json), verify both releases by tag;
 6. stop the Hub.
+
+Every step reaches the embedded Hub through one :class:`HubClient` (no token is sent to it;
+downloads go under the output folder); the environment is left as it is.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import logging
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from rcp_data.core.hub_client import HubClient
 from rcp_data.core.specs import load_spec
 
 log = logging.getLogger(__name__)
@@ -82,31 +85,29 @@ def run_demo(out: Path) -> int:
     out.mkdir(parents=True)
     hub = LocalHub(out / "hub")
     url = hub.start()
-    previous_endpoint = os.environ.get("HF_ENDPOINT")
-    os.environ["HF_ENDPOINT"] = url
+    client = HubClient(endpoint=url, token=False, cache_dir=out / "verify-cache")
     print(f"started the local Hub at {url} (data in {out / 'hub'})")
     try:
-        from rcp_data.release.publish import hub_api, publish
+        from rcp_data.release.publish import publish
         from rcp_data.release.refs import list_releases, render_listing
 
-        api = hub_api(url)
         v1, build_v2 = build_demo_releases(out)
-        r1 = publish(v1, DEMO_REPO, api=api, create_repo=True)
+        r1 = publish(v1, DEMO_REPO, client=client, create_repo=True)
         print(f"published release 1 as {r1.tag} at {r1.commit}")
         v2 = build_v2(r1.commit)
-        r2 = publish(v2, DEMO_REPO, api=api)
+        r2 = publish(v2, DEMO_REPO, client=client)
         print(f"published release 2 as {r2.tag} at {r2.commit}")
         from rcp_data.release.regenerate import regenerate
 
-        regen = regenerate(DEMO_REPO, "main", workdir=out)
+        regen = regenerate(DEMO_REPO, "main", workdir=out, client=client)
         print(f"regenerated the card with the shas known now: commit {regen.commit} changes "
               f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
-        print(render_listing(list_releases(DEMO_REPO, api=api)))
+        print(render_listing(list_releases(DEMO_REPO, client=client)))
         code = 0
         from rcp_data.checks.verify import verify
 
         for tag in (r1.tag, r2.tag):
-            report = verify(repo=DEMO_REPO, revision=tag, cache_dir=out / "verify-cache")
+            report = verify(repo=DEMO_REPO, revision=tag, client=client)
             print(report.text())
             code = max(code, report.exit_code)
         print("demo finished: " + ("both releases verified" if code == 0 else
@@ -114,8 +115,4 @@ def run_demo(out: Path) -> int:
         return code
     finally:
         hub.stop()
-        if previous_endpoint is None:
-            os.environ.pop("HF_ENDPOINT", None)
-        else:
-            os.environ["HF_ENDPOINT"] = previous_endpoint
         print("stopped the local Hub")

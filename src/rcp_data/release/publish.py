@@ -11,8 +11,9 @@ Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``)
    accepted only if the tag already points at this very commit.
 
 It never force-pushes, squashes, deletes or moves a tag. Re-running a published release changes
-nothing and succeeds. The Hub is whatever ``HF_ENDPOINT`` names (the real Hub when unset); the
-token comes from the client's usual places and is never printed or written.
+nothing and succeeds. The Hub is the :class:`HubClient` passed in (default: built from the
+environment); the token is never printed or written. Hub errors are translated once, by the
+client (:func:`rcp_data.core.hub_client.hub_errors`).
 """
 
 from __future__ import annotations
@@ -25,15 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-from huggingface_hub.errors import (
-    EntryNotFoundError,
-    HfHubHTTPError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
 
 from rcp_data.checks.release_check import CheckReport, check_release_dir
-from rcp_data.core.errors import InputError, RefusedError, UsageError
+from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.history import (
     SCHEMA,
     History,
@@ -44,11 +39,10 @@ from rcp_data.core.history import (
     same_commit,
     write_history,
 )
-from rcp_data.core.hub_client import hub_api
+from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound
 
 log = logging.getLogger(__name__)
 
-REPO_TYPE = "dataset"
 KEEP_ON_BRANCH = frozenset({".gitattributes"})  # Hub housekeeping a release never deletes
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CHUNK = 1 << 20
@@ -58,11 +52,6 @@ def check_repo_id(repo: str) -> str:
     if not isinstance(repo, str) or not _REPO_RE.match(repo):
         raise UsageError(f"--repo must be OWNER/NAME, got {repo!r}")
     return repo
-
-
-def status_code(exc: BaseException) -> int | None:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
 
 
 # -- file identities ---------------------------------------------------------------------------
@@ -164,14 +153,16 @@ class PublishResult:
 
 
 # -- planning ----------------------------------------------------------------------------------
-def _ensure_repo(api: HfApi, repo: str, create: bool) -> None:
+def _ensure_repo(client: HubClient, repo: str, create: bool) -> None:
     try:
-        api.repo_info(repo, repo_type=REPO_TYPE)
-    except RepositoryNotFoundError as exc:
+        with client.errors(repo):
+            client.api.repo_info(repo, repo_type=REPO_TYPE)
+    except HubNotFound as exc:
         if not create:
-            raise UsageError(f"dataset repo {repo} not found at {api.endpoint}; "
+            raise UsageError(f"dataset repo {repo} not found at {client.url}; "
                              "pass --create-repo to create it") from exc
-        api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
+        with client.errors(f"creating dataset repo {repo}"):
+            client.api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
         log.info("created dataset repo %s", repo)
 
 
@@ -198,7 +189,7 @@ def _check_older_releases(history: History, tags: dict[str, str], chain: list[st
 
 
 def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
-                 parent_commit: str | None = None, api: HfApi | None = None,
+                 parent_commit: str | None = None, client: HubClient | None = None,
                  create_repo: bool = False) -> PublishPlan:
     """Decide what to commit; raises :class:`RefusedError` for anything it must not publish."""
     report.raise_if_failed()
@@ -209,8 +200,15 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
     if history.repo != repo:
         raise RefusedError(f"provenance/releases.json is for {history.repo}, not {repo}; "
                            "a release is built for one repository")
-    api = api or hub_api()
-    _ensure_repo(api, repo, create_repo)
+    client = client or HubClient.from_env()
+    _ensure_repo(client, repo, create_repo)
+    with client.errors(f"planning the publish of {repo}"):
+        return _plan(report, repo, branch, parent_commit, client, release, history)
+
+
+def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None,
+          client: HubClient, release: Release, history: History) -> PublishPlan:
+    api = client.api
     refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
     heads = {b.name: b.target_commit for b in refs.branches}
     tags = {t.name: t.target_commit for t in refs.tags}
@@ -246,9 +244,9 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
 
 
 # -- executing ---------------------------------------------------------------------------------
-def execute_plan(plan: PublishPlan, api: HfApi | None = None) -> PublishResult:
+def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishResult:
     """Make the one commit and the tag of a plan (see the module docstring)."""
-    api = api or hub_api(plan.endpoint or None)
+    client = client or HubClient.from_env(endpoint=plan.endpoint or None)
     rel = plan.release
     if plan.already_tagged:
         msg = (f"{plan.repo}: release {rel.release} is already published identically as "
@@ -262,21 +260,12 @@ def execute_plan(plan: PublishPlan, api: HfApi | None = None) -> PublishResult:
     description = (f"{rel.summary}\n\nOne commit holds the whole release; its "
                    "provenance/releases.json gives this release \"revision\": null, meaning "
                    f"this commit.\n\npublish run: {plan.run_id}").strip()
-    try:
-        info = api.create_commit(
-            plan.repo, plan.operations(), commit_message=f"Release {rel.release} ({plan.tag})",
-            commit_description=description, repo_type=REPO_TYPE, revision=plan.branch,
-            parent_commit=plan.parent)
-    except HfHubHTTPError as exc:
-        if status_code(exc) == 412:
-            raise RefusedError(
-                f"branch {plan.branch} of {plan.repo} moved since {plan.parent} was read "
-                "(another publisher?): the Hub refused the commit (412). Nothing was committed "
-                "or tagged; rebuild the release against the new head") from exc
-        raise RefusedError(f"the Hub refused the commit ({status_code(exc)}): {exc}") from exc
-    commit = info.oid
-    _check_own_commit(api, plan, commit)
-    _tag(api, plan, commit)
+    commit = client.commit(plan.repo, plan.operations(), branch=plan.branch, parent=plan.parent,
+                           message=f"Release {rel.release} ({plan.tag})",
+                           description=description)
+    with client.errors(f"checking commit {commit} of {plan.repo}"):
+        _check_own_commit(client.api, plan, commit)
+    _tag(client, plan, commit)
     msg = f"{plan.repo}: published release {rel.release} as {plan.tag} at {commit}"
     log.info(msg)
     return PublishResult("published", plan.repo, plan.tag, commit, plan.parent,
@@ -306,21 +295,22 @@ def _check_own_commit(api: HfApi, plan: PublishPlan, commit: str) -> None:
             "files?). Nothing was tagged")
 
 
-def _tag(api: HfApi, plan: PublishPlan, commit: str) -> None:
+def _tag(client: HubClient, plan: PublishPlan, commit: str) -> None:
     try:
-        api.create_tag(plan.repo, tag=plan.tag, revision=commit, repo_type=REPO_TYPE,
-                       tag_message=f"Release {plan.release.release}: {plan.release.judge_model}")
-    except HfHubHTTPError as exc:
-        if status_code(exc) != 409:
-            raise RefusedError(f"commit {commit} was made but tagging it failed "
-                               f"({status_code(exc)}): {exc}; tag it with {plan.tag}") from exc
-        refs = api.list_repo_refs(plan.repo, repo_type=REPO_TYPE)
-        target = {t.name: t.target_commit for t in refs.tags}.get(plan.tag)
+        with client.errors(f"tagging commit {commit} of {plan.repo} as {plan.tag}"):
+            client.api.create_tag(
+                plan.repo, tag=plan.tag, revision=commit, repo_type=REPO_TYPE,
+                tag_message=f"Release {plan.release.release}: {plan.release.judge_model}")
+    except HubConflict as exc:
+        target = client.tags(plan.repo).get(plan.tag)
         if target != commit:
             raise RefusedError(
                 f"tag {plan.tag} appeared on {target} while publishing; it is never moved. "
                 f"Commit {commit} stays on branch {plan.branch} untagged") from exc
         log.info("tag %s already points at %s", plan.tag, commit)
+    except RcpDataError as exc:
+        raise RefusedError(f"commit {commit} was made but tagging it failed: {exc.message}; "
+                           f"tag it with {plan.tag}") from exc
 
 
 # -- the whole job -----------------------------------------------------------------------------
@@ -371,7 +361,7 @@ def verify_before_publishing(root: Path) -> None:
 
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
-            parent_commit: str | None = None, api: HfApi | None = None,
+            parent_commit: str | None = None, client: HubClient | None = None,
             create_repo: bool = False, record_to: str | Path | None = None
             ) -> PublishResult:
     """Check, commit and tag one release directory (see the module docstring).
@@ -383,13 +373,10 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     report = check_release_dir(root)
     report.raise_if_failed()
     verify_before_publishing(Path(root))
-    api = api or hub_api()
-    try:
-        plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, api=api,
-                            create_repo=create_repo)
-        result = execute_plan(plan, api)
-    except (RevisionNotFoundError, EntryNotFoundError) as exc:
-        raise RefusedError(f"the Hub answered: {exc}") from exc
+    client = client or HubClient.from_env()
+    plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
+                        create_repo=create_repo)
+    result = execute_plan(plan, client)
     if record_to is not None and result.status == "published":
         path = record_target(record_to, report.suite)
         try:
@@ -401,7 +388,8 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     return result
 
 
-def publish_series(builders: list, repo: str, *, api: HfApi | None = None, branch: str = "main",
+def publish_series(builders: list, repo: str, *, client: HubClient | None = None,
+                   branch: str = "main",
                    create_repo: bool = True, record_to: str | Path | None = None
                    ) -> list[PublishResult]:
     """Publish releases one after another (the demo: v1, then a recalibrated v2).
@@ -410,12 +398,12 @@ def publish_series(builders: list, repo: str, *, api: HfApi | None = None, branc
     the first), which its releases.json must name, and returns the release directory to
     publish.
     """
-    api = api or hub_api()
+    client = client or HubClient.from_env()
     results: list[PublishResult] = []
     previous: str | None = None
     for build in builders:
         root = build(previous)
-        result = publish(root, repo, branch=branch, api=api,
+        result = publish(root, repo, branch=branch, client=client,
                          create_repo=create_repo and not results, record_to=record_to)
         results.append(result)
         previous = result.commit

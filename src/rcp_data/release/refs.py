@@ -12,13 +12,11 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from huggingface_hub import HfApi
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
-
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError
 from rcp_data.core.history import History, loads_history, same_commit
+from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubNotFound
 from rcp_data.core.layout import RELEASES_JSON
-from rcp_data.release.publish import REPO_TYPE, check_repo_id, hub_api
+from rcp_data.release.publish import check_repo_id
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +51,11 @@ class Listing:
                 "problems": self.problems, "releases": [asdict(r) for r in self.rows]}
 
 
-def _history_at(api: HfApi, repo: str, revision: str) -> tuple[History | None, list[str]]:
+def _history_at(client: HubClient, repo: str, revision: str
+                ) -> tuple[History | None, list[str]]:
     try:
-        path = api.hf_hub_download(repo, RELEASES_JSON, repo_type=REPO_TYPE, revision=revision)
-    except EntryNotFoundError:
+        path = client.download_file(repo, RELEASES_JSON, revision)
+    except HubNotFound:
         return None, [f"{RELEASES_JSON} is missing at {revision}"]
     text = Path(path).read_text(encoding="utf-8")
     try:
@@ -69,22 +68,22 @@ def _history_at(api: HfApi, repo: str, revision: str) -> tuple[History | None, l
             return None, [exc.message]
 
 
-def _blob(api: HfApi, repo: str, revision: str) -> str | None:
+def _blob(client: HubClient, repo: str, revision: str) -> str | None:
     try:
-        info = api.get_paths_info(repo, [RELEASES_JSON], revision=revision, repo_type=REPO_TYPE)
-    except EntryNotFoundError:
+        with client.errors(f"{RELEASES_JSON} of {repo}@{revision}"):
+            info = client.api.get_paths_info(repo, [RELEASES_JSON], revision=revision,
+                                             repo_type=REPO_TYPE)
+    except HubNotFound:
         return None
     return getattr(info[0], "blob_id", None) if info else None
 
 
-def list_releases(repo: str, *, branch: str = "main", api: HfApi | None = None) -> Listing:
+def list_releases(repo: str, *, branch: str = "main", client: HubClient | None = None
+                  ) -> Listing:
     """Compare the Hub's tags with ``provenance/releases.json`` on ``branch``."""
     check_repo_id(repo)
-    api = api or hub_api()
-    try:
-        refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
-    except RepositoryNotFoundError as exc:
-        raise UsageError(f"dataset repo {repo} not found at {api.endpoint}") from exc
+    client = client or HubClient.from_env()
+    refs = client.refs(repo)
     heads = {b.name: b.target_commit for b in refs.branches}
     tags = {t.name: t.target_commit for t in refs.tags}
     head = heads.get(branch)
@@ -93,8 +92,10 @@ def list_releases(repo: str, *, branch: str = "main", api: HfApi | None = None) 
         return Listing(repo, branch, None, [ReleaseRow(t, hub_revision=s, flags=[
             "tag no release names (the branch has no releases.json)"]) for t, s in tags.items()],
             [f"branch {branch} does not exist"])
-    chain = [c.commit_id for c in api.list_repo_commits(repo, repo_type=REPO_TYPE, revision=head)]
-    history, found = _history_at(api, repo, head)
+    with client.errors(f"the history of {repo}@{head}"):
+        chain = [c.commit_id
+                 for c in client.api.list_repo_commits(repo, repo_type=REPO_TYPE, revision=head)]
+    history, found = _history_at(client, repo, head)
     problems += found
     if history is not None and history.repo != repo:
         problems.append(f"{RELEASES_JSON} names repo {history.repo}, not {repo}")
@@ -115,10 +116,10 @@ def list_releases(repo: str, *, branch: str = "main", api: HfApi | None = None) 
                 row.flags.append(f"revision {r.revision} is not in the history of {branch}")
         elif hub:
             # null: the commit that holds this releases.json; the tag must hold the same file
-            head_blob = head_blob or _blob(api, repo, head)
+            head_blob = head_blob or _blob(client, repo, head)
             if hub not in chain:
                 row.flags.append(f"the tag's commit {hub} is not in the history of {branch}")
-            elif _blob(api, repo, hub) != head_blob:
+            elif _blob(client, repo, hub) != head_blob:
                 row.flags.append(f"moved tag? releases.json gives this release revision null "
                                  f"(the commit holding it), but the tag's commit {hub} holds "
                                  "another releases.json")

@@ -3,6 +3,7 @@
 Reads the repo at a revision (the branch head), writes in the commit shas known by now (from
 the Hub's tags) and publishes ONE commit that changes only ``README.md``, ``rcp_ndcg_tasks.py``
 and ``provenance/releases.json`` (``parent_commit`` = that head). No tag is created or moved.
+The Hub is the :class:`HubClient` passed in (default: built from the environment).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcp_data.core.errors import InputError, RefusedError, UsageError
+from rcp_data.core.errors import InputError
 from rcp_data.core.history import fill_known_shas, read_history
+from rcp_data.core.hub_client import HubClient
 from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.documents.card import render_release_files
@@ -40,33 +42,20 @@ class Regenerated:
 
 
 def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | None = None,
-               workdir: Path | None = None) -> Regenerated:
+               workdir: Path | None = None, client: HubClient | None = None) -> Regenerated:
     """Regenerate card, task file and releases.json of ``repo`` at ``revision`` on the Hub."""
-    from huggingface_hub import CommitOperationAdd, snapshot_download
-    from huggingface_hub.errors import (
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
+    from huggingface_hub import CommitOperationAdd
 
-    from rcp_data.release.publish import hub_api
-
-    api = hub_api()
-    try:
-        info = api.dataset_info(repo, revision=revision)
-    except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
-        raise UsageError(f"{repo}@{revision}: not found on the Hub ({type(exc).__name__})") from exc
-    parent = info.sha
+    client = client or HubClient.from_env()
+    parent = client.resolve(repo, revision).sha
     with tempfile.TemporaryDirectory(prefix="rcp-card-", dir=workdir) as tmp:
-        root = Path(snapshot_download(repo, repo_type="dataset", revision=parent,
-                                      local_dir=Path(tmp) / "snapshot", endpoint=api.endpoint))
+        root = client.download(repo, parent, local_dir=Path(tmp) / "snapshot")
         log.info("read %s at %s into %s", repo, parent, root)
         if not (root / RELEASES_JSON).exists():
             raise InputError(f"{repo}@{parent[:8]} has no {RELEASES_JSON}; publish a release "
                              "first")
         history = read_history(root / RELEASES_JSON)
-        refs = api.list_repo_refs(repo, repo_type="dataset")
-        history = fill_known_shas(history, refs)
+        history = fill_known_shas(history, client.refs(repo))
         spec = _spec_of(root, suite)
         texts = render_release_files(root, spec=spec, history=history, repo=repo)
         texts[RELEASES_JSON] = history.to_json()
@@ -81,21 +70,10 @@ def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | N
         if not ops:
             log.info("%s@%s: card, task file and releases.json are up to date", repo, parent[:8])
             return Regenerated(parent=parent, commit=None, changed=[])
-        try:
-            commit = api.create_commit(
-                repo, operations=ops, repo_type="dataset", revision=branch,
-                parent_commit=parent,
-                commit_message="Regenerate dataset card, task file and releases.json",
-                commit_description="Only README.md, rcp_ndcg_tasks.py and "
-                                   "provenance/releases.json change; the data is untouched.",
-            )
-        except HfHubHTTPError as exc:
-            status = getattr(exc.response, "status_code", None)
-            if status == 412:
-                raise RefusedError(f"{repo}: branch {branch!r} is no longer at {parent[:8]} "
-                                   "(it moved, or --revision is not its head); nothing was "
-                                   "committed") from exc
-            raise
-    sha = commit.oid
+        sha = client.commit(
+            repo, ops, branch=branch, parent=parent,
+            message="Regenerate dataset card, task file and releases.json",
+            description="Only README.md, rcp_ndcg_tasks.py and provenance/releases.json "
+                        "change; the data is untouched.")
     log.info("committed %s to %s@%s (%s)", ", ".join(changed), repo, branch, sha[:8])
     return Regenerated(parent=parent, commit=sha, changed=changed)

@@ -48,7 +48,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _regenerate(args: argparse.Namespace) -> int:
-    result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite)
+    result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite,
+                        client=args.hub_client)
     if result.commit is None:
         print(f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
     else:

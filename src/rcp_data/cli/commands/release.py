@@ -85,7 +85,7 @@ def _publish(args: argparse.Namespace) -> int:
 
     result = publish(args.release_dir, args.repo, branch=args.branch,
                      parent_commit=args.parent_commit, create_repo=args.create_repo,
-                     record_to=args.record_to)
+                     record_to=args.record_to, client=args.hub_client)
     for msg in result.messages:
         print(msg)
     if result.recorded:
@@ -98,7 +98,7 @@ def _publish(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from rcp_data.release.refs import list_releases, render_listing
 
-    listing = list_releases(args.repo, branch=args.branch)
+    listing = list_releases(args.repo, branch=args.branch, client=args.hub_client)
     if args.json:
         print(json.dumps(listing.to_dict(), indent=2))
     else:

@@ -32,10 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.core.hub_client import local_release
     from rcp_data.scoring.replay import replay_release
 
-    root, _pin = local_release(args.path)
+    root, _pin = args.hub_client.local_release(args.path)
     result = replay_release(root, args.suite, k=args.k, tie_rule=args.tie_rule,
                             view=args.view, include_judge=args.include_judge)
     if args.json:

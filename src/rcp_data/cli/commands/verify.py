@@ -46,8 +46,8 @@ def handler(args: argparse.Namespace) -> int:
 
     try:
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
-                        reference=args.reference, cache_dir=args.cache_dir,
-                        histories=args.histories)
+                        reference=args.reference, histories=args.histories,
+                        client=args.hub_client)
     except RcpDataError as exc:
         if not args.json:
             raise
