@@ -14,20 +14,12 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError, RefusedError, UsageError
 from rcp_data.core.history import fill_known_shas, read_history
-from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, release_spec
 from rcp_data.documents.card import render_release_files
 
 log = logging.getLogger(__name__)
 
 REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
-
-
-def _spec_of(root: Path, suite: str | None) -> SuiteSpec:
-    name = suite or detect_suite(root)
-    if name is None:
-        raise InputError("cannot tell the suite of this release; pass --suite", path=str(root))
-    return load_spec(name)
 
 
 @dataclass
@@ -67,7 +59,7 @@ def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | N
         history = read_history(root / RELEASES_JSON)
         refs = api.list_repo_refs(repo, repo_type="dataset")
         history = fill_known_shas(history, refs)
-        spec = _spec_of(root, suite)
+        spec = release_spec(root, suite, repo=repo, hint="; pass --suite")
         texts = render_release_files(root, spec=spec, history=history, repo=repo)
         texts[RELEASES_JSON] = history.to_json()
         changed = []
