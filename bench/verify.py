@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from rcp_data.core.gains import ItemParams, gain
 from rcp_data.core.history import History, Release, release_tag, write_history
+from rcp_data.core.io import write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -51,7 +52,6 @@ from rcp_data.core.layout import (
     provenance_file,
     shard_name,
     subset_file,
-    write_json,
 )
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.stages.pools import rrf_fuse

@@ -82,3 +82,25 @@ def test_round_trip_keeps_extra_keys(tmp_path):
     p.write(tmp_path / "p.json")
     q = ItemParams.read(tmp_path / "p.json")
     assert q == p and q.extra == {"fit": "map"}
+
+
+def test_gain_mismatches_and_link_name():
+    from rcp_data.core.gains import (
+        DEFAULT_LINK,
+        GAIN_TOLERANCE,
+        gain_mismatches,
+        link_name,
+    )
+
+    params = ItemParams((1.0, 2.0), (0.0, 0.5))
+    theta = np.array([0.3, -1.0, np.nan, np.nan, 0.7])
+    stored = gain(np.nan_to_num(theta), params)
+    stored[[2, 3]] = [np.nan, 0.0]            # unscored: a null gain or 0 are both fine
+    stored[4] += GAIN_TOLERANCE / 2           # within the tolerance
+    bad, expected = gain_mismatches(theta, stored, params)
+    assert not bad.any() and expected[2] == 0.0
+    stored[1] += 10 * GAIN_TOLERANCE
+    stored[3] = 0.25                          # unscored but a gain
+    assert list(np.flatnonzero(gain_mismatches(theta, stored, params)[0])) == [1, 3]
+    assert link_name({"method": "2pl-irt"}) == DEFAULT_LINK == "weighted_discrimination"
+    assert link_name({"link": "logistic"}) == "logistic"

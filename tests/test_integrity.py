@@ -55,6 +55,29 @@ def test_changed_gain_is_named(release):
     assert "subset beta" in detail
 
 
+def test_gain_link_not_recomputed_when_already_checked(release):
+    """Before a publish the release check has proved gain = link(theta) for every qrels row;
+    verify then checks only that every judged document has a theta and a gain in (0, 1)."""
+    path = release / "beta/qrels.parquet"
+    q = pd.read_parquet(path)
+    judged = q.index[q["theta"].notna()]
+    q.loc[judged[7], "gain"] += 1e-9        # off the link: only the link check sees it
+    write_parquet(q, path, SCHEMAS["qrels"])
+    rel = ReleaseDir(release, load_spec("demo"))
+    params = ItemParams.read(release / "provenance/item_params.synth.json")
+    checks, _ = run_integrity(rel, params, LINK, link_checked=True)
+    gains = [c for c in checks if c.name == "gains"]
+    assert gains and all(c.ok for c in gains)
+    assert "per the release check" in gains[0].what
+    q.loc[judged[3], "gain"] = 1.5          # outside (0, 1): still caught
+    write_parquet(q, path, SCHEMAS["qrels"])
+    checks, _ = run_integrity(rel, params, LINK, link_checked=True)
+    (bad,) = [c for c in checks if c.name == "gains" and not c.ok]
+    assert bad.details == [f"subset beta, query {q.loc[judged[3], 'query-id']}, document "
+                           f"{q.loc[judged[3], 'corpus-id']}: theta="
+                           f"{float(q.loc[judged[3], 'theta'])!r}, gain=1.5"]
+
+
 def test_deleted_pooled_document_is_named(release):
     path = release / "alpha/corpus.parquet"
     c = pd.read_parquet(path)

@@ -170,3 +170,47 @@ def test_rubric_only_calibrate_recalibrate_verify_end_to_end(v1, tmp_path, capsy
         merged = q[judged].merge(fitted, on=["query-id", "corpus-id"], suffixes=("", "_fit"))
         assert len(merged) == int(judged.sum())
         np.testing.assert_allclose(merged["theta"], merged["theta_fit"], rtol=0, atol=1e-12)
+
+
+def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
+    """ViDoRe's card prints the native and languages views, not the per-subset view: the
+    'printed cells moved' count covers those views under the card's tie rules, no others."""
+    import dataclasses
+
+    from vidore_fixtures import write_domain
+
+    from rcp_data.core.history import write_history
+    from rcp_data.core.layout import RELEASES_JSON
+    from rcp_data.core.specs import SHOWN_TIE_RULES
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.documents.card import views_shown
+    from rcp_data.release.prepare import new_release_history
+    from rcp_data.sources.vidore import read_suite
+    from rcp_data.stages.build import build_release, read_inputs
+
+    full = load_spec("vidore_v3")
+    domains = ("hr", "energy")
+    spec = dataclasses.replace(      # ViDoRe with two of its eight domains
+        full, domains=tuple(d for d in full.domains if d.name in domains),
+        subsets=tuple(s for s in full.subsets if s.domain in domains))
+    for i, (d, task) in enumerate((("hr", "Hr"), ("energy", "Energy"))):
+        write_domain(tmp_path / "upstream", d, task, seed=i)
+    source = read_suite(spec, {"root": str(tmp_path / "upstream"), "domains": ",".join(domains)})
+    inputs = write_synthetic_inputs(spec, source, tmp_path / "inputs", seed=3)
+    v1 = tmp_path / "v1"
+    build_release(spec, source, read_inputs(inputs), v1)
+    write_history(new_release_history(v1, spec, spec.repo, None, date="2026-11-29"),
+                  v1 / RELEASES_JSON)
+    params = ItemParams.read(inputs / "judge/item_params.json")
+    refit = ItemParams(tuple(1.5 * g for g in params.gamma), params.beta)
+    recalibrate_release(v1, tmp_path / "v2", spec, refit, previous_revision=SHA1)
+
+    d = diff_releases(v1, tmp_path / "v2", spec)
+    card_views = [v for v, _ in views_shown(spec)]
+    assert card_views == list(spec.card_views) == ["native", "languages"]
+    models = replay_release(v1, spec, view="native").models
+    # per view: one column per domain built, and the mean
+    assert d.cells == 2 * len(SHOWN_TIE_RULES) * len(card_views) * len(models) * (len(domains) + 1)
+    assert d.cells_moved == len(d.moved) > 0
+    assert {m["view"] for m in d.moved} <= set(card_views)
+    assert {m["tie_rule"] for m in d.moved} <= set(SHOWN_TIE_RULES)

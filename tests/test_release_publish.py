@@ -102,6 +102,29 @@ def test_two_releases_stay_loadable(tmp_path, api, client, hub_repo):
                                        (2, TAG2, "current", None, sha2)]
 
 
+def test_publish_computes_the_gain_link_once(tmp_path, api, hub_repo, monkeypatch):
+    """The release check compares every gain with the link of its theta; the verification run
+    before the upload does not compute it again."""
+    import rcp_data.checks.integrity as integrity
+    import rcp_data.checks.release_check as release_check
+
+    calls = {"release_check": 0, "integrity": 0}
+
+    def counting(module, name):
+        real = module.gain_mismatches
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, "gain_mismatches", wrapper)
+
+    counting(release_check, "release_check")
+    counting(integrity, "integrity")
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert publish(v1, hub_repo, api=api, create_repo=True).status == "published"
+    assert calls == {"release_check": 2, "integrity": 0}     # two subsets, checked once
+
+
 def test_rerun_changes_nothing(tmp_path, api, hub_repo, capsys):
     v1, _, _, _ = _published_v1_v2(tmp_path, api, hub_repo)
     before = _state(api, hub_repo)

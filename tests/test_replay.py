@@ -14,7 +14,8 @@ import pytest
 
 from rcp_data.cli import main
 from rcp_data.core.errors import InputError, SchemaError
-from rcp_data.core.layout import SCHEMAS, write_json, write_parquet
+from rcp_data.core.io import write_json
+from rcp_data.core.layout import SCHEMAS, write_parquet
 from rcp_data.core.specs import load_spec
 from rcp_data.scoring.replay import load_release, replay_release, score_queries
 

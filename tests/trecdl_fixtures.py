@@ -226,7 +226,8 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     dev stand-in queries (which the build must ignore). Returns the brute-force pools.
     """
     from rcp_data.core.gains import ItemParams
-    from rcp_data.core.layout import write_json, write_parquet
+    from rcp_data.core.io import write_json
+    from rcp_data.core.layout import write_parquet
     from rcp_data.stages.pools import normalize_run
 
     real = staged.real

@@ -11,9 +11,8 @@ strings. Tables are read once per provenance split (pool, first stage) and per c
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,63 +21,28 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
+from rcp_data.core.io import schema_diff
 from rcp_data.core.layout import (
     OPTIONAL_COLUMNS,
     PROVENANCE_CONFIG,
     SCHEMAS,
     ReleaseDir,
-    check_columns,
     config_data_files,
     corpus_files,
     criteria_columns,
     provenance_file,
+    read_release_table,
     subset_file,
-    types_compatible,
 )
+from rcp_data.core.reports import MAX_DETAILS, Check
 from rcp_data.stages.pools import FUSED
 
 log = logging.getLogger(__name__)
 
-GAIN_TOLERANCE = 1e-12
 RRF_TOLERANCE = 1e-12
-MAX_DETAILS = 20
-STATUSES = ("ok", "failed", "absent", "diff", "skipped")
 
-
-@dataclass
-class Check:
-    """One verified property.
-
-    ``status``: ``ok``; ``failed``; ``absent`` (an optional table or column the release does not
-    carry; not a failure); ``diff`` (differences reported for information, e.g. to the paper
-    for a release the paper did not use; not a failure); ``skipped`` (does not apply).
-    """
-
-    name: str
-    ok: bool
-    what: str
-    expected: str = ""
-    found: str = ""
-    where: str = ""
-    status: str = ""
-    details: list = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not self.status:
-            self.status = "ok" if self.ok else "failed"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _ok(name: str, what: str, found: str = "", where: str = "") -> Check:
-    return Check(name, True, what, expected="", found=found, where=where)
-
-
-def _fail(name: str, what: str, expected: str, found: str, where: str, details=None) -> Check:
-    return Check(name, False, what, expected, found, where,
-                 details=list(details or [])[:MAX_DETAILS])
+_ok, _fail = Check.passed, Check.failed
 
 
 # -- configs --------------------------------------------------------------------------------
@@ -116,15 +80,11 @@ def check_configs(root: Path, configs: list[dict]) -> list[Check]:
                     schema = pq.read_schema(path)
                 except (pa.ArrowInvalid, OSError) as exc:
                     raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
-                problems, absent = [], []
-                for f in SCHEMAS[kind]:
-                    if f.name not in schema.names:
-                        (absent if f.name in OPTIONAL_COLUMNS.get(kind, ()) else problems).append(
-                            f"missing column {f.name!r}")
-                    elif not types_compatible(schema.field(f.name).type, f.type) and not (
-                            kind == "corpus" and f.name == "image"):
-                        problems.append(f"column {f.name!r} is {schema.field(f.name).type}, "
-                                        f"expected {f.type}")
+                diff = schema_diff(schema, SCHEMAS[kind], OPTIONAL_COLUMNS.get(kind, ()))
+                problems = [f"missing column {c!r}" for c in diff.missing]
+                problems += [f"column {c!r} is {have}, expected {want}"
+                             for c, have, want in diff.mistyped]
+                absent = [f"missing column {c!r}" for c in diff.absent]
                 if kind == "judge_criteria" and not criteria_columns(schema.names):
                     problems.append("no C1..Cn criterion columns")
                 rel = str(path.relative_to(root))
@@ -248,16 +208,7 @@ def _lookup(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pa.Table:
-    path = Path(root) / rel
-    if not path.exists():
-        raise InputError(f"missing file (expected the {kind} table)", path=str(path))
-    try:
-        schema = pq.read_schema(path)
-        check_columns(schema.empty_table(), kind, path)
-        cols = [c for c in columns if c in schema.names] if columns else None
-        return pq.read_table(path, columns=cols)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    return read_release_table(Path(root) / rel, kind, columns)
 
 
 # -- per subset -------------------------------------------------------------------------------
@@ -333,7 +284,10 @@ def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[s
     return out
 
 
-def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str) -> list[Check]:
+def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str, *,
+                 link_checked: bool = False) -> list[Check]:
+    """Per-subset checks. ``link_checked``: every gain is known to equal the link of its theta
+    (the pre-publish release check proved it), so that is not computed again."""
     s, K = t.name, t.keys
     checks: list[Check] = []
     top_keys = K(t.query_ids.take(pa.array(t.top_rows)), t.top_docs) if len(t.top_rows) else \
@@ -388,20 +342,24 @@ def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str
     g = np.where(row >= 0, gain_all[np.maximum(row, 0)], np.nan)
     missing = ~np.isfinite(theta)
     expect = np.full(len(jk), np.nan)
-    if (~missing).any():
-        expect[~missing] = gain(theta[~missing], params, link)
-    wrong = ~missing & ~(np.abs(g - expect) <= GAIN_TOLERANCE)
+    wrong = np.zeros(len(jk), dtype=bool)
+    if not link_checked and (~missing).any():
+        wrong[~missing], expect[~missing] = gain_mismatches(theta[~missing], g[~missing],
+                                                            params, link)
     outside = ~missing & ~((g > 0) & (g < 1))
     bad = np.flatnonzero(missing | wrong | outside)
     details = []
     for i in bad[:MAX_DETAILS]:
         q, d = K.name(int(jk[i]))
-        why = "no qrels row" if row[i] < 0 else (
-            f"theta={float(theta[i])!r}, gain={float(g[i])!r}, expected {float(expect[i])!r}")
+        why = "no qrels row" if row[i] < 0 else f"theta={float(theta[i])!r}, gain={float(g[i])!r}"
+        if row[i] >= 0 and not link_checked:
+            why += f", expected {float(expect[i])!r}"
         details.append(f"subset {s}, query {q}, document {d}: {why}")
-    checks.append(_ok("gains", f"every judged pool document has a finite theta and gain = "
-                      f"{link}(theta) within {GAIN_TOLERANCE:g}, in (0, 1)",
-                      f"{len(jk)} documents", s) if not len(bad) else _fail(
+    rule = (f"gain = {link}(theta) within {GAIN_TOLERANCE:g}" if not link_checked else
+            f"gain (= {link}(theta) per the release check)")
+    checks.append(_ok(
+        "gains", f"every judged pool document has a finite theta and {rule}, in (0, 1)",
+        f"{len(jk)} documents", s) if not len(bad) else _fail(
         "gains", f"gain = {link}(theta) for every judged pool document", "0 mismatches",
         f"{len(bad)} mismatches", f"{s}-qrels", details))
     # positives in the pool or stated outside it
@@ -681,11 +639,7 @@ def subset_counts(t: SubsetTables) -> dict[str, int]:
 
 def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
     """The counts the build recorded (and the card states) equal the data."""
-    try:
-        manifest = rel.manifest()
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})",
-                         path=str(rel.root / "provenance/build_manifest.json")) from exc
+    manifest = rel.manifest()
     counts = manifest.get("counts", {})
     problems = []
     for s, t in tables.items():
@@ -706,8 +660,9 @@ def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> l
 
 
 def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
-                  configs: list[dict] | None = None) -> tuple[list[Check], dict[str, SubsetTables]]:
-    """All data checks of a release directory."""
+                  configs: list[dict] | None = None, *, link_checked: bool = False
+                  ) -> tuple[list[Check], dict[str, SubsetTables]]:
+    """All data checks of a release directory (``link_checked``: see :func:`check_subset`)."""
     checks: list[Check] = []
     if configs is not None:
         checks += check_configs(rel.root, configs)
@@ -729,7 +684,7 @@ def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
         for s in present:
             t = load_subset(rel, s, pool, corpora)
             tables[s] = t
-            checks += check_subset(rel, t, params, link)
+            checks += check_subset(rel, t, params, link, link_checked=link_checked)
             checks += check_pool_rule(rel, t)
         checks += check_fusion(rel, split, pool)
         log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)

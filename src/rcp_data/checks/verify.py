@@ -24,127 +24,35 @@ Nothing is written to the Hub, and nothing outside the download cache.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from rcp_data import resources
-from rcp_data.checks.integrity import Check, run_integrity
+from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.gains import ItemParams
+from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.history import History, Release, same_commit, validate_history
 from rcp_data.core.hub_client import HubClient, PinnedRevision, parse_hf_path
+from rcp_data.core.io import read_json
 from rcp_data.core.layout import (
-    BUILD_MANIFEST,
     CARD_FILE,
     RELEASES_JSON,
     ReleaseDir,
     card_configs,
-    detect_suite,
+    read_manifest,
+    release_spec,
 )
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.core.reports import VERIFY_SCHEMA, Check, VerifyReport
+from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "rcp-data.verify/1"
-SHOWN_TIE_RULES = ("doc-id", "group-mean")
+SCHEMA = VERIFY_SCHEMA
 CARD_K = 10
-MAX_DETAILS = 20
-
-
-# -- the report ----------------------------------------------------------------------------------
-@dataclass
-class VerifyReport:
-    """Everything ``verify`` found about one revision (or local release directory)."""
-
-    target: str
-    root: Path
-    repo: str | None = None
-    requested: str | None = None
-    sha: str | None = None
-    suite: str | None = None
-    release: int | None = None
-    tag: str | None = None
-    checks: list[Check] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
-
-    def check(self, name: str) -> Check | None:
-        """The first check called ``name`` (None when there is none)."""
-        return next((c for c in self.checks if c.name == name), None)
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in self.checks:
-            out[c.status] = out.get(c.status, 0) + 1
-        return out
-
-    def to_json(self) -> dict:
-        return {
-            "schema": SCHEMA,
-            "target": self.target,
-            "path": str(self.root),
-            "repo": self.repo,
-            "requested": self.requested,
-            "sha": self.sha,
-            "suite": self.suite,
-            "release": self.release,
-            "tag": self.tag,
-            "ok": self.ok,
-            "exit_code": self.exit_code,
-            "counts": self.counts(),
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            "checks": [c.to_dict() for c in self.checks],
-        }
-
-    def text(self) -> str:
-        """A report a person can read: one block per check (failures first)."""
-        head = [f"rcp-data verify {self.target}"]
-        if self.sha:
-            head.append(f"  commit   {self.sha}")
-        if self.suite:
-            rel = f", release {self.release} ({self.tag})" if self.release else ""
-            head.append(f"  suite    {self.suite}{rel}")
-        lines = head + [""]
-        order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
-        for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
-            mark = {"failed": "FAILED", "ok": "ok"}.get(c.status, c.status)
-            if c.status == "ok":
-                tail = "; ".join(x for x in (c.found, c.where) if x)
-                lines.append(f"[{mark:>7}] {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
-                continue
-            lines.append(f"[{mark:>7}] {c.name}: {c.what}")
-            for label, value in (("expected", c.expected), ("found", c.found),
-                                 ("where", c.where)):
-                if value:
-                    lines.append(f"           {label + ':':9} {value}")
-            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        verdict = "VERIFIED" if self.ok else f"FAILED ({len(self.failed)} check(s))"
-        lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
-        return "\n".join(lines)
-
-
-def _check(name: str, ok: bool, what: str, *, expected: str = "", found: str = "",
-           where: str = "", status: str = "", details: Sequence[str] = ()) -> Check:
-    return Check(name, ok, what, expected, found, where, status=status,
-                 details=list(details)[:MAX_DETAILS])
 
 
 # -- step 1: the pin -----------------------------------------------------------------------------
@@ -156,11 +64,7 @@ def read_release_history(root: Path) -> tuple[History | None, list[str]]:
     path = Path(root) / RELEASES_JSON
     if not path.exists():
         return None, []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
-    history = History.from_dict(data, source=str(path))
+    history = History.from_dict(read_json(path), source=str(path))
     problems = validate_history(history)
     # inside a commit only the latest release may be "the commit holding this file" (null);
     # every older release's sha is always written (design note, Releases)
@@ -194,11 +98,11 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
     """
     checks: list[Check] = []
     if history is None:
-        checks.append(_check("releases-json", False, "the revision carries its release history",
-                             expected=f"{RELEASES_JSON} (schema rcp-data.releases/1)",
-                             found="missing", where=RELEASES_JSON))
+        checks.append(Check("releases-json", False, "the revision carries its release history",
+                            expected=f"{RELEASES_JSON} (schema rcp-data.releases/1)",
+                            found="missing", where=RELEASES_JSON))
         return checks, None
-    checks.append(_check(
+    checks.append(Check(
         "releases-json", not problems, "the release history at this revision is consistent",
         expected="valid rcp-data.releases/1", found="; ".join(problems) or
         f"{len(history.releases)} release(s)", where=RELEASES_JSON, details=problems))
@@ -207,7 +111,7 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
         rel = history.by_tag(pin.requested)
         what = f"tag {pin.requested} names the commit releases.json gives that release"
         if rel is None:
-            checks.append(_check(
+            checks.append(Check(
                 "tag", False, what, expected=f"a release tagged {pin.requested}",
                 found=f"releases.json at {pin.sha} names no such release (tags: "
                       f"{', '.join(r.tag for r in history.releases)})",
@@ -215,7 +119,7 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
             return checks, held_release(history, sha)
         latest = history.latest
         if rel.revision is None and latest is not None and rel.release != latest.release:
-            checks.append(_check(
+            checks.append(Check(
                 "tag", False, what, expected=f"a sha for release {rel.release} (only the "
                 f"latest release, {latest.release}, can be revision null)",
                 found=f"tag {pin.requested} points at {pin.sha}, whose releases.json gives "
@@ -224,15 +128,15 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
                 details=[f"tag {pin.requested} may have been moved onto a later release's "
                          "commit: an older release's sha is always written"]))
         elif rel.revision is None:
-            checks.append(_check(
+            checks.append(Check(
                 "tag", True, what, expected="the commit holding releases.json (revision null)",
                 found=f"release {rel.release} is revision null at {pin.sha}",
                 where=f"{RELEASES_JSON} @ {pin.sha}"))
         elif same_commit(rel.revision, pin.sha):
-            checks.append(_check("tag", True, what, expected=rel.revision, found=pin.sha,
-                                 where=f"{RELEASES_JSON} @ {pin.sha}"))
+            checks.append(Check("tag", True, what, expected=rel.revision, found=pin.sha,
+                                where=f"{RELEASES_JSON} @ {pin.sha}"))
         else:
-            checks.append(_check(
+            checks.append(Check(
                 "tag", False, what, expected=f"{rel.revision} (release {rel.release} in "
                                              "releases.json at that revision)",
                 found=f"tag {pin.requested} points at {pin.sha}",
@@ -247,7 +151,7 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
         tagged = (hub_tags or {}).get(rel.tag)
         expected = sha if rel.revision is None else rel.revision
         differs = bool(sha and tagged and expected and not same_commit(tagged, expected))
-        checks.append(_check(
+        checks.append(Check(
             "revision", True, "the release this revision holds",
             expected=f"the Hub's tag {rel.tag} on {expected}" if differs else "",
             found=f"release {rel.release} ({rel.tag}, {how}, {rel.status})"
@@ -283,26 +187,26 @@ def project_history_release(spec: SuiteSpec, pin: PinnedRevision | None,
 def check_pin_by_project_history(pin: PinnedRevision, history: History, release: Release | None,
                                  path: str) -> list[Check]:
     """The pin of a revision that predates releases.json, checked against the project's record."""
-    checks = [_check("releases-json", True, "the revision carries its release history",
-                     expected=f"{RELEASES_JSON} (schema rcp-data.releases/1)",
-                     found=f"absent (published before the release policy); the project's "
-                           f"history {path} is used instead", where=RELEASES_JSON,
-                     status="absent")]
+    checks = [Check("releases-json", True, "the revision carries its release history",
+                    expected=f"{RELEASES_JSON} (schema rcp-data.releases/1)",
+                    found=f"absent (published before the release policy); the project's "
+                          f"history {path} is used instead", where=RELEASES_JSON,
+                    status="absent")]
     what = f"{pin.requested} is a release the project's history {path} names"
     if release is None:
-        checks.append(_check("tag" if pin.is_tag else "revision", False, what,
-                             expected=", ".join(f"{r.tag} @ {r.revision}"
-                                                for r in history.releases),
-                             found=f"{pin.requested} -> {pin.sha}", where=path))
+        checks.append(Check("tag" if pin.is_tag else "revision", False, what,
+                            expected=", ".join(f"{r.tag} @ {r.revision}"
+                                               for r in history.releases),
+                            found=f"{pin.requested} -> {pin.sha}", where=path))
         return checks
     known = release.revision or release.data_revision
     ok = known is None or same_commit(known, pin.sha)
-    checks.append(_check("tag" if pin.is_tag else "revision", ok, what,
-                         expected=f"release {release.release} ({release.tag}) at "
-                                  f"{known or 'an unrecorded sha'}",
-                         found=f"{pin.requested} -> {pin.sha}", where=path,
-                         details=[] if ok else [f"the tag no longer matches the recorded "
-                                                f"release: {release.tag} is recorded at {known}"]))
+    checks.append(Check("tag" if pin.is_tag else "revision", ok, what,
+                        expected=f"release {release.release} ({release.tag}) at "
+                                 f"{known or 'an unrecorded sha'}",
+                        found=f"{pin.requested} -> {pin.sha}", where=path,
+                        details=[] if ok else [f"the tag no longer matches the recorded "
+                                               f"release: {release.tag} is recorded at {known}"]))
     return checks
 
 
@@ -317,19 +221,19 @@ def check_task_file(root: Path, release: Release | None) -> list[Check]:
     path = Path(root) / TASK_FILE
     what = "the task file pins the release this revision holds"
     if not path.exists():
-        return [_check("task-file", False, what, expected=TASK_FILE, found="missing",
-                       where=TASK_FILE)]
+        return [Check("task-file", False, what, expected=TASK_FILE, found="missing",
+                      where=TASK_FILE)]
     m = re.search(r'^_REVISION = "([^"]*)"', path.read_text(encoding="utf-8"), re.MULTILINE)
     if release is None:
-        return [_check("task-file", True, what, found=m.group(1) if m else "no _REVISION",
-                       where=TASK_FILE, status="skipped")]
+        return [Check("task-file", True, what, found=m.group(1) if m else "no _REVISION",
+                      where=TASK_FILE, status="skipped")]
     allowed = [release.tag] if release.revision is None else [release.revision, release.tag]
     found = m.group(1) if m else None
     ok = found is not None and (found in allowed or any(
         same_commit(found, a) and len(found) >= 7 for a in allowed if a != release.tag))
-    return [_check("task-file", ok, what, expected=" or ".join(allowed),
-                   found=f"_REVISION = {found!r}" if found is not None else "no _REVISION line",
-                   where=TASK_FILE)]
+    return [Check("task-file", ok, what, expected=" or ".join(allowed),
+                  found=f"_REVISION = {found!r}" if found is not None else "no _REVISION line",
+                  where=TASK_FILE)]
 
 
 # -- counts the card states ---------------------------------------------------------------------
@@ -357,16 +261,14 @@ def data_totals(root: Path, tables: dict) -> dict[str, int]:
             totals[k] = totals.get(k, 0) + v
         corpora[id(t.corpus_ids)] = len(t.corpus_ids)
     totals["corpus_documents"] = sum(corpora.values())
-    manifest_path = Path(root) / BUILD_MANIFEST
-    if manifest_path.exists():
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            manifest = {}
-        changed = (((manifest.get("sources") or {}).get("corpus") or {}).get("repair")
-                   or {}).get("changed_vs_raw")
-        if isinstance(changed, int):
-            totals["repaired_passages"] = changed
+    try:
+        manifest = read_manifest(root)
+    except InputError:
+        manifest = {}
+    changed = (((manifest.get("sources") or {}).get("corpus") or {}).get("repair")
+               or {}).get("changed_vs_raw")
+    if isinstance(changed, int):
+        totals["repaired_passages"] = changed
     return totals
 
 
@@ -388,22 +290,18 @@ def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
                     wrong.append(f"the card says {m.group(0)!r}: {name} {value:,}, the data has "
                                  f"{totals[name]:,}")
     if not stated:
-        return [_check("card-counts", True, "counts the card states equal the data",
-                       expected="statements of queries / pool pairs / injected documents / "
-                                "repaired passages",
-                       found="none found", where=CARD_FILE, status="absent")]
-    return [_check("card-counts", not wrong, "counts the card states (queries, pool pairs, "
-                   "injected documents, corpus size, repaired passages) equal the data",
-                   expected=", ".join(f"{k} {v:,}" for k, v in totals.items()),
-                   found=f"{len(stated)} statements, {len(wrong)} differ", where=CARD_FILE,
-                   details=wrong)]
+        return [Check("card-counts", True, "counts the card states equal the data",
+                      expected="statements of queries / pool pairs / injected documents / "
+                               "repaired passages",
+                      found="none found", where=CARD_FILE, status="absent")]
+    return [Check("card-counts", not wrong, "counts the card states (queries, pool pairs, "
+                  "injected documents, corpus size, repaired passages) equal the data",
+                  expected=", ".join(f"{k} {v:,}" for k, v in totals.items()),
+                  found=f"{len(stated)} statements, {len(wrong)} differ", where=CARD_FILE,
+                  details=wrong)]
 
 
 # -- step 3: numbers -----------------------------------------------------------------------------
-def views_of(spec: SuiteSpec) -> list[str]:
-    return ["native", "languages"] if spec.has_languages else ["subsets"]
-
-
 @dataclass
 class Replayed:
     """Replayed tables of a release, keyed like :class:`rcp_data.scoring.compare.CellKey`."""
@@ -457,7 +355,7 @@ def check_card_tables(card_tables, replayed, spec: SuiteSpec, expected: set) -> 
     checks = []
     have = card_tables.groups()
     missing = sorted(expected - have)
-    checks.append(_check(
+    checks.append(Check(
         "card-tables-shown", not missing, "the card shows every replayed table (both tie "
         "rules, every view)", expected=f"{len(expected)} tables", found=f"{len(have)} tables"
         + (f", {len(missing)} missing" if missing else ""), where=CARD_FILE,
@@ -475,7 +373,7 @@ def check_card_tables(card_tables, replayed, spec: SuiteSpec, expected: set) -> 
     details += [f"{_cell_name(spec, vars(c))}: card has no such cell, replay "
                 f"{replayed.cells[c]:.2f}" for c in lacking]
     n_bad = len(bad) + len(lacking)
-    checks.append(_check(
+    checks.append(Check(
         "card-tables", n_bad == 0, "every card table cell equals the replay of provenance-runs "
         "(0.05 points: one printed decimal)", expected=f"{len(cmp.rows)} cells matching",
         found=f"{cmp.count('matched')} matched, {n_bad} differ", where=CARD_FILE,
@@ -524,12 +422,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
     from rcp_data.scoring.compare import compare_tables, load_known_deviations, load_tables
 
     checks = []
-    try:
-        raw = json.loads(Path(reference).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError("paper reference not found", path=str(reference)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(reference)) from exc
+    raw = read_json(reference)
     key = spec.paper_key or spec.name
     status_bad = "failed" if applies else "diff"
     if key in raw.get("leaderboards", {}):
@@ -540,7 +433,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
         diffs = [abs(r["diff"]) for r in off if r["diff"] is not None]
         found = (f"{cmp.count('matched')} matched, {known} known deviations, {len(off)} differ"
                  + (f" (max {max(diffs):.2f} points)" if diffs else ""))
-        checks.append(_check(
+        checks.append(Check(
             "paper-tables", applies and not off or not applies,
             f"replayed tables vs the paper's printed numbers ({reason})",
             expected=f"{len(cmp.rows)} cells within 0.05 points or a known deviation",
@@ -556,7 +449,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
         stats = trecdl_pairs(pq_, subsets=years, tie_rule=spec.paper_tie_rule)
         rows = compare_with_paper(stats, raw[pairs_key])
         off = [r for r in rows if r["status"] != "matched"]
-        checks.append(_check(
+        checks.append(Check(
             "paper-pairs", applies and not off or not applies,
             f"pair statistics vs the paper's ({reason})", expected=f"{len(rows)} values equal",
             found=f"{len(rows) - len(off)} equal, {len(off)} differ", where=str(reference),
@@ -564,9 +457,9 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
             details=[f"{r['year']} {r['field']}: paper {r['paper']}, replay {r['computed']}"
                      for r in off]))
     if not checks:
-        checks.append(_check("paper-tables", True, "the paper's numbers for this suite",
-                             expected=f"{key!r} in {reference}", found="absent",
-                             where=str(reference), status="absent"))
+        checks.append(Check("paper-tables", True, "the paper's numbers for this suite",
+                            expected=f"{key!r} in {reference}", found="absent",
+                            where=str(reference), status="absent"))
     return checks
 
 
@@ -575,29 +468,10 @@ def default_reference() -> Path:
     return resources.provenance_dir() / "paper_values.json"
 
 
-def _spec_for(root: Path, pin: PinnedRevision | None = None) -> SuiteSpec:
-    name = detect_suite(root)
-    if not name and pin is not None:  # a published repo whose card names no suite tag
-        from rcp_data.core.specs import known_suites
-
-        name = next((n for n in known_suites() if load_spec(n).repo == pin.repo), None)
-    if not name:
-        raise InputError("cannot tell the suite of this release (no build manifest 'suite' and "
-                         "no suite tag in the card)", path=str(root))
-    return load_spec(name)
-
-
 def _calibration(root: Path, release: Release | None) -> tuple[ItemParams, str, str]:
     if release is not None and release.item_params:
         return ItemParams.read(root / release.item_params), release.link, release.item_params
-    manifest_path = root / BUILD_MANIFEST
-    manifest = {}
-    if manifest_path.exists():
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=str(manifest_path)) from exc
-    cal = manifest.get("calibration") or {}
+    cal = read_manifest(root).get("calibration") or {}
     if not cal.get("item_params"):
         found = sorted(root.glob("provenance/item_params.*.json"))
         if len(found) != 1:
@@ -607,70 +481,73 @@ def _calibration(root: Path, release: Release | None) -> tuple[ItemParams, str, 
         rel = found[0].relative_to(root).as_posix()
         log.warning("no record names the item parameters; using the only file, %s, with the "
                     "default link", rel)
-        return ItemParams.read(found[0]), "weighted_discrimination", rel
-    return (ItemParams.read(root / cal["item_params"]), cal.get("link", "weighted_discrimination"),
-            cal["item_params"])
+        return ItemParams.read(found[0]), DEFAULT_LINK, rel
+    return ItemParams.read(root / cal["item_params"]), link_name(cal), cal["item_params"]
 
 
 def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        reference: Path | None = None, target: str | None = None,
                        hub_tags: dict[str, str] | None = None,
-                       histories: Path | None = None) -> VerifyReport:
-    """Verify a release directory (a pinned snapshot when ``pin`` is given)."""
+                       histories: Path | None = None, link_checked: bool = False
+                       ) -> VerifyReport:
+    """Verify a release directory (a pinned snapshot when ``pin`` is given).
+
+    ``link_checked``: every gain is already known to be the link of its theta (the pre-publish
+    release check), so the integrity checks do not compute it again.
+    """
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"release directory not found: {root}")
-    report = VerifyReport(target=target or str(root), root=root,
-                          repo=pin.repo if pin else None, requested=pin.requested if pin else None,
-                          sha=pin.sha if pin else None)
+    checks: list[Check] = []
+    seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     history, problems = read_release_history(root)
-    spec = _spec_for(root, pin)
+    spec = release_spec(root, repo=pin.repo if pin else None)
     recorded = None
     if history is None:
         recorded, recorded_release = project_history_release(spec, pin, histories)
     if recorded is not None and pin is not None:
         where = str((Path(histories) / f"{spec.name}.json") if histories else
                     f"release/{spec.name}.json")
-        report.checks += check_pin_by_project_history(pin, recorded, recorded_release, where)
+        checks += check_pin_by_project_history(pin, recorded, recorded_release, where)
         history, release = recorded, recorded_release
     else:
         pin_checks, release = check_pin(pin, history, problems, hub_tags)
-        report.checks += pin_checks
+        checks += pin_checks
     if history is not None and pin is not None and history.repo != pin.repo:
-        report.checks.append(_check(
+        checks.append(Check(
             "releases-json-repo", True, "releases.json names the repository it is in",
             expected=pin.repo, found=history.repo, where=RELEASES_JSON, status="diff",
             details=[f"releases.json was written for {history.repo} (a copy or mirror?); its "
                      "shas are checked against this repository's tags"]))
-    if release is not None:
-        report.release, report.tag = release.release, release.tag
-    report.suite = spec.name
     params, link, params_path = _calibration(root, release)
-    report.checks += check_task_file(root, release)
+    checks += check_task_file(root, release)
     card = root / CARD_FILE
     card_text = card.read_text(encoding="utf-8") if card.exists() else None
     if card_text is None:
-        report.checks.append(_check("card", False, "the dataset card is present",
-                                    expected=CARD_FILE, found="missing", where=CARD_FILE))
-    report.seconds["pin"] = time.perf_counter() - t0
+        checks.append(Check("card", False, "the dataset card is present",
+                            expected=CARD_FILE, found="missing", where=CARD_FILE))
+    seconds["pin"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     configs = card_configs(card_text) if card_text is not None else None
-    integrity, tables = run_integrity(ReleaseDir(root, spec), params, link, configs)
-    for c in integrity:
-        if c.name == "gains":
-            c.where = f"{c.where} (item parameters {params_path}, link {link})"
-    report.checks += integrity
+    integrity, tables = run_integrity(ReleaseDir(root, spec), params, link, configs,
+                                      link_checked=link_checked)
+    checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link {link})")
+               if c.name == "gains" else c for c in integrity]
     if card_text is not None and tables:
-
-        report.checks += check_card_counts(card_text, data_totals(root, tables))
-    report.seconds["integrity"] = time.perf_counter() - t0
+        checks += check_card_counts(card_text, data_totals(root, tables))
+    seconds["integrity"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    report.checks += _numbers(root, spec, card_text, history, release, report.sha,
-                              reference or default_reference(), pre_policy=recorded is not None)
-    report.seconds["replay"] = time.perf_counter() - t0
+    checks += _numbers(root, spec, card_text, history, release, pin.sha if pin else None,
+                       reference or default_reference(), pre_policy=recorded is not None)
+    seconds["replay"] = time.perf_counter() - t0
+    report = VerifyReport(
+        target=target or str(root), root=root, repo=pin.repo if pin else None,
+        requested=pin.requested if pin else None, sha=pin.sha if pin else None,
+        suite=spec.name, release=release.release if release is not None else None,
+        tag=release.tag if release is not None else None, checks=checks, seconds=seconds)
     log.info("verified %s: %d checks, %d failed", report.target, len(report.checks),
              len(report.failed))
     return report
@@ -684,13 +561,13 @@ def _numbers(root: Path, spec: SuiteSpec, card_text: str | None, history: Histor
     from rcp_data.scoring.compare import METRICS, load_tables
 
     checks: list[Check] = []
-    groups = {(CARD_K, r, v) for r in SHOWN_TIE_RULES for v in views_of(spec)}
+    groups = {(CARD_K, r, v) for r in SHOWN_TIE_RULES for v in spec.card_views}
     card_tables = None
     if card_text is not None:
         try:
             card_tables = load_tables(root / CARD_FILE, spec)
         except InputError as exc:
-            checks.append(_check(
+            checks.append(Check(
                 "card-tables", pre_policy, "the card shows the replayed tables",
                 expected="result tables (e.g. 'RCP-nDCG@10 (%), rule (a)')",
                 found=exc.message + ("; a card published before the release policy: the "
@@ -706,23 +583,23 @@ def _numbers(root: Path, spec: SuiteSpec, card_text: str | None, history: Histor
     try:
         replayed = replay_tables(root, spec, groups)
     except (InputError, UsageError) as exc:
-        checks.append(_check("replay", False, "provenance-runs replay (every run scores every "
-                             "candidate of every query)", expected="a complete replay",
-                             found=exc.message, where="provenance-runs"))
+        checks.append(Check("replay", False, "provenance-runs replay (every run scores every "
+                            "candidate of every query)", expected="a complete replay",
+                            found=exc.message, where="provenance-runs"))
         return checks
     n_cells = len(replayed.tableset.cells)
-    checks.append(_check("replay", True, "provenance-runs replayed under "
-                         f"{', '.join(sorted({r for _, r, _ in groups}))}, views "
-                         f"{', '.join(sorted({v for _, _, v in groups}))}",
-                         found=f"{n_cells} cells", where="provenance-runs"))
+    checks.append(Check("replay", True, "provenance-runs replayed under "
+                        f"{', '.join(sorted({r for _, r, _ in groups}))}, views "
+                        f"{', '.join(sorted({v for _, _, v in groups}))}",
+                        found=f"{n_cells} cells", where="provenance-runs"))
     if card_tables is not None:
         expected = {(m, CARD_K, r, v) for m in METRICS for r in SHOWN_TIE_RULES
-                    for v in views_of(spec)}
+                    for v in spec.card_views}
         checks += check_card_tables(card_tables, replayed.tableset, spec, expected)
     if spec.synthetic:
-        checks.append(_check("paper-tables", True, "the paper's numbers",
-                             found="not compared: a SYNTHETIC suite has no paper numbers",
-                             status="skipped"))
+        checks.append(Check("paper-tables", True, "the paper's numbers",
+                            found="not compared: a SYNTHETIC suite has no paper numbers",
+                            status="skipped"))
     else:
         checks += check_paper(reference, replayed.tableset, replayed.per_query, spec, applies,
                               reason)

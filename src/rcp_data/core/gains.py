@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,10 +17,16 @@ import numpy as np
 from scipy.special import expit
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.io import read_json
+from rcp_data.core.io import atomic_write_text, read_json
 
 DEFAULT_LINK = "weighted_discrimination"
 LINK_NAMES = ("weighted_discrimination", "unweighted", "logistic", "criterion:<Cn>")
+GAIN_TOLERANCE = 1e-12          # a stored gain equals the link of its theta within this
+
+
+def link_name(calibration: Mapping) -> str:
+    """The gain link a calibration record names (``link``; the default link when absent)."""
+    return str(calibration.get("link", DEFAULT_LINK))
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ class ItemParams:
         return {"gamma": list(self.gamma), "beta": list(self.beta), **self.extra}
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     def pass_probabilities(self, theta: np.ndarray | Sequence[float]) -> np.ndarray:
         """P(criterion c passes | theta), shape ``theta.shape + (n_criteria,)``."""
@@ -134,3 +140,18 @@ def gain(theta: np.ndarray | Sequence[float] | float, params: ItemParams,
          link: str = DEFAULT_LINK) -> np.ndarray:
     """Vectorized gain of ``theta`` under ``link``; NaN theta gives NaN."""
     return get_link(link)(params, np.asarray(theta, dtype=np.float64))
+
+
+def gain_mismatches(theta: np.ndarray, gains: np.ndarray, params: ItemParams,
+                    link: str = DEFAULT_LINK) -> tuple[np.ndarray, np.ndarray]:
+    """``(bad, expected)``: which stored ``gains`` differ from ``link(theta)`` by more than
+    :data:`GAIN_TOLERANCE`, and the link's values. A NaN theta (a document the judge never
+    scored) expects gain 0, and a NaN gain there reads as 0; a NaN gain elsewhere is bad."""
+    theta = np.asarray(theta, dtype=np.float64)
+    gains = np.asarray(gains, dtype=np.float64)
+    scored = ~np.isnan(theta)
+    expected = np.zeros_like(theta)
+    if scored.any():
+        expected[scored] = gain(theta[scored], params, link)
+    stored = np.where(~scored & np.isnan(gains), 0.0, gains)
+    return ~(np.abs(stored - expected) <= GAIN_TOLERANCE), expected

@@ -15,15 +15,15 @@ Extra keys (``note`` on a release, ``suite`` and ``paper`` on a history) are kep
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import get_link
-from rcp_data.core.io import read_json
+from rcp_data.core.gains import get_link, link_name
+from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_json
+from rcp_data.core.specs import suite_key
 
 SCHEMA = "rcp-data.releases/1"
 STATUSES = ("current", "superseded")
@@ -86,7 +86,7 @@ class Release:
 
     @property
     def link(self) -> str:
-        return str(self.calibration.get("link", "weighted_discrimination"))
+        return link_name(self.calibration)
 
     @property
     def note(self) -> str:
@@ -198,7 +198,7 @@ class History:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return dumps_json(self.to_dict())
 
 
 # -- reading, writing, validating --------------------------------------------------------------
@@ -213,10 +213,7 @@ def loads_history(data: object, *, source: str = "<releases>", for_commit: bool 
                   ) -> History:
     """Parse (a dict or JSON text) and validate."""
     if isinstance(data, str | bytes):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=source) from exc
+        data = loads_json(data, source=source)
     history = History.from_dict(data, source=source)
     problems = validate_history(history, for_commit=for_commit)
     if problems:
@@ -230,11 +227,7 @@ def write_history(history: History, path: str | Path) -> None:
     if problems:
         raise InputError("refusing to write an invalid history: " + "; ".join(problems),
                          path=str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(history.to_json(), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, history.to_json())
 
 
 def validate_history(history: History, *, for_commit: bool = False) -> list[str]:
@@ -428,7 +421,8 @@ def histories_dir() -> Path:
 
 
 def history_path(suite: str) -> Path:
-    return histories_dir() / f"{suite}.json"
+    """The project's history of ``suite`` (any spelling of its name)."""
+    return histories_dir() / f"{suite_key(suite)}.json"
 
 
 def load_project_histories(folder: str | Path | None = None) -> dict[str, History]:

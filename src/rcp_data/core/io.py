@@ -1,21 +1,230 @@
-"""Reading JSON files with errors that name the file."""
+"""Reading and writing files: JSON and parquet with errors that name the file, atomic writes.
+
+Every write here is atomic: the content goes to a temporary file (or folder) beside the target
+and is renamed into place only when complete, so a reader never sees half a file and an error
+leaves the target as it was and no temporary behind.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from rcp_data.core.errors import InputError
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rcp_data.core.errors import InputError, SchemaError
+
+log = logging.getLogger(__name__)
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+def loads_json(text: str | bytes, *, source: str) -> object:
+    """Parse JSON text; malformed text is an :class:`InputError` naming ``source``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=source) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc})", path=source) from exc
 
 
 def read_json(path: str | Path) -> object:
     """Parse a JSON file; a missing or malformed file is an :class:`InputError` naming it."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise InputError("file not found", path=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc})", path=str(path)) from exc
+    return loads_json(text, source=str(path))
+
+
+def dumps_json(data: object) -> str:
+    """The project's JSON text: indented, UTF-8 as is, one trailing newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_json(data: object, path: str | Path) -> None:
+    """Write ``data`` as JSON (:func:`dumps_json`), atomically."""
+    atomic_write_text(path, dumps_json(data))
+
+
+# -- atomic writes -------------------------------------------------------------------------------
+def _temp_file_beside(target: Path, suffix: str) -> Path:
+    """Create an empty, unique hidden file beside ``target`` (mode as the umask allows)."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp{suffix}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {target}")
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
+
+    Whatever the block writes to the path (any writer: text, bytes, parquet, a copy) replaces
+    ``target`` in one rename; on any error the temporary is removed and ``target`` is untouched.
+    ``suffix`` ends the temporary name (for writers that go by the extension).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_file_beside(target, suffix)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary directory beside ``target``; move it into place only on success.
+
+    On any error the temporary directory is removed and ``target`` is left as it was.
+    """
+    target = Path(target).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    log.info("wrote %s", target)
+
+
+# -- parquet -------------------------------------------------------------------------------------
+def types_compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether a column of type ``actual`` serves where the layout expects ``expected``."""
+    if actual == expected:
+        return True
+    if pa.types.is_string(expected) and (pa.types.is_large_string(actual)
+                                          or pa.types.is_string(actual)):
+        return True
+    if pa.types.is_list(expected) and (pa.types.is_list(actual) or pa.types.is_large_list(actual)):
+        return True
+    if pa.types.is_integer(expected) and pa.types.is_integer(actual):
+        return True
+    return pa.types.is_floating(expected) and (
+        pa.types.is_floating(actual) or pa.types.is_null(actual)
+    )
+
+
+@dataclass(frozen=True)
+class SchemaDiff:
+    """How a file's schema differs from the expected one."""
+
+    missing: tuple[str, ...] = ()                          # required columns it lacks
+    mistyped: tuple[tuple[str, pa.DataType, pa.DataType], ...] = ()   # (column, has, expected)
+    absent: tuple[str, ...] = ()                           # optional columns it lacks
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.mistyped
+
+
+def schema_diff(actual: pa.Schema, expected: pa.Schema, optional: Sequence[str] = ()
+                ) -> SchemaDiff:
+    """Compare a file's schema with the expected one (types by :func:`types_compatible`)."""
+    names = set(actual.names)
+    missing = tuple(f.name for f in expected if f.name not in names and f.name not in optional)
+    absent = tuple(f.name for f in expected if f.name not in names and f.name in optional)
+    mistyped = tuple((f.name, actual.field(f.name).type, f.type) for f in expected
+                     if f.name in names and not types_compatible(actual.field(f.name).type,
+                                                                 f.type))
+    return SchemaDiff(missing, mistyped, absent)
+
+
+def check_schema(actual: pa.Schema, expected: pa.Schema, path: str | Path,
+                 optional: Sequence[str] = ()) -> None:
+    """Raise :class:`SchemaError` naming the file and a missing (else mistyped) column."""
+    diff = schema_diff(actual, expected, optional)
+    if diff.missing:
+        name = diff.missing[0]
+        raise SchemaError(f"missing column {name!r} (has {', '.join(actual.names)})",
+                          path=str(path), field=name)
+    if diff.mistyped:
+        name, have, want = diff.mistyped[0]
+        raise SchemaError(f"column {name!r} has type {have}, expected {want}",
+                          path=str(path), field=name)
+
+
+def read_parquet_schema(path: str | Path, *, what: str = "a parquet table") -> pa.Schema:
+    """The schema of a parquet file; a missing or unreadable file is an InputError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"missing file (expected {what})", path=str(path))
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+
+
+def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
+                 schema: pa.Schema | None = None, optional: Sequence[str] = (),
+                 required: Sequence[str] = (), what: str = "a parquet table",
+                 read_dictionary: Sequence[str] = ()) -> pa.Table:
+    """Read a parquet file, its columns checked first.
+
+    ``schema``: the columns and types the file must have (an ``optional`` one may be absent);
+    ``required``: further columns it must have, of any type; ``columns``: the columns to read
+    (each must be there, except an ``optional`` one, which is left out). A missing or
+    unreadable file is an :class:`InputError`, a missing or mistyped column a
+    :class:`SchemaError`, each naming the file (``what`` says which table was expected).
+    """
+    path = Path(path)
+    found = read_parquet_schema(path, what=what)
+    if schema is not None:
+        check_schema(found, schema, path, optional)
+    wanted = [*required, *(c for c in columns or () if c not in optional)]
+    lacking = [c for c in wanted if c not in found.names]
+    if lacking:
+        raise SchemaError(f"missing column {lacking[0]!r} (has {', '.join(found.names)})",
+                          path=str(path), field=lacking[0])
+    if columns is not None:
+        columns = [c for c in columns if c in found.names]
+    keep = [c for c in read_dictionary if columns is None or c in columns]
+    try:
+        return pq.read_table(path, columns=columns, read_dictionary=keep or None)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+
+
+__all__ = [
+    "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text", "check_schema",
+    "dumps_json", "loads_json", "read_json", "read_parquet", "read_parquet_schema",
+    "SchemaDiff", "schema_diff",
+    "types_compatible", "write_json",
+]

@@ -7,12 +7,7 @@ Every stage that touches files goes through here, so the layout is defined in on
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +15,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.core.errors import InputError, SchemaError
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.core.errors import InputError
+from rcp_data.core.io import check_schema, read_json, read_parquet
+from rcp_data.core.specs import SuiteSpec, known_suites, load_spec, suite_key
 
 log = logging.getLogger(__name__)
 
@@ -152,56 +148,23 @@ def corpus_pattern(spec: SuiteSpec, subset: str) -> str:
 
 
 # -- reading -----------------------------------------------------------------------------------
-def check_columns(table: pa.Table | pd.DataFrame, kind: str, path: str | Path,
-                  *, strict_types: bool = True) -> None:
-    """Raise :class:`SchemaError` naming the file and column when ``table`` misses a column."""
-    schema = SCHEMAS[kind]
-    names = list(table.column_names if isinstance(table, pa.Table) else table.columns)
-    optional = OPTIONAL_COLUMNS.get(kind, ())
-    for f in schema:
-        if f.name not in names:
-            if f.name in optional:
-                continue
-            raise SchemaError(
-                f"missing column {f.name!r} (has {', '.join(names)})", path=str(path), field=f.name
-            )
-        if strict_types and isinstance(table, pa.Table):
-            actual = table.schema.field(f.name).type
-            if not types_compatible(actual, f.type):
-                raise SchemaError(
-                    f"column {f.name!r} has type {actual}, expected {f.type}",
-                    path=str(path),
-                    field=f.name,
-                )
+def check_columns(schema: pa.Schema, kind: str, path: str | Path) -> None:
+    """Raise :class:`SchemaError` naming the file and column when ``schema`` lacks a column of
+    ``kind`` or has one of the wrong type."""
+    check_schema(schema, SCHEMAS[kind], path, OPTIONAL_COLUMNS.get(kind, ()))
 
 
-def types_compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
-    if actual == expected:
-        return True
-    if pa.types.is_string(expected) and (pa.types.is_large_string(actual)
-                                          or pa.types.is_string(actual)):
-        return True
-    if pa.types.is_list(expected) and (pa.types.is_list(actual) or pa.types.is_large_list(actual)):
-        return True
-    if pa.types.is_integer(expected) and pa.types.is_integer(actual):
-        return True
-    return pa.types.is_floating(expected) and (
-        pa.types.is_floating(actual) or pa.types.is_null(actual)
-    )
+def read_release_table(path: str | Path, kind: str, columns: list[str] | None = None, *,
+                       read_dictionary: tuple[str, ...] | list[str] = ()) -> pa.Table:
+    """Read a release table of ``kind`` (arrow), its columns checked against the layout."""
+    return read_parquet(path, columns, schema=SCHEMAS[kind],
+                        optional=OPTIONAL_COLUMNS.get(kind, ()), what=f"the {kind} table",
+                        read_dictionary=read_dictionary)
 
 
 def read_table(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pd.DataFrame:
     """Read ``root/rel`` as a DataFrame, checking the columns of ``kind``."""
-    path = Path(root) / rel
-    if not path.exists():
-        raise InputError(f"missing file (expected the {kind} table)", path=str(path))
-    try:
-        table = pq.read_table(path, columns=columns)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
-    if columns is None:
-        check_columns(table, kind, path)
-    return table.to_pandas()
+    return read_release_table(Path(root) / rel, kind, columns).to_pandas()
 
 
 @dataclass
@@ -231,52 +194,87 @@ class ReleaseDir:
         return (self.root / provenance_file(kind, split)).exists()
 
     def manifest(self) -> dict:
-        p = self.root / BUILD_MANIFEST
-        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+        return read_manifest(self.root)
 
 
-def detect_suite(root: Path) -> str | None:
-    """The suite a release directory belongs to: its build manifest, else its card's tags."""
-    manifest = Path(root) / BUILD_MANIFEST
-    if manifest.exists():
-        with contextlib.suppress(json.JSONDecodeError):
-            suite = json.loads(manifest.read_text(encoding="utf-8")).get("suite")
-            if suite:
-                return suite
-    card = Path(root) / CARD_FILE
-    if card.exists():
-        from rcp_data.core.specs import SUITE_ALIASES, known_suites
-
-        text = card.read_text(encoding="utf-8")
-        if text.startswith("---"):
-            import yaml
-
-            with contextlib.suppress(yaml.YAMLError, IndexError):
-                front = yaml.safe_load(text.split("---", 2)[1]) or {}
-                tags = [str(t) for t in front.get("tags", [])]
-                for t in tags:
-                    name = SUITE_ALIASES.get(t, t)
-                    if name in known_suites():
-                        return name
-    return None
+def read_manifest(root: str | Path) -> dict:
+    """The build manifest of a release directory (empty when there is none)."""
+    path = Path(root) / BUILD_MANIFEST
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError("the build manifest must be a JSON object", path=str(path))
+    return data
 
 
-# -- the card's configs ----------------------------------------------------------------------
-def card_configs(card_text: str, *, source: str = CARD_FILE) -> list[dict]:
-    """The ``configs:`` list of a card's YAML front matter (empty without front matter)."""
+# -- the card's front matter -----------------------------------------------------------------
+def card_front_matter(card_text: str, *, source: str = CARD_FILE) -> dict:
+    """The YAML front matter of a card (empty without one); invalid YAML is an InputError."""
     import yaml
 
     if not card_text.startswith("---"):
-        return []
+        return {}
     try:
         front = yaml.safe_load(card_text.split("---", 2)[1]) or {}
     except (yaml.YAMLError, IndexError) as exc:
         raise InputError(f"front matter is not valid YAML ({exc})", path=source) from exc
-    configs = front.get("configs") or []
+    if not isinstance(front, dict):
+        raise InputError("front matter is not a mapping", path=source)
+    return front
+
+
+def card_configs(card_text: str, *, source: str = CARD_FILE) -> list[dict]:
+    """The ``configs:`` list of a card's YAML front matter (empty without front matter)."""
+    configs = card_front_matter(card_text, source=source).get("configs") or []
     if not isinstance(configs, list):
         raise InputError("'configs' must be a list", path=source, field="configs")
     return configs
 
+
+
+# -- which suite a release belongs to --------------------------------------------------------
+def card_suite(card_text: str) -> str | None:
+    """The suite a card's tags name (any spelling of a known suite), else None."""
+    try:
+        tags = card_front_matter(card_text).get("tags") or []
+    except InputError:
+        return None
+    for tag in tags if isinstance(tags, list) else []:
+        name = suite_key(str(tag))
+        if name in known_suites():
+            return name
+    return None
+
+
+def detect_suite(root: str | Path, *, repo: str | None = None) -> str | None:
+    """The suite of a release directory: its build manifest's ``suite``, else the suite its
+    card's tags name, else (given the Hub ``repo`` it came from) the suite published there."""
+    root = Path(root)
+    with contextlib.suppress(InputError):
+        suite = read_manifest(root).get("suite")
+        if suite:
+            return suite_key(str(suite))
+    card = root / CARD_FILE
+    if card.exists():
+        suite = card_suite(card.read_text(encoding="utf-8"))
+        if suite:
+            return suite
+    if repo:
+        return next((n for n in known_suites() if load_spec(n).repo == repo), None)
+    return None
+
+
+def release_spec(root: str | Path, suite: str | None = None, *, repo: str | None = None,
+                 hint: str = "") -> SuiteSpec:
+    """The spec of ``suite`` when given, else of the suite the release names
+    (:func:`detect_suite`); a release that names none is an :class:`InputError` (``hint``
+    ends its message, e.g. which option names the suite)."""
+    name = suite or detect_suite(root, repo=repo)
+    if not name:
+        raise InputError("cannot tell the suite of this release (no build manifest 'suite' and "
+                         f"no suite tag in the card){hint}", path=str(root))
+    return load_spec(name)
 
 def config_data_files(config: dict) -> list[tuple[str, str]]:
     """``(split, path pattern)`` of every data file a card config declares."""
@@ -306,31 +304,3 @@ def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema 
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd", row_group_size=row_group_size)
 
-
-def write_json(data: dict | list, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-@contextlib.contextmanager
-def atomic_dir(target: Path) -> Iterator[Path]:
-    """Yield a temporary directory beside ``target``; move it into place only on success.
-
-    On any error the temporary directory is removed and ``target`` is left as it was.
-    """
-    target = Path(target).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    log.info("wrote %s", target)

@@ -16,7 +16,16 @@ from pathlib import Path
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError
 
+# Tie rules for equal reranker scores (paper App. B.1), their letters and what they do.
 TIE_RULES = ("doc-id", "group-mean", "pool-order")
+RULE_LETTERS = {"doc-id": "a", "group-mean": "b", "pool-order": "c"}
+RULE_NAMES = {
+    "doc-id": "document-id tie-break",
+    "group-mean": "group-mean gain for ties",
+    "pool-order": "pool order for ties",
+}
+# The tie rules whose tables a card prints (and ``verify`` replays against the card).
+SHOWN_TIE_RULES = ("doc-id", "group-mean")
 VIEWS = ("subsets", "native", "languages")
 
 
@@ -151,6 +160,12 @@ class SuiteSpec:
         return None
 
     # -- views ---------------------------------------------------------------------------
+    @property
+    def card_views(self) -> tuple[str, ...]:
+        """The views whose tables the card prints: per language view for a suite with
+        languages (native, then languages), else the plain subsets view."""
+        return ("native", "languages") if self.has_languages else ("subsets",)
+
     def view_columns(self, view: str) -> list[tuple[str, str, list[str]]]:
         """Table columns of a view: ``(key, label, subsets averaged into it)``."""
         if view not in VIEWS:
@@ -249,16 +264,27 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
     )
 
 
-SUITE_ALIASES = {"vidore-v3": "vidore_v3", "vidore": "vidore_v3", "trec-dl": "trecdl"}
+SUITE_ALIASES = {"vidore": "vidore_v3", "trec_dl": "trecdl"}
+
+
+def suite_key(name: str) -> str:
+    """The canonical name of a suite however it is spelled: case and ``-``/``_`` do not
+    matter, and ``vidore`` is ``vidore_v3``, ``trec-dl`` is ``trecdl``."""
+    key = name.strip().lower().replace("-", "_")
+    return SUITE_ALIASES.get(key, key)
+
+
+def load_spec(name: str) -> SuiteSpec:
+    """Load the spec of suite ``name`` (``demo``, ``trecdl``, ``nanobeir``, ``bright``,
+    ``vidore_v3``; any spelling :func:`suite_key` accepts)."""
+    path = builders_dir() / f"{suite_key(name)}.toml"
+    if not path.exists():
+        raise UsageError(f"unknown suite {name!r}; known: {', '.join(known_suites())}")
+    return _load_spec_cached(path)
 
 
 @cache
-def load_spec(name: str) -> SuiteSpec:
-    """Load the spec of suite ``name`` (``demo``, ``trecdl``, ``nanobeir``, ``bright``, ``vidore_v3``)."""
-    key = SUITE_ALIASES.get(name, name)
-    path = builders_dir() / f"{key}.toml"
-    if not path.exists():
-        raise UsageError(f"unknown suite {name!r}; known: {', '.join(known_suites())}")
+def _load_spec_cached(path: Path) -> SuiteSpec:
     return load_spec_file(path)
 
 

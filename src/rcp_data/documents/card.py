@@ -18,8 +18,9 @@ import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams
+from rcp_data.core.gains import ItemParams, link_name
 from rcp_data.core.history import History, Release, judge_slug, read_history, release_tag
+from rcp_data.core.io import atomic_write_text
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -31,9 +32,10 @@ from rcp_data.core.layout import (
     corpus_files,
     corpus_pattern,
     provenance_file,
+    release_spec,
     subset_file,
 )
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
 from rcp_data.scoring.replay import (
@@ -47,8 +49,7 @@ from rcp_data.scoring.replay import (
 
 log = logging.getLogger(__name__)
 
-TIE_RULES_SHOWN = (("doc-id", "a", "document-id tie-break"),
-                   ("group-mean", "b", "group-mean gain for ties"))
+TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
 METRICS_SHOWN = (("rcp_ndcg", "RCP-nDCG@10"), ("qrel_ndcg", "qrel-nDCG@10"))
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
@@ -105,7 +106,7 @@ def release_history(root: Path, spec: SuiteSpec, *, repo: str | None = None) -> 
         data_revision=None,
         judge={"model": judge["model"], "revision": judge.get("revision")},
         calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
-                     "link": calibration.get("link", "weighted_discrimination")},
+                     "link": link_name(calibration)},
         status="current",
     )
     return History(repo=repo or spec.repo, releases=(release,))
@@ -245,19 +246,21 @@ def _cols(names: list[str]) -> str:
 
 # -- replayed tables ---------------------------------------------------------------------------
 def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
-    """Views of the results section: ``(view, heading)``."""
-    if not spec.has_languages:
-        return [("subsets", None)]
-    n_langs = len(spec.view_languages)
-    return [("native", "Native-language questions (one language per domain)"),
-            ("languages", f"Mean over the {n_langs} language subsets (the mteb task score)")]
+    """Views of the results section (``spec.card_views``): ``(view, heading)``."""
+    headings = {
+        "subsets": None,
+        "native": "Native-language questions (one language per domain)",
+        "languages": f"Mean over the {len(spec.view_languages)} language subsets (the mteb "
+                     "task score)",
+    }
+    return [(view, headings[view]) for view in spec.card_views]
 
 
 def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
     """Replayed tables per ``(view, tie_rule)`` (judge runs left out), from one load: the shown
     rules, and the suite's paper rule when it is not one of them."""
     data = load_release(root, spec)
-    rules = [rule for rule, _, _ in TIE_RULES_SHOWN]
+    rules = list(SHOWN_TIE_RULES)
     if spec.paper_tie_rule not in rules:
         rules.append(spec.paper_tie_rule)
     return {(view, rule): replay_loaded(data, k=10, tie_rule=rule, view=view)
@@ -294,9 +297,8 @@ def view_gap_lines(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
     rule is not shown), in points."""
     if not spec.has_languages:
         return []
-    shown = [rule for rule, _, _ in TIE_RULES_SHOWN]
-    rule = spec.paper_tie_rule if spec.paper_tie_rule in shown else "group-mean"
-    letter = {r: x for r, x, _ in TIE_RULES_SHOWN}[rule]
+    rule = spec.paper_tie_rule if spec.paper_tie_rule in SHOWN_TIE_RULES else "group-mean"
+    letter = RULE_LETTERS[rule]
     lines = []
     for metric, label in METRICS_SHOWN:
         lang = results[("languages", rule)].to_json()["metrics"][metric]
@@ -317,7 +319,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
                 repo: str | None = None) -> str:
     """The card of the release directory ``root`` (text of ``README.md``)."""
     root = Path(root)
-    spec = spec or _suite_spec(root)
+    spec = spec or release_spec(root)
     history = history or release_history(root, spec, repo=repo)
     repo = repo or history.repo
     current = history.current
@@ -357,7 +359,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     for view, heading in views_shown(spec):
         tables = []
         for metric, _label in METRICS_SHOWN:
-            for rule, _, _ in TIE_RULES_SHOWN:
+            for rule in SHOWN_TIE_RULES:
                 table = results[(view, rule)].tables[metric]
                 tables.append({"caption": table_title(metric, 10, rule),
                                "markdown": render_markdown_table(table, spec)})
@@ -661,16 +663,6 @@ def licence_lines(spec: SuiteSpec) -> list[str]:
             "and RCP-nDCG:"]
 
 
-def _suite_spec(root: Path) -> SuiteSpec:
-    from rcp_data.core.layout import detect_suite
-
-    suite = detect_suite(root)
-    if suite is None:
-        raise InputError("cannot tell the suite of this release (no build manifest and no "
-                         "card tags)", path=str(root))
-    return load_spec(suite)
-
-
 def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None
                          ) -> dict[str, str]:
@@ -678,7 +670,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
     from rcp_data.documents.taskfile import release_prompts, render_task_file
 
     root = Path(root)
-    spec = spec or _suite_spec(root)
+    spec = spec or release_spec(root)
     history = history or release_history(root, spec, repo=repo)
     repo = repo or history.repo
     releases = [r.to_dict() for r in history.releases]
@@ -693,9 +685,7 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
     written = []
     for rel, text in render_release_files(root, **kwargs).items():
         path = Path(root) / rel
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        atomic_write_text(path, text)
         written.append(path)
         log.info("wrote %s (%d bytes)", path, len(text.encode("utf-8")))
     return written

@@ -14,6 +14,7 @@ from rcp_data.core.history import (
     History,
     load_project_histories,
 )
+from rcp_data.core.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +170,6 @@ def write_releases_md(path: str | Path, *, folder: str | Path | None = None,
                 f"{path} is not what release/*.json renders; run `rcp-data release render-md --out '{path}'`")
         log.info("%s is up to date", path)
         return path
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
     log.info("wrote %s (%d suites)", path, text.count("\n## "))
     return path

@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.io import read_json
-from rcp_data.core.layout import BUILD_MANIFEST, TASK_FILE
+from rcp_data.core.io import atomic_write_text
+from rcp_data.core.layout import BUILD_MANIFEST, TASK_FILE, read_manifest
 from rcp_data.core.specs import SuiteSpec
 
 log = logging.getLogger(__name__)
@@ -104,11 +104,7 @@ def release_prompts(root: Path) -> dict[str, str]:
     """Query instructions a build recorded for its subsets (the build manifest's
     ``sources.instructions``, e.g. BRIGHT's mteb task prompts), keyed by subset name."""
     path = Path(root) / BUILD_MANIFEST
-    if not path.exists():
-        return {}
-    manifest = read_json(path)
-    sources = manifest.get("sources") if isinstance(manifest, dict) else None
-    found = (sources or {}).get("instructions") or {}
+    found = (read_manifest(root).get("sources") or {}).get("instructions") or {}
     if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
         raise InputError("'sources.instructions' must map subset names to strings",
                          path=str(path), field="sources.instructions")
@@ -251,10 +247,8 @@ def write_task_file(root: Path, spec: SuiteSpec, releases: list[dict], *, repo: 
     """Write ``root/rcp_ndcg_tasks.py`` (temp file, then rename), with the query instructions
     the build recorded in ``root``."""
     path = Path(root) / TASK_FILE
-    tmp = path.with_suffix(".py.tmp")
-    tmp.write_text(render_task_file(spec, releases, repo=repo, prompts=release_prompts(root)),
-                   encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, render_task_file(spec, releases, repo=repo,
+                                             prompts=release_prompts(root)))
     log.info("wrote %s (%d releases)", path, len(releases))
     return path
 

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.gains import link_name
 from rcp_data.core.history import SCHEMA, History, add_release, read_history, write_history
 from rcp_data.core.layout import RELEASES_JSON, ReleaseDir
 from rcp_data.core.specs import SuiteSpec
@@ -36,10 +37,10 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
         history,
         judge={"model": judge["model"], "revision": judge.get("revision")},
         calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
-                     "link": calibration.get("link", "weighted_discrimination")},
+                     "link": link_name(calibration)},
         summary=summary or (f"{'SYNTHETIC demo data. ' if spec.synthetic else ''}"
                             f"Judge {judge['model']}, 2PL IRT calibration, "
-                            f"{calibration.get('link', 'weighted_discrimination')} gains."),
+                            f"{link_name(calibration)} gains."),
         date=date,
         previous_revision=previous_revision,
     )

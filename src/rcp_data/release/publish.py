@@ -27,7 +27,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
-from rcp_data.checks.release_check import CheckReport, check_release_dir
+from rcp_data.checks.release_check import check_release_dir
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.history import (
     SCHEMA,
@@ -40,6 +40,7 @@ from rcp_data.core.history import (
     write_history,
 )
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound
+from rcp_data.core.reports import CheckReport
 
 log = logging.getLogger(__name__)
 
@@ -347,11 +348,14 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
-def verify_before_publishing(root: Path) -> None:
-    """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails."""
+def verify_before_publishing(root: Path, *, link_checked: bool = False) -> None:
+    """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails.
+
+    ``link_checked``: the release check already proved every gain is the link of its theta.
+    """
     from rcp_data.checks.verify import verify_release_dir
 
-    report = verify_release_dir(root)
+    report = verify_release_dir(root, link_checked=link_checked)
     if not report.ok:
         failed = "; ".join(f"{c.name}: {c.what} (found {c.found}; {c.where})"
                            for c in report.failed[:5])
@@ -372,7 +376,7 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     check_repo_id(repo)
     report = check_release_dir(root)
     report.raise_if_failed()
-    verify_before_publishing(Path(root))
+    verify_before_publishing(Path(root), link_checked=True)  # the gains were checked just now
     client = client or HubClient.from_env()
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo)

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams, gain
+from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
+from rcp_data.core.io import atomic_dir, write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -25,16 +26,13 @@ from rcp_data.core.layout import (
     SCHEMAS,
     TASK_FILE,
     ReleaseDir,
-    atomic_dir,
+    read_manifest,
     subset_file,
-    write_json,
     write_parquet,
 )
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 
 log = logging.getLogger(__name__)
-
-TIE_RULES = ("doc-id", "group-mean")
 
 
 def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemParams, *,
@@ -90,14 +88,11 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
                                   summary=summary or "Recalibration of the same judge's answers.",
                                   date=date, previous_revision=previous_revision)
         write_history(new_history, tmp / RELEASES_JSON)
-        manifest_path = tmp / BUILD_MANIFEST
-        if manifest_path.exists():
-            import json
-
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if (tmp / BUILD_MANIFEST).exists():
+            manifest = read_manifest(tmp)
             manifest["recalibration"] = {"from_release": current.release, "link": link,
                                          "item_params": params.to_dict()}
-            write_json(manifest, manifest_path)
+            write_json(manifest, tmp / BUILD_MANIFEST)
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)
@@ -128,7 +123,8 @@ class ReleaseDiff:
 
 
 def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseDiff:
-    """Gains and printed table cells (% with one decimal) of ``b`` against ``a``."""
+    """Gains and printed table cells of ``b`` against ``a``: the cells the card prints (its
+    tie rules and views, % with one decimal)."""
     from rcp_data.scoring.replay import load_release, replay_loaded
 
     diff = ReleaseDiff()
@@ -144,13 +140,12 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseD
         deltas.append(d.to_numpy())
     all_d = np.concatenate(deltas) if deltas else np.zeros(0)
     diff.judged_pairs = int(all_d.size)
-    diff.gains_changed = int((all_d > 1e-12).sum())
+    diff.gains_changed = int((all_d > GAIN_TOLERANCE).sum())
     diff.gain_max_abs = float(all_d.max()) if all_d.size else 0.0
     diff.gain_mean_abs = float(all_d.mean()) if all_d.size else 0.0
-    views = ["subsets"] + (["native", "languages"] if spec.has_languages else [])
     da, db = load_release(a, spec), load_release(b, spec)
-    for rule in TIE_RULES:
-        for view in views:
+    for rule in SHOWN_TIE_RULES:
+        for view in spec.card_views:
             ta = replay_loaded(da, k=k, tie_rule=rule, view=view).tables
             tb = replay_loaded(db, k=k, tie_rule=rule, view=view).tables
             for metric in ta:

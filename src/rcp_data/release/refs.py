@@ -7,7 +7,6 @@ inconsistent releases.json.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from rcp_data.core.errors import InputError
 from rcp_data.core.history import History, loads_history, same_commit
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubNotFound
+from rcp_data.core.io import loads_json
 from rcp_data.core.layout import RELEASES_JSON
 from rcp_data.release.publish import check_repo_id
 
@@ -63,8 +63,9 @@ def _history_at(client: HubClient, repo: str, revision: str
     except InputError as exc:
         # still list what can be read, but say why the file is not valid
         try:
-            return History.from_dict(json.loads(text), source=RELEASES_JSON), [exc.message]
-        except (InputError, json.JSONDecodeError):
+            return (History.from_dict(loads_json(text, source=RELEASES_JSON),
+                                      source=RELEASES_JSON), [exc.message])
+        except InputError:
             return None, [exc.message]
 
 

@@ -16,20 +16,12 @@ from pathlib import Path
 from rcp_data.core.errors import InputError
 from rcp_data.core.history import fill_known_shas, read_history
 from rcp_data.core.hub_client import HubClient
-from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, detect_suite
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, release_spec
 from rcp_data.documents.card import render_release_files
 
 log = logging.getLogger(__name__)
 
 REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
-
-
-def _spec_of(root: Path, suite: str | None) -> SuiteSpec:
-    name = suite or detect_suite(root)
-    if name is None:
-        raise InputError("cannot tell the suite of this release; pass --suite", path=str(root))
-    return load_spec(name)
 
 
 @dataclass
@@ -56,7 +48,7 @@ def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | N
                              "first")
         history = read_history(root / RELEASES_JSON)
         history = fill_known_shas(history, client.refs(repo))
-        spec = _spec_of(root, suite)
+        spec = release_spec(root, suite, repo=repo, hint="; pass --suite")
         texts = render_release_files(root, spec=spec, history=history, repo=repo)
         texts[RELEASES_JSON] = history.to_json()
         changed = []

@@ -16,7 +16,6 @@ else, or a reference cell the tables lack, is ``failed``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,9 +23,10 @@ from pathlib import Path
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.io import read_json
-from rcp_data.core.specs import SuiteSpec, known_suites, load_spec
-from rcp_data.scoring.replay import METRICS, RULE_LETTERS, model_order
+from rcp_data.core.io import loads_json, read_json
+from rcp_data.core.layout import card_suite
+from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, known_suites, load_spec
+from rcp_data.scoring.replay import METRICS, model_order
 
 TOLERANCE = 0.05
 EPS = 1e-6
@@ -210,23 +210,6 @@ def parse_card_tables(text: str) -> list[_RawTable]:
     return tables
 
 
-def _front_matter_suite(text: str) -> str | None:
-    if not text.startswith("---"):
-        return None
-    import yaml
-
-    try:
-        front = yaml.safe_load(text.split("---", 2)[1]) or {}
-    except yaml.YAMLError:
-        return None
-    aliases = {"vidore-v3": "vidore_v3", "trec-dl": "trecdl"}
-    for t in front.get("tags", []) or []:
-        name = aliases.get(str(t), str(t))
-        if name in known_suites():
-            return name
-    return None
-
-
 def _infer_suite(columns: Iterable[str]) -> str | None:
     cols = [c for c in set(columns) if c.lower() != "mean"]
     if not cols:
@@ -262,12 +245,7 @@ def load_tables(path: str | Path, spec: SuiteSpec | str | None = None) -> TableS
         raise InputError("file not found", path=str(path)) from exc
     except IsADirectoryError:
         return load_tables(path / "README.md", spec)
-    data = None
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+    data = loads_json(text, source=str(path)) if text.lstrip().startswith("{") else None
     if isinstance(data, dict) and "leaderboards" in data:
         return _paper_tables(data, path, spec)
     if isinstance(data, dict) and "metrics" in data:
@@ -283,11 +261,11 @@ def _card_tables(text: str, path: Path, spec: SuiteSpec | str | None) -> TableSe
     if not raw:
         raise InputError("no result tables found (titles like 'RCP-nDCG@10 (%), rule (a)')",
                          path=str(path))
-    guess = _front_matter_suite(text) or _infer_suite(c for t in raw for c in t.columns)
+    guess = card_suite(text) or _infer_suite(c for t in raw for c in t.columns)
     sp = _spec_for(spec, guess, str(path))
     cells: dict[CellKey, float] = {}
     for t in raw:
-        view = t.view or ("native" if sp.has_languages else "subsets")
+        view = t.view or sp.card_views[0]
         cols = [_column(sp, c) for c in t.columns]
         for name, values in t.rows:
             model = sp.hub_id(name)

@@ -29,30 +29,33 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rcp_data.core.errors import InputError, SchemaError, UsageError
 from rcp_data.core.layout import (
     ReleaseDir,
-    check_columns,
     detect_suite,
     provenance_file,
+    read_release_table,
     subset_file,
 )
-from rcp_data.core.specs import CorpusSpec, PoolSpec, SubsetSpec, SuiteSpec, load_spec
-from rcp_data.scoring.metrics import TIE_RULES, byte_order_key, ideal_dcg, ndcg_at_k_rules
+from rcp_data.core.specs import (
+    RULE_LETTERS,
+    RULE_NAMES,
+    TIE_RULES,
+    CorpusSpec,
+    PoolSpec,
+    SubsetSpec,
+    SuiteSpec,
+    load_spec,
+)
+from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
 
 log = logging.getLogger(__name__)
 
 METRICS = ("rcp_ndcg", "qrel_ndcg")
 METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
-RULE_LETTERS = {"doc-id": "a", "group-mean": "b", "pool-order": "c"}
-RULE_TITLES = {
-    "doc-id": "rule (a): document-id tie-break",
-    "group-mean": "rule (b): group-mean gain for ties",
-    "pool-order": "rule (c): pool order for ties",
-}
+RULE_TITLES = {rule: f"rule ({RULE_LETTERS[rule]}): {RULE_NAMES[rule]}" for rule in TIE_RULES}
 _DENSE_LIMIT = 1 << 25       # largest (queries x documents) table looked up densely
 
 
@@ -199,17 +202,7 @@ class _PairIndex:
 def _read(root: Path, rel: str, kind: str, columns: list[str],
           dictionary: Sequence[str] = ()) -> pa.Table:
     """Read the columns of a release table, checking the schema first (names file and column)."""
-    path = root / rel
-    if not path.exists():
-        raise InputError(f"missing file (expected the {kind} table)", path=str(path))
-    try:
-        schema = pq.read_schema(path)
-        check_columns(schema.empty_table(), kind, path)
-        present = [c for c in columns if c in schema.names]
-        return pq.read_table(path, columns=present,
-                             read_dictionary=[c for c in dictionary if c in present])
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    return read_release_table(root / rel, kind, columns, read_dictionary=tuple(dictionary))
 
 
 # -- building one subset from plain tables -------------------------------------------------------

@@ -16,9 +16,7 @@ import ast
 import gzip
 import json
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.io import atomic_path, atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -90,24 +89,12 @@ def place_file(namespace: str, key: str, source: str | Path | bytes, *,
 def place_at(source: str | Path | bytes, target: Path) -> Path:
     """Copy a file (or bytes) to ``target`` atomically: a temporary file, then a rename."""
     if isinstance(source, bytes):
-        _atomic_write(target, lambda tmp: Path(tmp).write_bytes(source))
+        atomic_write_bytes(target, source)
     else:
-        _atomic_write(target, lambda tmp: shutil.copyfile(source, tmp))
+        with atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
     log.info("placed %s", target)
     return target
-
-
-def _atomic_write(target: Path, write, suffix: str = "") -> None:
-    """``write(tmp)`` into a temporary file beside ``target``, then rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".placing-", suffix=suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def place_parquet(namespace: str, key: str, table: pa.Table | pd.DataFrame, *,
@@ -118,7 +105,8 @@ def place_parquet(namespace: str, key: str, table: pa.Table | pd.DataFrame, *,
     target = cache_path(namespace, key)
     for path in stale:
         _remove(Path(path))
-    _atomic_write(target, lambda tmp: pq.write_table(table, tmp), suffix=".parquet")
+    with atomic_path(target, suffix=".parquet") as tmp:
+        pq.write_table(table, tmp)
     log.info("placed %s/%s at %s (%d rows)", namespace, key, target, table.num_rows)
     return target
 

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +42,7 @@ import pyarrow.compute as pc
 
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
+from rcp_data.core.io import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -216,23 +215,14 @@ def repair_tsv(input_path: Path, output_path: Path, batch_size: int = 50_000) ->
     input_path, output_path = Path(input_path), Path(output_path)
     if not input_path.is_file():
         raise InputError("no such file", path=str(input_path))
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{output_path.name}.tmp-", dir=output_path.parent)
     documents = repaired = 0
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for ids, texts in read_tsv_batches(input_path, batch_size):
-                result = repair_array(texts)
-                documents += len(ids)
-                repaired += result.changed
-                fixed: Iterable[str] = result.texts.to_pylist() if result.changed else texts
-                out.write(
-                    "".join(f"{i}\t{t}\n" for i, t in zip(ids, fixed, strict=True)).encode()
-                )
-        os.replace(tmp_name, output_path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_path(output_path) as tmp, open(tmp, "wb") as out:
+        for ids, texts in read_tsv_batches(input_path, batch_size):
+            result = repair_array(texts)
+            documents += len(ids)
+            repaired += result.changed
+            fixed: Iterable[str] = result.texts.to_pylist() if result.changed else texts
+            out.write("".join(f"{i}\t{t}\n" for i, t in zip(ids, fixed, strict=True)).encode())
     log.info("read %d passages from %s; repaired %d; wrote %s",
              documents, input_path, repaired, output_path)
     return RepairStats(documents, repaired)

@@ -21,15 +21,14 @@ from tqdm.auto import tqdm
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
+from rcp_data.core.io import atomic_dir, read_parquet, write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     SCHEMAS,
-    atomic_dir,
     judge_criteria_schema,
     provenance_file,
     shard_name,
     subset_file,
-    write_json,
     write_parquet,
 )
 from rcp_data.core.specs import SuiteSpec
@@ -145,12 +144,7 @@ def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: Ite
 
 
 def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
-    if not path.exists():
-        raise InputError("file not found", path=str(path))
-    frame = pd.read_parquet(path)
-    for col in required:
-        if col not in frame.columns:
-            raise InputError(f"missing column {col!r}", path=str(path), field=col)
+    frame = read_parquet(path, required=required, what="a builder input table").to_pandas()
     return frame.astype({"query-id": str, "corpus-id": str})
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
-from rcp_data.core.io import read_json
+from rcp_data.core.io import read_json, read_parquet
 from rcp_data.core.layout import criteria_columns
 
 log = logging.getLogger(__name__)
@@ -199,10 +199,8 @@ def read_run_file(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise InputError("file not found", path=str(path))
     if path.suffix == ".parquet":
-        frame = pd.read_parquet(path)
-        for col in ("query-id", "corpus-id", "score"):
-            if col not in frame.columns:
-                raise InputError(f"missing column {col!r}", path=str(path), field=col)
+        frame = read_parquet(path, required=("query-id", "corpus-id", "score"),
+                             what="a run").to_pandas()
         keep = ["query-id", "corpus-id", "score"] + [c for c in ("rank", SPLIT_COLUMN)
                                                      if c in frame.columns]
         frame = frame[keep].astype({"query-id": str, "corpus-id": str})

@@ -12,17 +12,20 @@ import json
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import suite_key
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a release directory of a suite",
                        description="Read a suite's sources and a judge run's builder inputs, "
                        "and write a publishable release directory in the published layout.")
-    p.add_argument("suite", help="suite name (demo, trecdl, nanobeir, bright, vidore-v3)")
+    p.add_argument("suite", type=suite_key,
+                   help="suite name (demo, trecdl, nanobeir, bright, vidore-v3)")
     p.add_argument("--inputs", type=Path, required=True,
                    help="builder inputs folder (judge/, first_stage/, runs/)")
     p.add_argument("--out", type=Path, required=True, help="release directory to write")
-    p.add_argument("--link", default="weighted_discrimination", help="gain link")
+    p.add_argument("--link", default=None,
+                   help="gain link (default: the default link, weighted_discrimination)")
     p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option passed to the suite's source reader (repeatable)")
     p.add_argument("--repo", help="Hub repo the release is for (default: the suite's repo)")
@@ -57,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     require_extra("build")
     import datetime as dt
 
+    from rcp_data.core.gains import DEFAULT_LINK
     from rcp_data.core.specs import load_spec
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.registry import read_suite
@@ -71,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.suite)
     inputs = read_inputs(args.inputs)
     source = read_suite(spec, options)
-    manifest = build_release(spec, source, inputs, args.out, link=args.link)
+    manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK)
     totals = {k: sum(c.get(k, 0) for c in manifest["counts"].values()
                      if isinstance(c.get(k, 0), int))
               for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}

@@ -17,8 +17,10 @@ import sys
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
+from rcp_data.core.layout import release_spec
+from rcp_data.core.specs import suite_key
 from rcp_data.documents.card import render_release_files, write_release_files
-from rcp_data.release.regenerate import REGENERATED_FILES, Regenerated, _spec_of, regenerate
+from rcp_data.release.regenerate import REGENERATED_FILES, Regenerated, regenerate
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ def _render(args: argparse.Namespace) -> int:
     root = Path(args.release_dir)
     if not root.is_dir():
         raise UsageError(f"not a release directory: {root}")
-    spec = _spec_of(root, args.suite)
+    spec = release_spec(root, args.suite, hint="; pass --suite")
     if args.out:
         from rcp_data.documents.card import render_card
 
@@ -65,13 +67,13 @@ def register(subparsers) -> None:
     r.add_argument("release_dir", metavar="RELEASE_DIR")
     r.add_argument("--out", help="write only the card, to this file ('-' = stdout)")
     r.add_argument("--repo", help="Hub repo id the card names (default: releases.json or spec)")
-    r.add_argument("--suite", help="suite name (default: read from the release)")
+    r.add_argument("--suite", type=suite_key, help="suite name (default: read from the release)")
     r.set_defaults(func=_render)
     g = sub.add_parser("regenerate",
                        help="publish a commit updating only the card, task file, releases.json")
     g.add_argument("--repo", required=True, metavar="OWNER/NAME")
     g.add_argument("--revision", required=True, help="the branch head to build on")
     g.add_argument("--branch", default="main")
-    g.add_argument("--suite", help="suite name (default: read from the repo)")
+    g.add_argument("--suite", type=suite_key, help="suite name (default: read from the repo)")
     g.set_defaults(func=_regenerate)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from rcp_data.core.specs import suite_key
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -20,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("tables", type=Path, help="replay JSON, card (README.md / text) or paper values")
     p.add_argument("--against", type=Path, required=True, metavar="REFERENCE",
                    help="the reference: replay JSON, card or paper_values.json")
-    p.add_argument("--suite", default=None, help="suite spec (default: inferred)")
+    p.add_argument("--suite", type=suite_key, default=None,
+                   help="suite spec (default: inferred)")
     p.add_argument("--known-deviations", type=Path, default=None,
                    help="known deviations file (default provenance/known_deviations.json)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")

@@ -33,17 +33,12 @@ def run(args: argparse.Namespace) -> int:
     require_extra("calibrate")
     import pandas as pd
 
-    from rcp_data.core.errors import UsageError
     from rcp_data.core.gains import ItemParams
-    from rcp_data.core.layout import detect_suite
-    from rcp_data.core.specs import load_spec
+    from rcp_data.core.layout import release_spec
     from rcp_data.release.recalibrate import diff_releases, recalibrate_release
     from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
 
-    suite = detect_suite(args.release_dir)
-    if suite is None:
-        raise UsageError(f"cannot tell the suite of {args.release_dir} (no build manifest)")
-    spec = load_spec(suite)
+    spec = release_spec(args.release_dir)
     params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
     thetas = pd.read_parquet(args.fit / THETAS_FILE)
     entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,

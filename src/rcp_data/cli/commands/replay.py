@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from rcp_data.core.specs import TIE_RULES, VIEWS
+from rcp_data.core.specs import TIE_RULES, VIEWS, suite_key
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--view", choices=VIEWS, default="subsets",
                    help="table columns: subsets (default), or native/languages (one per domain)")
     p.add_argument("--include-judge", action="store_true", help="also replay is_judge runs")
-    p.add_argument("--suite", default=None,
+    p.add_argument("--suite", type=suite_key, default=None,
                    help="suite spec to read the release with (default: detected)")
     p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
     p.set_defaults(func=run)

@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from rcp_data.checks.verify import verify
+    from rcp_data.core.reports import VERIFY_SCHEMA
 
     try:
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
@@ -51,7 +52,7 @@ def handler(args: argparse.Namespace) -> int:
     except RcpDataError as exc:
         if not args.json:
             raise
-        json.dump({"schema": "rcp-data.verify/1", "ok": False, "exit_code": exc.exit_code,
+        json.dump({"schema": VERIFY_SCHEMA, "ok": False, "exit_code": exc.exit_code,
                    "error": exc.message}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return exc.exit_code

@@ -25,13 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 from tqdm.auto import tqdm
 
 from rcp_data.core.errors import InputError, SchemaError, UsageError
 from rcp_data.core.gains import ItemParams
+from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.stages.calibration.verdicts import VerdictCounts
 
 log = logging.getLogger(__name__)
@@ -220,18 +219,14 @@ def negative_log_posterior(
 def read_thetas(path: str | Path) -> pd.DataFrame:
     """The Stage A table: query-id, corpus-id, theta_bt (other columns dropped)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError("missing file (expected the theta table with theta_bt)", path=str(path))
-    try:
-        names = pq.read_schema(path).names
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    what = "the theta table with theta_bt"
+    names = read_parquet_schema(path, what=what).names
     for col in ("query-id", "corpus-id", "theta_bt"):
         if col not in names:
             hint = " (a refit needs the Stage A Bradley-Terry scores)" if col == "theta_bt" else ""
             raise SchemaError(f"missing column {col!r}{hint}; has {', '.join(names)}",
                               path=str(path), field=col)
-    df = pq.read_table(path, columns=["query-id", "corpus-id", "theta_bt"]).to_pandas()
+    df = read_parquet(path, ["query-id", "corpus-id", "theta_bt"], what=what).to_pandas()
     df["theta_bt"] = df["theta_bt"].astype("float64")
     dup = df.duplicated(["query-id", "corpus-id"])
     if dup.any():

@@ -12,7 +12,8 @@ import pyarrow as pa
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import atomic_dir, write_json, write_parquet
+from rcp_data.core.io import atomic_dir, write_json
+from rcp_data.core.layout import write_parquet
 from rcp_data.stages.calibration.diagnostics import fit_diagnostics
 from rcp_data.stages.calibration.fit import MapSettings, fit_map, read_thetas
 from rcp_data.stages.calibration.rubric import RubricSettings, fit_rubric

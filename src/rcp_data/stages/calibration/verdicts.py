@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.core.layout import criteria_columns
 
 log = logging.getLogger(__name__)
@@ -90,25 +90,14 @@ class VerdictCounts:
 def read_verdicts(path: str | Path) -> pa.Table:
     """Read a verdict parquet (ids dictionary-encoded to keep 14.5M rows small)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError("missing file (expected the verdict table)", path=str(path))
-    try:
-        schema = pq.read_schema(path)
-        crit = criteria_columns(schema.names)
-        if not crit:
-            raise SchemaError(
-                f"no criterion columns C1..Cn (has {', '.join(schema.names)})", path=str(path)
-            )
-        for col in KEY_COLUMNS:
-            if col not in schema.names:
-                raise SchemaError(
-                    f"missing column {col!r} (has {', '.join(schema.names)})",
-                    path=str(path), field=col,
-                )
-        table = pq.read_table(path, columns=[*KEY_COLUMNS, *crit],
-                              read_dictionary=["query-id", "corpus-id"])
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    what = "the verdict table"
+    names = read_parquet_schema(path, what=what).names
+    crit = criteria_columns(names)
+    if not crit:
+        raise SchemaError(f"no criterion columns C1..Cn (has {', '.join(names)})",
+                          path=str(path))
+    table = read_parquet(path, [*KEY_COLUMNS, *crit], what=what,
+                         read_dictionary=["query-id", "corpus-id"])
     log.info("read %s verdict rows (%d criteria) from %s", f"{table.num_rows:,}", len(crit), path)
     return table
 

@@ -1,0 +1,167 @@
+"""What the checks found, as frozen records.
+
+- :class:`Check`: one verified property (what, expected, found, where, status, details), the
+  unit of ``rcp-data verify`` and of the integrity checks;
+- :class:`VerifyReport`: every check of one verified revision or release directory, with the
+  text and ``--json`` forms the CLI prints;
+- :class:`CheckReport`: the problems the pre-publish release check found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rcp_data.core.errors import RefusedError
+from rcp_data.core.history import History
+
+MAX_DETAILS = 20
+STATUSES = ("ok", "failed", "absent", "diff", "skipped")
+VERIFY_SCHEMA = "rcp-data.verify/1"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verified property.
+
+    ``status``: ``ok``; ``failed``; ``absent`` (an optional table or column the release does not
+    carry; not a failure); ``diff`` (differences reported for information, e.g. to the paper
+    for a release the paper did not use; not a failure); ``skipped`` (does not apply).
+    Empty, it follows ``ok``. At most :data:`MAX_DETAILS` details are kept.
+    """
+
+    name: str
+    ok: bool
+    what: str
+    expected: str = ""
+    found: str = ""
+    where: str = ""
+    status: str = ""
+    details: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", "ok" if self.ok else "failed")
+        object.__setattr__(self, "details", list(self.details)[:MAX_DETAILS])
+
+    @classmethod
+    def passed(cls, name: str, what: str, found: str = "", where: str = "") -> Check:
+        return cls(name, True, what, found=found, where=where)
+
+    @classmethod
+    def failed(cls, name: str, what: str, expected: str, found: str, where: str,
+               details: Sequence[str] | None = None) -> Check:
+        return cls(name, False, what, expected, found, where, details=list(details or []))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Everything ``verify`` found about one revision (or local release directory)."""
+
+    target: str
+    root: Path
+    repo: str | None = None
+    requested: str | None = None
+    sha: str | None = None
+    suite: str | None = None
+    release: int | None = None
+    tag: str | None = None
+    checks: list[Check] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def check(self, name: str) -> Check | None:
+        """The first check called ``name`` (None when there is none)."""
+        return next((c for c in self.checks if c.name == name), None)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.checks:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "schema": VERIFY_SCHEMA,
+            "target": self.target,
+            "path": str(self.root),
+            "repo": self.repo,
+            "requested": self.requested,
+            "sha": self.sha,
+            "suite": self.suite,
+            "release": self.release,
+            "tag": self.tag,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "counts": self.counts(),
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+    def text(self) -> str:
+        """A report a person can read: one block per check (failures first)."""
+        head = [f"rcp-data verify {self.target}"]
+        if self.sha:
+            head.append(f"  commit   {self.sha}")
+        if self.suite:
+            rel = f", release {self.release} ({self.tag})" if self.release else ""
+            head.append(f"  suite    {self.suite}{rel}")
+        lines = head + [""]
+        order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
+        for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
+            mark = {"failed": "FAILED", "ok": "ok"}.get(c.status, c.status)
+            if c.status == "ok":
+                tail = "; ".join(x for x in (c.found, c.where) if x)
+                lines.append(f"[{mark:>7}] {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
+                continue
+            lines.append(f"[{mark:>7}] {c.name}: {c.what}")
+            for label, value in (("expected", c.expected), ("found", c.found),
+                                 ("where", c.where)):
+                if value:
+                    lines.append(f"           {label + ':':9} {value}")
+            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        verdict = "VERIFIED" if self.ok else f"FAILED ({len(self.failed)} check(s))"
+        lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What the pre-publish checks found in one release directory."""
+
+    root: Path
+    suite: str | None = None
+    history: History | None = None
+    files: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    qrels_rows: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_if_failed(self) -> None:
+        if self.problems:
+            shown = "\n  - ".join(self.problems)
+            raise RefusedError(f"release check of {self.root} failed "
+                               f"({len(self.problems)} problem(s)); nothing was uploaded:\n"
+                               f"  - {shown}")
+
+
+__all__ = ["MAX_DETAILS", "STATUSES", "VERIFY_SCHEMA", "Check", "CheckReport", "VerifyReport"]
