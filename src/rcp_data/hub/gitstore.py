@@ -39,6 +39,7 @@ from rcp_data.hub.errors import (
     revision_not_found,
 )
 from rcp_data.hub.lfs import (
+    DEFAULT_CHUNK_SIZE,
     POINTER_MAX_SIZE,
     LfsPointer,
     LfsStore,
@@ -72,13 +73,10 @@ __all__ = [
     "REPO_TYPES",
     "CommitRecord",
     "GitStore",
-    "HubError",
     "Operation",
     "Ref",
     "TreeEntry",
-    "entry_not_found",
     "iso_date",
-    "validate_path",
 ]
 
 
@@ -145,7 +143,7 @@ class GitStore:
         self._blob_cache = self.root / ".blob-cache"
         self.tmp = self.root / ".tmp"
         self.tmp.mkdir(exist_ok=True)
-        self.lfs = LfsStore(self.tmp, **({"chunk_size": lfs_chunk_size} if lfs_chunk_size else {}))
+        self.lfs = LfsStore(self.tmp, lfs_chunk_size or DEFAULT_CHUNK_SIZE)
         self._locks: dict[Path, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._pointers: dict[str, LfsPointer | None] = {}

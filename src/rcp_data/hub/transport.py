@@ -4,7 +4,8 @@ The handler is the error boundary: a ``HubError`` becomes its status with ``X-Er
 ``X-Error-Message`` and a JSON ``{"error": ...}`` body; anything else is logged and answered
 500 with only the exception's type (no path, no traceback). A request body left unread (an
 error raised early, an endpoint without a body) is drained when small, otherwise the connection
-is closed, so a keep-alive connection never reads stale bytes as the next request.
+is closed (after a short linger, so the client reads the answer, e.g. a 413, rather than a reset),
+and a keep-alive connection never reads stale bytes as the next request.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +31,8 @@ from rcp_data.hub.limits import CHUNK, Body, Limits
 log = logging.getLogger("rcp_data.hub.server")
 
 DRAIN_BYTES = 1 << 20  # an unread body up to this size is discarded to keep the connection
+LINGER_SECONDS = 2.0  # then, before hanging up, what still arrives is read and dropped ...
+LINGER_BYTES = 64 << 20  # ... for at most this long and this much
 
 
 @dataclass(frozen=True)
@@ -184,19 +188,41 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         except OSError as exc:
-            log.exception("%s request failed", method)
+            self._log_failure(method, exc)
             if exc.errno == errno.ENOSPC:
                 self._answer_error(HubError(507, "The local Hub's disk is full"))
             else:
                 self._answer_error(HubError(500, f"Internal error: {type(exc).__name__}"))
         except Exception as exc:  # noqa: BLE001 - a server must answer, not die
-            log.exception("%s request failed", method)
+            self._log_failure(method, exc)
             self._answer_error(HubError(500, f"Internal error: {type(exc).__name__}"))
         try:
             if req is None or not req.body.drain(DRAIN_BYTES):
-                self.close_connection = True
+                self._linger()
         except (HubError, ClientGone):
-            self.close_connection = True
+            self._linger()
+
+    def _linger(self) -> None:
+        """Close a connection whose body was not read: half-close, then discard what the client
+        still sends for a moment, so it reads the answer instead of a reset connection."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(LINGER_SECONDS)
+            deadline, left = time.monotonic() + LINGER_SECONDS, LINGER_BYTES
+            while left > 0 and time.monotonic() < deadline:
+                data = self.connection.recv(CHUNK)
+                if not data:
+                    break
+                left -= len(data)
+        except OSError:
+            pass
+
+    def _log_failure(self, method: str, exc: BaseException) -> None:
+        """One line in the server's log; the traceback only at DEBUG (``rcp-data -v``)."""
+        log.error("%s %s failed: %s: %s", method, self.path[:200], type(exc).__name__, exc)
+        log.debug("traceback of the failure above", exc_info=exc)
 
     def _answer_error(self, err: HubError) -> None:
         if self._responded:  # the status line is out: all that is left is to hang up
