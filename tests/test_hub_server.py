@@ -233,19 +233,30 @@ def test_tree_paths_info_and_pagination(api: HfApi, hub_repo: str, tmp_path: Pat
         assert sorted(t.path for t in paged) == ["0.txt", "1.txt", "2.txt", "3.txt"]
 
 
-def test_resolve_ranges_and_snapshot(api: HfApi, hub_repo: str, local_hub: LocalHub) -> None:
+@pytest.mark.parametrize("name", ["bin/data.bin", "notes/data.txt"])  # LFS and regular
+def test_resolve_ranges_and_snapshot(
+    api: HfApi, hub_repo: str, local_hub: LocalHub, name: str
+) -> None:
+    import hashlib
+
     api.create_repo(hub_repo, repo_type=DS)
-    blob = bytes(range(256)) * 40
+    blob = (bytes(range(256)) if name.endswith(".bin") else b"0123456789abcdef" * 16) * 40
     c = api.create_commit(
         hub_repo,
-        [_add("bin/data.bin", blob), _add("README.md", "# x\n")],
+        [_add(name, blob), _add("README.md", "# x\n")],
         commit_message="b",
         repo_type=DS,
     )
-    url = f"{local_hub.url}/datasets/{hub_repo}/resolve/main/bin/data.bin"
+    url = f"{local_hub.url}/datasets/{hub_repo}/resolve/main/{name}"
     head = urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=10)
     assert head.headers["X-Repo-Commit"] == c.oid
-    assert head.headers["ETag"] == f'"{_git_blob_sha(blob)}"'
+    if name.endswith(".bin"):  # stored in LFS: the etag is the content's sha256
+        sha256 = hashlib.sha256(blob).hexdigest()
+        assert head.headers["ETag"] == head.headers["X-Linked-Etag"] == f'"{sha256}"'
+        assert int(head.headers["X-Linked-Size"]) == len(blob)
+    else:
+        assert head.headers["ETag"] == f'"{_git_blob_sha(blob)}"'
+        assert "X-Linked-Etag" not in head.headers
     assert int(head.headers["Content-Length"]) == len(blob)
     assert head.headers["Accept-Ranges"] == "bytes"
     for spec, want in (("100-199", blob[100:200]), ("10000-", blob[10000:]), ("-5", blob[-5:])):
@@ -259,7 +270,7 @@ def test_resolve_ranges_and_snapshot(api: HfApi, hub_repo: str, local_hub: Local
     assert err.value.code == 416
 
     folder = Path(snapshot_download(hub_repo, repo_type=DS, revision=c.oid, endpoint=local_hub.url))
-    assert (folder / "bin" / "data.bin").read_bytes() == blob
+    assert (folder / name).read_bytes() == blob
     assert (folder / "README.md").read_text() == "# x\n"
 
 
@@ -342,10 +353,11 @@ configs:
 """
 
 
-def test_load_dataset_at_tag_and_sha(api: HfApi, hub_repo: str) -> None:
+def test_load_dataset_at_tag_and_sha(api: HfApi, hub_repo: str, local_hub: LocalHub) -> None:
     import datasets
 
     api.create_repo(hub_repo, repo_type=DS)
+    stored = local_hub.stats.get("lfs_objects_stored", 0)
     qrels_v1 = pd.DataFrame(
         {"query-id": ["q1", "q1", "q2"], "corpus-id": ["d1", "d2", "d1"], "score": [0.9, 0.1, 0.5]}
     )
@@ -360,6 +372,10 @@ def test_load_dataset_at_tag_and_sha(api: HfApi, hub_repo: str) -> None:
         commit_message="release v1",
         repo_type=DS,
     )
+    # both tables went through the LFS batch API: the tree holds pointers to them
+    assert local_hub.stats["lfs_objects_stored"] - stored == 2
+    tree = {e.path: e for e in api.list_repo_tree(hub_repo, repo_type=DS, recursive=True)}
+    assert tree["qrels/test.parquet"].lfs is not None and tree["README.md"].lfs is None
     api.create_tag(hub_repo, tag="v1-test", revision=v1.oid, repo_type=DS)
     assert (
         api.dataset_info(hub_repo, revision="v1-test").card_data["configs"][0]["config_name"]

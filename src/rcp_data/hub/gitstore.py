@@ -2,26 +2,59 @@
 
 Everything goes through git plumbing run as subprocesses (``hash-object``, ``read-tree``,
 ``update-index``, ``write-tree``, ``commit-tree``, ``update-ref``), so a repository written here
-is an ordinary bare git repository: ``git clone`` and ``git push`` work on it directly.
+is an ordinary bare git repository: ``git clone`` and ``git push`` work on it directly. LFS
+objects live beside it (``rcp_data.hub.lfs``); the tree holds their git-lfs pointer files.
 
 A commit is atomic: objects are written first, then the branch moves with a compare-and-swap
 ``git update-ref <ref> <new> <old>`` under a per-repository lock, so concurrent writers on one
 ``parentCommit`` get exactly one winner.
+
+After a crash: ``recover()`` (run at start-up) removes the server's temporary files
+(``.tmp/hub-*``) and ref locks left by a killed git; a lock found later while moving a ref is
+removed once it is ``STALE_LOCK_SECONDS`` old (no git holds a ref lock that long), so a dead
+writer's ``refs/heads/main.lock`` never turns commits into 412s. ``lock_root()`` makes sure one
+server at a time serves a root.
 """
 
 from __future__ import annotations
 
-import base64
+import contextlib
+import fcntl
+import logging
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+
+from rcp_data.hub.errors import (
+    HubError,
+    entry_not_found,
+    repo_not_found,
+    revision_not_found,
+)
+from rcp_data.hub.lfs import (
+    DEFAULT_CHUNK_SIZE,
+    POINTER_MAX_SIZE,
+    LfsPointer,
+    LfsStore,
+    parse_pointer,
+    pointer_bytes,
+)
+from rcp_data.hub.names import (
+    SHA_RE,
+    check_ref_format,
+    validate_path,
+    validate_ref_name,
+    validate_repo_name,
+)
+
+log = logging.getLogger(__name__)
 
 REPO_TYPES = ("model", "dataset", "space")
 DEFAULT_BRANCH = "main"
@@ -29,48 +62,33 @@ ZERO_SHA = "0" * 40
 STALE_PARENT_MESSAGE = (
     "The branch was updated since you opened this page. Please refresh and try again."
 )
-_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9_-])?$")
+STALE_LOCK_SECONDS = 2.0
+TMP_PREFIX = "hub-"
 _COMMITTER = "local-hub"
+_POINTER_CACHE_MAX = 200_000
+_UNKNOWN = object()
 
-
-class HubError(Exception):
-    """An error the HTTP layer turns into a status code and, where set, an ``X-Error-Code``."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        code: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = dict(headers or {})
-
-
-def repo_not_found(repo_id: str) -> HubError:
-    return HubError(404, f"Repository {repo_id} not found", "RepoNotFound")
-
-
-def revision_not_found(revision: str) -> HubError:
-    return HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
-
-
-def entry_not_found(path: str) -> HubError:
-    return HubError(404, f"Entry not found: {path}", "EntryNotFound")
+__all__ = [
+    "DEFAULT_BRANCH",
+    "REPO_TYPES",
+    "CommitRecord",
+    "GitStore",
+    "Operation",
+    "Ref",
+    "TreeEntry",
+    "iso_date",
+]
 
 
 @dataclass(frozen=True)
 class TreeEntry:
-    """One path in a commit's tree."""
+    """One path in a commit's tree; ``size`` is the content's (the LFS object's for a pointer)."""
 
     path: str
     kind: str  # "file" or "directory"
     oid: str
     size: int
+    lfs: LfsPointer | None = None
 
 
 @dataclass(frozen=True)
@@ -98,12 +116,16 @@ class Ref:
 
 @dataclass
 class Operation:
-    """One line of a Hub commit: ``file`` (with content), ``deletedFile`` or ``deletedFolder``."""
+    """One line of a Hub commit: ``file`` (content in ``source`` or ``content``), ``lfsFile``
+    (an uploaded object ``oid`` of ``size`` bytes), ``deletedFile`` or ``deletedFolder``."""
 
     kind: str
     path: str
     content: bytes | None = None
-    blob: str | None = field(default=None, repr=False)
+    source: Path | None = None
+    oid: str | None = None
+    size: int | None = None
+    blob: str | None = None
 
 
 def iso_date(timestamp: int) -> str:
@@ -111,38 +133,21 @@ def iso_date(timestamp: int) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def validate_repo_name(part: str, what: str) -> None:
-    if not _NAME_RE.match(part) or part.endswith(".git") or ".." in part:
-        raise HubError(400, f"Invalid {what} {part!r}: use letters, digits, '-', '_' and '.'")
-
-
-def validate_path(path: str) -> str:
-    """A repository path: relative, no ``.``/``..``/empty segments, nothing under ``.git``."""
-    parts = path.split("/")
-    if (
-        not path
-        or path.startswith("/")
-        or any(p in ("", ".", "..") for p in parts)
-        or parts[0] == ".git"
-        or "\x00" in path
-        or "\n" in path
-    ):
-        raise HubError(400, f"Invalid path in repository: {path!r}")
-    return path
-
-
 class GitStore:
     """All repositories under ``root``: ``root/<type>s/<namespace>/<name>.git``."""
 
-    def __init__(self, root: Path, git: str = "git") -> None:
+    def __init__(self, root: Path, git: str = "git", lfs_chunk_size: int | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.git = shutil.which(git) or git
         self._blob_cache = self.root / ".blob-cache"
-        self._tmp = self.root / ".tmp"
-        self._tmp.mkdir(exist_ok=True)
+        self.tmp = self.root / ".tmp"
+        self.tmp.mkdir(exist_ok=True)
+        self.lfs = LfsStore(self.tmp, lfs_chunk_size or DEFAULT_CHUNK_SIZE)
         self._locks: dict[Path, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._pointers: dict[str, LfsPointer | None] = {}
+        self._root_lock: int | None = None
         self._env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LC_ALL": "C",
@@ -157,6 +162,55 @@ class GitStore:
             "GIT_COMMITTER_EMAIL": f"{_COMMITTER}@localhost",
         }
 
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def lock_root(self) -> None:
+        """Hold ``root/.lock`` while serving: a second server on the same root is refused."""
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RuntimeError(f"another local Hub is serving {self.root}") from None
+        self._root_lock = fd
+
+    def unlock_root(self) -> None:
+        fd, self._root_lock = self._root_lock, None
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+    def recover(self) -> None:
+        """Start-up cleaning after a crash or a kill: temporary files and stale git locks."""
+        removed = 0
+        for leftover in self.tmp.glob(f"{TMP_PREFIX}*"):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+            removed += 1
+        if self._blob_cache.is_dir():
+            for leftover in self._blob_cache.glob("*/.tmp-*"):
+                leftover.unlink(missing_ok=True)
+                removed += 1
+        for repo in self._repositories():
+            for lock in [*repo.glob("refs/**/*.lock"), repo / "packed-refs.lock", repo / "HEAD.lock"]:
+                if lock.is_file() and self._stale(lock):
+                    lock.unlink(missing_ok=True)
+                    removed += 1
+        if removed:
+            log.info("removed %d temporary files and stale locks left by a previous run", removed)
+
+    def _repositories(self) -> Iterator[Path]:
+        for rtype in REPO_TYPES:
+            yield from (self.root / f"{rtype}s").glob("*/*.git")
+
+    @staticmethod
+    def _stale(lock: Path) -> bool:
+        try:
+            return time.time() - lock.stat().st_mtime >= STALE_LOCK_SECONDS
+        except OSError:
+            return False
+
     # -- plumbing -------------------------------------------------------------------------------
 
     def _run(
@@ -167,6 +221,8 @@ class GitStore:
         env: dict[str, str] | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[bytes]:
+        if any("\x00" in arg for arg in args):  # no git argument can hold one
+            raise HubError(400, "Invalid NUL character in the request")
         proc = subprocess.run(
             [self.git, "--git-dir", str(repo), *args],
             input=stdin,
@@ -175,8 +231,9 @@ class GitStore:
             check=False,
         )
         if check and proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip()
-            raise HubError(500, f"git {args[0]} failed: {err}")
+            # the details (paths on this disk) go to the server's log, never to the client
+            log.error("git %s in %s failed: %s", args[0], repo, proc.stderr.decode(errors="replace"))
+            raise HubError(500, f"Internal error: git {args[0]} failed")
         return proc
 
     def _out(self, repo: Path, *args: str, **kw) -> str:
@@ -186,11 +243,23 @@ class GitStore:
         with self._locks_guard:
             return self._locks.setdefault(repo, threading.Lock())
 
+    def _temp_dir(self, kind: str) -> Path:
+        return Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{kind}-", dir=self.tmp))
+
+    @contextlib.contextmanager
+    def workdir(self, kind: str) -> Iterator[Path]:
+        """A temporary folder under ``.tmp`` (removed afterwards, or at the next start-up)."""
+        path = self._temp_dir(kind)
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
     # -- repositories ---------------------------------------------------------------------------
 
     def repo_path(self, repo_type: str, repo_id: str) -> Path:
         if repo_type not in REPO_TYPES:
-            raise HubError(400, f"Invalid repo type {repo_type!r}")
+            raise HubError(400, f"Invalid repo type {repo_type[:20]!r}")
         namespace, _, name = repo_id.partition("/")
         validate_repo_name(namespace, "namespace")
         validate_repo_name(name, "repository name")
@@ -200,7 +269,7 @@ class GitStore:
         try:
             path = self.repo_path(repo_type, repo_id)
         except HubError:
-            raise repo_not_found(repo_id) from None
+            raise repo_not_found(repo_id[:200]) from None
         if not (path / "HEAD").is_file():
             raise repo_not_found(repo_id)
         return path
@@ -211,21 +280,17 @@ class GitStore:
         if (path / "HEAD").is_file():
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-        try:
-            subprocess.run(
-                [
-                    self.git,
-                    "init",
-                    "--bare",
-                    "--quiet",
-                    f"--initial-branch={DEFAULT_BRANCH}",
-                    str(tmp),
-                ],
+        with self.workdir("newrepo") as work:
+            tmp = work / path.name
+            proc = subprocess.run(
+                [self.git, "init", "--bare", "--quiet", f"--initial-branch={DEFAULT_BRANCH}", str(tmp)],
                 capture_output=True,
                 env=self._env,
-                check=True,
+                check=False,
             )
+            if proc.returncode != 0:
+                log.error("git init failed: %s", proc.stderr.decode(errors="replace"))
+                raise HubError(500, "Internal error: git init failed")
             empty_tree = self._out(tmp, "mktree", stdin=b"").strip()
             first = self._out(tmp, "commit-tree", empty_tree, "-m", "initial commit").strip()
             self._run(tmp, "update-ref", f"refs/heads/{DEFAULT_BRANCH}", first, ZERO_SHA)
@@ -233,17 +298,12 @@ class GitStore:
                 os.rename(tmp, path)
             except OSError:
                 return False
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         return True
 
     def delete_repo(self, repo_type: str, repo_id: str) -> None:
         path = self.existing(repo_type, repo_id)
-        with self._lock(path):
-            trash = Path(tempfile.mkdtemp(prefix=".deleted.", dir=path.parent))
+        with self._lock(path), self.workdir("deleted") as trash:
             os.rename(path, trash / path.name)
-            shutil.rmtree(trash, ignore_errors=True)
 
     # -- refs and revisions ---------------------------------------------------------------------
 
@@ -258,13 +318,17 @@ class GitStore:
 
     def resolve(self, repo: Path, revision: str) -> str:
         """A branch, tag, full ref name (``refs/...``) or full commit sha -> commit sha."""
-        if _SHA_RE.match(revision):
+        if SHA_RE.match(revision):
             proc = self._run(repo, "cat-file", "-t", revision, check=False)
             if proc.returncode == 0 and proc.stdout.strip() == b"commit":
                 return revision
         refs = {ref.name: ref.target for ref in self.refs(repo)}
-        for candidate in (f"refs/heads/{revision}", f"refs/tags/{revision}", revision):
-            if candidate.startswith("refs/") and candidate in refs:
+        if revision.startswith("refs/"):
+            candidates = [revision]
+        else:
+            candidates = [f"refs/heads/{revision}", f"refs/tags/{revision}"]
+        for candidate in candidates:
+            if candidate in refs:
                 return refs[candidate]
         raise revision_not_found(revision)
 
@@ -274,18 +338,65 @@ class GitStore:
             raise revision_not_found(branch)
         return target
 
-    def _check_ref_name(self, repo: Path, ref: str) -> None:
-        if self._run(repo, "check-ref-format", ref, check=False).returncode != 0:
-            raise HubError(400, f"Invalid reference name {ref.split('/', 2)[-1]!r}")
+    def _ref_value(self, repo: Path, ref: str) -> str | None:
+        proc = self._run(repo, "rev-parse", "--verify", "--quiet", ref, check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def _update_ref(self, repo: Path, ref: str, new: str | None, old: str, conflict: HubError) -> None:
+        """Move (``new``) or delete (None) ``ref`` if it is at ``old`` (ZERO_SHA: absent).
+
+        ``conflict`` when the ref is elsewhere; a stale lock is removed and the move retried; a
+        live lock held past the wait is 503."""
+        args = ["update-ref", ref, new, old] if new else ["update-ref", "-d", ref, old]
+        for attempt in range(2):
+            if self._run(repo, *args, check=False).returncode == 0:
+                return
+            if self._ref_value(repo, ref) != (None if old == ZERO_SHA else old):
+                raise conflict
+            if attempt == 0 and not self._clear_stale_lock(repo, ref):
+                break
+        raise HubError(
+            503,
+            "The repository is locked by another git process; try again",
+            headers={"Retry-After": "2"},
+        )
+
+    def _clear_stale_lock(self, repo: Path, ref: str) -> bool:
+        """Remove a lock on ``ref`` once it is stale (waiting for that); whether one was there."""
+        locks = [repo / f"{ref}.lock", repo / "packed-refs.lock"]
+        if not any(lock.exists() for lock in locks):
+            return False
+        deadline = time.monotonic() + STALE_LOCK_SECONDS + 1
+        while time.monotonic() < deadline:
+            present = [lock for lock in locks if lock.exists()]
+            if not present:
+                return True  # its git finished
+            stale = [lock for lock in present if self._stale(lock)]
+            for lock in stale:
+                log.warning("removing the stale git lock %s (a killed writer's)", lock)
+                lock.unlink(missing_ok=True)
+            if stale:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _check_new_ref(self, repo: Path, kind: str, name: str) -> str:
+        """Validate a new branch/tag name; 409 when a branch and a tag would share it."""
+        validate_ref_name(name, kind)
+        other = "tags" if kind == "heads" else "heads"
+        if any(r.name == f"refs/{other}/{name}" for r in self.refs(repo)):
+            what = "a tag" if other == "tags" else "a branch"
+            raise HubError(409, f"Reference name {name!r} is already used by {what}")
+        return f"refs/{kind}/{name}"
 
     def create_tag(self, repo: Path, tag: str, revision: str, message: str | None) -> str:
         """Tag the commit ``revision`` resolves to; 409 if the tag exists. Returns the commit."""
-        ref = f"refs/tags/{tag}"
-        self._check_ref_name(repo, ref)
         with self._lock(repo):
+            ref = self._check_new_ref(repo, "tags", tag)
             target = self.resolve(repo, revision)
+            exists = HubError(409, f"Tag reference {ref} already exists")
             if any(r.name == ref for r in self.refs(repo)):
-                raise HubError(409, f"Tag reference {ref} already exists")
+                raise exists
             obj = target
             if message:
                 stamp = int(datetime.now(UTC).timestamp())
@@ -294,24 +405,25 @@ class GitStore:
                     f"tagger {_COMMITTER} <{_COMMITTER}@localhost> {stamp} +0000\n\n{message}\n"
                 )
                 obj = self._out(repo, "mktag", stdin=body.encode()).strip()
-            if self._run(repo, "update-ref", ref, obj, ZERO_SHA, check=False).returncode:
-                raise HubError(409, f"Tag reference {ref} already exists")
+            self._update_ref(repo, ref, obj, ZERO_SHA, exists)
         return target
 
     def delete_ref(self, repo: Path, ref: str) -> None:
+        if not check_ref_format(ref):
+            raise revision_not_found(ref.split("/", 2)[-1])
         with self._lock(repo):
-            current = {r.name for r in self.refs(repo)}
-            if ref not in current:
+            current = self._ref_value(repo, ref)
+            if current is None:
                 raise revision_not_found(ref.split("/", 2)[-1])
-            self._run(repo, "update-ref", "-d", ref)
+            self._update_ref(repo, ref, None, current, revision_not_found(ref.split("/", 2)[-1]))
 
     def create_branch(self, repo: Path, branch: str, starting_point: str | None) -> str:
-        ref = f"refs/heads/{branch}"
-        self._check_ref_name(repo, ref)
         with self._lock(repo):
+            ref = self._check_new_ref(repo, "heads", branch)
             target = self.resolve(repo, starting_point or DEFAULT_BRANCH)
-            if self._run(repo, "update-ref", ref, target, ZERO_SHA, check=False).returncode:
-                raise HubError(409, f"Reference {ref} already exists")
+            self._update_ref(
+                repo, ref, target, ZERO_SHA, HubError(409, f"Reference {ref} already exists")
+            )
         return target
 
     # -- reading --------------------------------------------------------------------------------
@@ -334,7 +446,8 @@ class GitStore:
 
     def log_head(self, repo: Path, commit: str) -> CommitRecord:
         record = self.last_commit(repo, commit, None)
-        assert record is not None
+        if record is None:
+            raise revision_not_found(commit)
         return record
 
     def last_commit(self, repo: Path, commit: str, path: str | None) -> CommitRecord | None:
@@ -359,18 +472,64 @@ class GitStore:
                 continue
             entries.append(
                 TreeEntry(
-                    path=path.decode(),
+                    path=path.decode(errors="replace"),
                     kind="directory" if kind == "tree" else "file",
                     oid=oid,
                     size=0 if size == "-" else int(size),
                 )
             )
-        return entries
+        return self._with_lfs(repo, entries)
+
+    def _with_lfs(self, repo: Path, entries: list[TreeEntry]) -> list[TreeEntry]:
+        """Entries whose blob is a pointer to a stored LFS object carry it (and its size)."""
+        small = {e.oid for e in entries if e.kind == "file" and e.size < POINTER_MAX_SIZE}
+        known: dict[str, LfsPointer | None] = {}
+        for oid in small:  # the cache maps blob ids (immutable) to what they point to
+            found = self._pointers.get(oid, _UNKNOWN)
+            if found is not _UNKNOWN:
+                known[oid] = found
+        missing = [oid for oid in small if oid not in known]
+        if missing:
+            blobs = self._read_small_blobs(repo, missing)
+            parsed = {oid: parse_pointer(blobs.get(oid, b"")) for oid in missing}
+            known.update(parsed)
+            with self._locks_guard:
+                if len(self._pointers) > _POINTER_CACHE_MAX:
+                    self._pointers.clear()
+                self._pointers.update(parsed)
+        out = []
+        for entry in entries:
+            pointer = known.get(entry.oid)
+            if pointer is not None and self.lfs.stored_size(repo, pointer.oid) == pointer.size:
+                entry = replace(entry, size=pointer.size, lfs=pointer)
+            out.append(entry)
+        return out
+
+    def _read_small_blobs(self, repo: Path, oids: list[str]) -> dict[str, bytes]:
+        out = self._run(repo, "cat-file", "--batch", stdin="".join(f"{o}\n" for o in oids).encode())
+        data, pos, found = out.stdout, 0, {}
+        while pos < len(data):
+            end = data.index(b"\n", pos)
+            header = data[pos:end].split()
+            pos = end + 1
+            if len(header) != 3:  # "<oid> missing"
+                continue
+            size = int(header[2])
+            found[header[0].decode()] = data[pos : pos + size]
+            pos += size + 1
+        return found
+
+    @staticmethod
+    def _readable(path: str) -> bool:
+        """Whether ``path`` can name an entry (no empty, ``.`` or ``..`` component, no NUL)."""
+        return "\x00" not in path and not any(p in ("", ".", "..") for p in path.split("/"))
 
     def entry(self, repo: Path, commit: str, path: str) -> TreeEntry | None:
         path = path.strip("/")
         if not path:
             return TreeEntry("", "directory", self.commit_tree(repo, commit), 0)
+        if not self._readable(path):
+            return None
         found = self._ls_tree(repo, commit, commit, "--", path)
         return found[0] if found and found[0].path == path else None
 
@@ -392,6 +551,12 @@ class GitStore:
     def read_blob(self, repo: Path, oid: str) -> bytes:
         return self._run(repo, "cat-file", "blob", oid).stdout
 
+    def content_file(self, repo: Path, entry: TreeEntry) -> Path:
+        """A plain file holding ``entry``'s content: the LFS object, or the (cached) blob."""
+        if entry.lfs is not None:
+            return self.lfs.object_path(repo, entry.lfs.oid)
+        return self.blob_file(repo, entry.oid)
+
     def blob_file(self, repo: Path, oid: str) -> Path:
         """A plain file holding blob ``oid`` (cached, content-addressed) for ranged reads."""
         target = self._blob_cache / oid[:2] / oid[2:]
@@ -401,13 +566,16 @@ class GitStore:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
-                subprocess.run(
+                proc = subprocess.run(
                     [self.git, "--git-dir", str(repo), "cat-file", "blob", oid],
                     stdout=fh,
                     stderr=subprocess.PIPE,
                     env=self._env,
-                    check=True,
+                    check=False,
                 )
+            if proc.returncode != 0:
+                log.error("git cat-file %s failed: %s", oid, proc.stderr.decode(errors="replace"))
+                raise HubError(500, "Internal error: git cat-file failed")
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
@@ -416,28 +584,38 @@ class GitStore:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def _write_blobs(self, repo: Path, operations: list[Operation]) -> None:
-        """Write the added contents as blobs in one ``hash-object`` call."""
-        additions = [op for op in operations if op.kind == "file"]
+    def _write_blobs(self, repo: Path, operations: list[Operation], work: Path) -> None:
+        """Write the added contents (inline files and LFS pointers) as blobs in one
+        ``hash-object`` call."""
+        additions = [op for op in operations if op.kind in ("file", "lfsFile")]
         if not additions:
             return
-        with tempfile.TemporaryDirectory(prefix="hub-upload-", dir=self._tmp) as tmp:
-            names = []
-            for i, op in enumerate(additions):
-                name = os.path.join(tmp, str(i))
-                with open(name, "wb") as fh:
-                    fh.write(op.content or b"")
-                names.append(name)
-            out = self._out(
-                repo,
-                "hash-object",
-                "-w",
-                "--no-filters",
-                "--stdin-paths",
-                stdin="\n".join(names).encode() + b"\n",
-            )
+        names = []
+        for i, op in enumerate(additions):
+            if op.source is None:
+                op.source = work / f"content-{i}"
+                op.source.write_bytes(op.content or b"")
+            names.append(str(op.source))
+        out = self._out(
+            repo,
+            "hash-object",
+            "-w",
+            "--no-filters",
+            "--stdin-paths",
+            stdin="\n".join(names).encode() + b"\n",
+        )
         for op, oid in zip(additions, out.split(), strict=True):
             op.blob = oid
+
+    def _lfs_pointer(self, repo: Path, op: Operation) -> bytes:
+        stored = self.lfs.stored_size(repo, op.oid or "")
+        if stored is None or (op.size is not None and op.size != stored):
+            raise HubError(
+                400,
+                f"LFS object {op.oid} for {op.path!r} was not uploaded"
+                + ("" if stored is None else f" with size {op.size}"),
+            )
+        return pointer_bytes(op.oid or "", stored)
 
     def commit(
         self,
@@ -456,57 +634,60 @@ class GitStore:
         ops = list(operations)
         for op in ops:
             validate_path(op.path.rstrip("/") if op.kind == "deletedFolder" else op.path)
+            if op.kind == "lfsFile":
+                op.content, op.source = self._lfs_pointer(repo, op), None
         if not summary.strip():
             raise HubError(400, "Commit summary must not be empty")
         message = summary.strip() + (f"\n\n{description.strip()}" if description.strip() else "")
-        self._write_blobs(repo, ops)
-        with self._lock(repo):
-            head = self.branch_head(repo, branch)
-            if parent_commit and not head.startswith(parent_commit.lower()):
-                raise HubError(412, STALE_PARENT_MESSAGE)
-            with tempfile.TemporaryDirectory(prefix="hub-index-", dir=self._tmp) as tmp:
-                env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        with self.workdir("index") as work:
+            self._write_blobs(repo, ops, work)
+            with self._lock(repo):
+                head = self.branch_head(repo, branch)
+                if parent_commit and not head.startswith(parent_commit.lower()):
+                    raise HubError(412, STALE_PARENT_MESSAGE)
+                env = {"GIT_INDEX_FILE": str(work / "index")}
                 self._run(repo, "read-tree", head, env=env)
-                present = set(self._out(repo, "ls-files", "-z", env=env).split("\x00")) - {""}
-                lines = []
-                for op in ops:
-                    lines.extend(self._index_lines(op, present))
-                if lines:
-                    self._run(
-                        repo, "update-index", "--index-info", stdin="".join(lines).encode(), env=env
-                    )
+                listed = self._run(repo, "ls-files", "-z", env=env).stdout
+                present = {p.decode() for p in listed.split(b"\x00") if p}
+                records = b"".join(
+                    line.encode() for op in ops for line in self._index_lines(op, present)
+                )
+                if records:
+                    self._run(repo, "update-index", "-z", "--index-info", stdin=records, env=env)
                 tree = self._out(repo, "write-tree", env=env).strip()
-            if tree == self.commit_tree(repo, head):
-                return head, False
-            new = self._out(repo, "commit-tree", tree, "-p", head, stdin=message.encode()).strip()
-            moved = self._run(repo, "update-ref", f"refs/heads/{branch}", new, head, check=False)
-            if moved.returncode != 0:
-                raise HubError(412, STALE_PARENT_MESSAGE)
+                if tree == self.commit_tree(repo, head):
+                    return head, False
+                new = self._out(
+                    repo, "commit-tree", tree, "-p", head, stdin=message.encode()
+                ).strip()
+                self._update_ref(
+                    repo, f"refs/heads/{branch}", new, head, HubError(412, STALE_PARENT_MESSAGE)
+                )
         return new, True
 
     @staticmethod
     def _index_lines(op: Operation, present: set[str]) -> Iterator[str]:
-        """``update-index --index-info`` lines for one operation (mode 0 removes a path)."""
-        if op.kind == "file":
+        """``update-index -z --index-info`` records for one operation (mode 0 removes a path)."""
+        if op.kind in ("file", "lfsFile"):
             # a file replacing a folder, or a folder path replacing a file: drop the old entries
             for old in [p for p in present if p.startswith(f"{op.path}/")]:
                 present.discard(old)
-                yield f"0 {ZERO_SHA}\t{old}\n"
+                yield f"0 {ZERO_SHA}\t{old}\x00"
             parts = op.path.split("/")
             for i in range(1, len(parts)):
                 prefix = "/".join(parts[:i])
                 if prefix in present:
                     present.discard(prefix)
-                    yield f"0 {ZERO_SHA}\t{prefix}\n"
+                    yield f"0 {ZERO_SHA}\t{prefix}\x00"
             present.add(op.path)
-            yield f"100644 {op.blob}\t{op.path}\n"
+            yield f"100644 {op.blob}\t{op.path}\x00"
         elif op.kind == "deletedFile":
             if op.path not in present:
                 raise HubError(
                     404, f"A file with this name doesn't exist: {op.path}", "EntryNotFound"
                 )
             present.discard(op.path)
-            yield f"0 {ZERO_SHA}\t{op.path}\n"
+            yield f"0 {ZERO_SHA}\t{op.path}\x00"
         elif op.kind == "deletedFolder":
             prefix = op.path.rstrip("/") + "/"
             doomed = [p for p in present if p.startswith(prefix)]
@@ -516,17 +697,6 @@ class GitStore:
                 )
             for old in doomed:
                 present.discard(old)
-                yield f"0 {ZERO_SHA}\t{old}\n"
+                yield f"0 {ZERO_SHA}\t{old}\x00"
         else:
             raise HubError(400, f"Unsupported commit operation {op.kind!r}")
-
-
-def decode_content(value: dict) -> bytes:
-    """The bytes of a ``file`` commit line (``encoding`` base64 or utf-8)."""
-    content = value.get("content", "")
-    if value.get("encoding", "utf-8") == "base64":
-        try:
-            return base64.b64decode(content, validate=True)
-        except ValueError as exc:
-            raise HubError(400, f"Invalid base64 content for {value.get('path')!r}") from exc
-    return str(content).encode()

@@ -11,9 +11,30 @@ Use it in-process::
 at its own import. Code that cannot pass ``endpoint=`` (``datasets.load_dataset``) must therefore
 either set ``os.environ["HF_ENDPOINT"]`` to the hub's URL *before* importing ``datasets`` or
 ``huggingface_hub`` (choose the port up front: ``LocalHub(root, port=N)``), or run in a
-subprocess whose environment carries ``HF_ENDPOINT``. The server answers every preupload with
-``uploadMode: "regular"`` (content travels inline in the commit), so clients with or without
-``hf_xet`` (``HF_HUB_DISABLE_XET``) need no Xet or LFS transfer.
+subprocess whose environment carries ``HF_ENDPOINT``.
+
+Files go where the real Hub puts them: preupload answers ``lfs`` for tables, images, binaries
+and anything over 10 MiB (the rule: ``rcp_data.hub.lfs``) and ``regular`` for the rest. LFS
+content travels through the git-LFS batch API (``rcp_data.hub.lfs_api``), so clients must run
+with ``HF_HUB_DISABLE_XET=1``: a local Hub has no Xet storage, and a Xet token request is
+answered 501 saying so.
+
+Endpoints (``{t}s`` is ``datasets``, ``spaces`` or ``models``; model URLs have no prefix):
+``POST /api/repos/create``, ``DELETE /api/repos/delete``, ``POST /api/validate-yaml``;
+under ``/api/{t}s/{repo}``: ``GET`` (info), ``GET revision/{rev}``, ``GET refs``,
+``GET commits/{rev}``, ``GET tree/{rev}[/{path}]``, ``POST paths-info/{rev}``,
+``POST preupload/{rev}``, ``POST commit/{rev}`` (NDJSON with ``file``, ``lfsFile``,
+``deletedFile``, ``deletedFolder`` lines), ``POST|DELETE tag/{rev}``,
+``POST|DELETE branch/{name}``, ``GET xet-{read,write}-token/{rev}`` (501);
+``HEAD|GET /{prefix}{repo}/resolve/{rev}/{path}`` (ranges; LFS files with ``X-Linked-Etag``
+and ``X-Linked-Size``); ``/{prefix}{repo}.git/info/lfs/objects/...`` (the LFS API).
+
+Hardening: request bodies are streamed with a size limit (``max_body_bytes``, 413 above it;
+``rcp-data hub serve --max-body-bytes``) and commit bodies are decoded from disk a piece at a
+time; malformed requests get 400 and error messages never carry a server path; branch and tag
+names follow ``git check-ref-format`` and may not shadow one another; README metadata is read
+with an alias budget (``rcp_data.hub.cards``); start-up removes temporary files and stale git
+locks of a killed server, and one server at a time serves a root.
 
 The server never reads or logs the ``Authorization`` header: it has no accounts, anyone who can
 reach the port can write, hence the loopback default.
@@ -21,8 +42,9 @@ reach the port can write, hence the loopback default.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
-import json
 import logging
 import re
 import shutil
@@ -31,208 +53,37 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import urlencode
 
-import yaml
-
-from rcp_data.hub.gitstore import (
-    DEFAULT_BRANCH,
-    REPO_TYPES,
-    GitStore,
-    HubError,
-    Operation,
-    TreeEntry,
-    decode_content,
-    entry_not_found,
-    validate_path,
-)
+from rcp_data.hub.cards import MAX_CARD_BYTES, card_errors, parse_front_matter
+from rcp_data.hub.errors import HubError, entry_not_found, shorten
+from rcp_data.hub.gitstore import DEFAULT_BRANCH, REPO_TYPES, GitStore, TreeEntry
+from rcp_data.hub.lfs import DEFAULT_CHUNK_SIZE, upload_mode
+from rcp_data.hub.lfs_api import refuse_xet, route_lfs
+from rcp_data.hub.limits import DEFAULT_MAX_BODY_BYTES, Limits
+from rcp_data.hub.names import validate_path
+from rcp_data.hub.payload import read_commit_payload
+from rcp_data.hub.transport import Handler, HubHTTPServer, Request, ServerOptions
 
 log = logging.getLogger(__name__)
 
 _TYPE_PREFIX = {f"{t}s": t for t in REPO_TYPES}
 _URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
-_FRONT_MATTER = re.compile(r"\A\s*---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-_CHUNK = 1 << 20
+_PARENT_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
+MAX_PATHS_INFO = 10_000
+MAX_PATHS_INFO_EXPANDED = 1_000
+MAX_PREUPLOAD_FILES = 1_000
 
 
-def parse_front_matter(text: str) -> dict | None:
-    """The YAML metadata block of a README (None when absent); HubError 400 when malformed."""
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return None
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise HubError(400, f"Invalid YAML in README.md metadata: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise HubError(400, "README.md metadata must be a YAML mapping")
-    return data
-
-
-def _card_errors(card: dict) -> list[str]:
-    """Light checks of the ``configs`` block that the Hub's validator also rejects."""
-    configs = card.get("configs")
-    if configs is None:
-        return []
-    if not isinstance(configs, list):
-        return ["'configs' must be a list"]
-    errors = []
-    for i, cfg in enumerate(configs):
-        if not isinstance(cfg, dict) or not isinstance(cfg.get("config_name"), str):
-            errors.append(f"configs[{i}] must be a mapping with a string 'config_name'")
-    return errors
-
-
-def _flag(query: dict[str, list[str]], name: str) -> bool:
-    return query.get(name, ["false"])[-1].lower() in ("1", "true", "yes")
-
-
-class _Request:
-    """A parsed request: repo coordinates plus the remaining path segments."""
-
-    def __init__(self, handler: _Handler, method: str) -> None:
-        self.method = method
-        split = urlsplit(handler.path)
-        self.raw_path = split.path
-        self.query = parse_qs(split.query, keep_blank_values=True)
-        self.segments = [unquote(s) for s in split.path.split("/")[1:]]
-        self.body = handler.read_body()
-
-    def json(self) -> dict:
-        if not self.body:
-            return {}
-        try:
-            data = json.loads(self.body)
-        except ValueError as exc:
-            raise HubError(400, f"Request body is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise HubError(400, "Request body must be a JSON object")
-        return data
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "rcp-data-local-hub"
-    timeout = 300  # idle keep-alive connections are closed after this many seconds
-    server: _HubHTTPServer
-
-    # -- plumbing -------------------------------------------------------------------------------
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
-        # Only the request line and status are ever logged; headers (Authorization) never are.
-        log.debug("%s %s", self.address_string(), format % args)
-
-    def read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def base_url(self) -> str:
-        return f"http://{self.headers.get('Host') or self.server.authority}"
-
-    def send_json(self, status: int, data, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(data, default=str).encode()  # YAML dates in cardData
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def send_hub_error(self, err: HubError) -> None:
-        extra = dict(err.headers)
-        if err.code:
-            extra["X-Error-Code"] = err.code
-        one_line = " ".join(err.message.split())
-        extra["X-Error-Message"] = one_line.encode("ascii", "replace").decode()
-        self.send_json(err.status, {"error": err.message}, extra)
-
-    def _dispatch(self, method: str) -> None:
-        try:
-            req = _Request(self, method)
-            _route(self, req)
-        except HubError as err:
-            level = logging.WARNING if err.status >= 500 else logging.DEBUG
-            log.log(level, "%s %s -> %d %s", method, self.path, err.status, err.message)
-            self.send_hub_error(err)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-        except Exception as exc:  # noqa: BLE001 - a server must answer, not die
-            log.exception("%s %s failed", method, self.path)
-            self.send_hub_error(HubError(500, f"Internal error: {type(exc).__name__}"))
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._dispatch("GET")
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._dispatch("HEAD")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch("POST")
-
-    def do_PUT(self) -> None:  # noqa: N802
-        self._dispatch("PUT")
-
-    def do_DELETE(self) -> None:  # noqa: N802
-        self._dispatch("DELETE")
-
-
-class _HubHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def __init__(
-        self, address: tuple[str, int], store: GitStore, page_size: int, namespace: str
-    ) -> None:
-        super().__init__(address, _Handler)
-        self.store = store
-        self.page_size = page_size
-        self.store_namespace = namespace
-        host, port = self.server_address[:2]
-        self.authority = f"{host}:{port}"
-        self._open: set[socket.socket] = set()
-        self._open_guard = threading.Lock()
-
-    def process_request(self, request, client_address) -> None:
-        with self._open_guard:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request) -> None:
-        with self._open_guard:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """Hang up on every open (keep-alive) connection so no handler outlives the server."""
-        with self._open_guard:
-            sockets = list(self._open)
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+def _not_found(req: Request) -> HubError:
+    return HubError(404, f"No such endpoint: {req.method} {shorten(req.raw_path)}")
 
 
 # -- routing ------------------------------------------------------------------------------------
 
 
-def _route(h: _Handler, req: _Request) -> None:
+def _route(h: Handler, req: Request) -> None:
     seg, method = req.segments, req.method
     if seg[:1] == ["api"]:
         if seg[1:] == ["repos", "create"] and method == "POST":
@@ -243,15 +94,22 @@ def _route(h: _Handler, req: _Request) -> None:
             return _validate_yaml(h, req)
         if len(seg) >= 4 and seg[1] in _TYPE_PREFIX:
             return _repo_api(h, req, _TYPE_PREFIX[seg[1]], f"{seg[2]}/{seg[3]}", seg[4:])
-    elif method in ("GET", "HEAD"):
-        if len(seg) >= 6 and seg[0] in ("datasets", "spaces") and seg[3] == "resolve":
-            return _resolve(h, req, _TYPE_PREFIX[seg[0]], f"{seg[1]}/{seg[2]}", seg[4], seg[5:])
-        if len(seg) >= 5 and seg[2] == "resolve":
-            return _resolve(h, req, "model", f"{seg[0]}/{seg[1]}", seg[3], seg[4:])
-    raise HubError(404, f"No such endpoint: {method} {req.raw_path}")
+        raise _not_found(req)
+    typed = len(seg) >= 1 and seg[0] in ("datasets", "spaces")
+    rtype, rest = (_TYPE_PREFIX[seg[0]], seg[1:]) if typed else ("model", seg)
+    if len(rest) >= 5 and rest[1].endswith(".git") and rest[2:4] == ["info", "lfs"]:
+        if rest[4:5] != ["objects"]:
+            raise _not_found(req)
+        repo_id = f"{rest[0]}/{rest[1].removesuffix('.git')}"
+        repo = h.server.store.existing(rtype, repo_id)
+        base = f"{h.base_url()}/{_URL_PREFIX[rtype]}{repo_id}.git/info/lfs/objects"
+        return route_lfs(h, req, repo, base, rest[5:])
+    if method in ("GET", "HEAD") and len(rest) >= 5 and rest[2] == "resolve":
+        return _resolve(h, req, rtype, f"{rest[0]}/{rest[1]}", rest[3], rest[4:])
+    raise _not_found(req)
 
 
-def _repo_api(h: _Handler, req: _Request, rtype: str, repo_id: str, rest: list[str]) -> None:
+def _repo_api(h: Handler, req: Request, rtype: str, repo_id: str, rest: list[str]) -> None:
     store = h.server.store
     repo = store.existing(rtype, repo_id)
     action, args, method = (rest[0] if rest else ""), rest[1:], req.method
@@ -260,10 +118,12 @@ def _repo_api(h: _Handler, req: _Request, rtype: str, repo_id: str, rest: list[s
         return h.send_json(200, _repo_info(h, rtype, repo_id, repo, DEFAULT_BRANCH))
     if action == "refs" and method == "GET":
         return h.send_json(200, _refs(store, repo))
+    if action in ("xet-write-token", "xet-read-token"):
+        return refuse_xet()
     if action == "tree" and args and method == "GET":
         return _tree(h, req, repo, args[0], "/".join(args[1:]))
     if not rev:
-        raise HubError(404, f"No such endpoint: {method} {req.raw_path}")
+        raise _not_found(req)
     if action == "revision" and method == "GET":
         return h.send_json(200, _repo_info(h, rtype, repo_id, repo, rev))
     if action == "commits" and method == "GET":
@@ -278,28 +138,30 @@ def _repo_api(h: _Handler, req: _Request, rtype: str, repo_id: str, rest: list[s
         return _tag(h, req, repo, rev)
     if action == "branch" and method in ("POST", "DELETE"):
         return _branch(h, req, repo, rev)
-    raise HubError(404, f"No such endpoint: {method} {req.raw_path}")
+    raise _not_found(req)
 
 
 # -- repositories -------------------------------------------------------------------------------
 
 
-def _repo_url(h: _Handler, rtype: str, repo_id: str) -> str:
+def _repo_url(h: Handler, rtype: str, repo_id: str) -> str:
     return f"{h.base_url()}/{_URL_PREFIX[rtype]}{repo_id}"
 
 
-def _repo_from_body(h: _Handler, body: dict) -> tuple[str, str]:
+def _repo_from_body(h: Handler, body: dict) -> tuple[str, str]:
     rtype = body.get("type") or "model"
     if rtype not in REPO_TYPES:
-        raise HubError(400, f"Invalid repo type {rtype!r}")
+        raise HubError(400, "Invalid repo type")
     name = body.get("name")
-    if not isinstance(name, str) or not name:
-        raise HubError(400, "Missing repository name")
-    namespace = body.get("organization") or h.server.store_namespace
-    return rtype, f"{namespace}/{name}"
+    namespace = body.get("organization") or h.server.options.namespace
+    if not isinstance(name, str) or not name or not isinstance(namespace, str):
+        raise HubError(400, "Missing or invalid repository name")
+    repo_id = f"{namespace}/{name}"
+    h.server.store.repo_path(rtype, repo_id)  # validates both parts (400)
+    return rtype, repo_id
 
 
-def _create_repo(h: _Handler, req: _Request) -> None:
+def _create_repo(h: Handler, req: Request) -> None:
     rtype, repo_id = _repo_from_body(h, req.json())
     url = _repo_url(h, rtype, repo_id)
     if not h.server.store.create_repo(rtype, repo_id):
@@ -309,34 +171,50 @@ def _create_repo(h: _Handler, req: _Request) -> None:
     h.send_json(200, {"url": url, "name": repo_id, "id": repo_id})
 
 
-def _delete_repo(h: _Handler, req: _Request) -> None:
+def _delete_repo(h: Handler, req: Request) -> None:
     rtype, repo_id = _repo_from_body(h, req.json())
     h.server.store.delete_repo(rtype, repo_id)
     log.info("deleted %s repo %s", rtype, repo_id)
     h.send_json(200, {})
 
 
-def _validate_yaml(h: _Handler, req: _Request) -> None:
+def _validate_yaml(h: Handler, req: Request) -> None:
     content = req.json().get("content", "")
+    if not isinstance(content, str):
+        raise HubError(400, "'content' must be a string")
     try:
-        card = parse_front_matter(str(content))
+        card = parse_front_matter(content)
     except HubError as err:
         return h.send_json(400, {"errors": [{"message": err.message}], "warnings": []})
-    errors = _card_errors(card or {})
+    errors = card_errors(card or {})
     status = 400 if errors else 200
     h.send_json(status, {"errors": [{"message": e} for e in errors], "warnings": []})
 
 
-def _repo_info(h: _Handler, rtype: str, repo_id: str, repo: Path, revision: str) -> dict:
+def _card(store: GitStore, repo: Path, files: list[TreeEntry]) -> dict | None:
+    """The README's metadata, None when absent, too large, stored in LFS or invalid."""
+    readme = next((f for f in files if f.path == "README.md"), None)
+    if readme is None or readme.lfs is not None or readme.size > MAX_CARD_BYTES:
+        return None
+    with contextlib.suppress(HubError, UnicodeDecodeError):
+        return parse_front_matter(store.read_blob(repo, readme.oid).decode())
+    return None
+
+
+def _sibling(entry: TreeEntry) -> dict:
+    data = {"rfilename": entry.path, "size": entry.size, "blobId": entry.oid}
+    if entry.lfs is not None:
+        lfs = entry.lfs
+        data["lfs"] = {"sha256": lfs.oid, "size": lfs.size, "pointerSize": lfs.pointer_size}
+    return data
+
+
+def _repo_info(h: Handler, rtype: str, repo_id: str, repo: Path, revision: str) -> dict:
     store = h.server.store
     commit = store.resolve(repo, revision)
     files = store.files(repo, commit)
     head = store.log_head(repo, commit)
-    card = None
-    readme = next((f for f in files if f.path == "README.md"), None)
-    if readme is not None:
-        with contextlib.suppress(HubError, UnicodeDecodeError):
-            card = parse_front_matter(store.read_blob(repo, readme.oid).decode())
+    card = _card(store, repo, files)
     info = {
         "_id": repo_id,
         "id": repo_id,
@@ -349,7 +227,7 @@ def _repo_info(h: _Handler, rtype: str, repo_id: str, repo: Path, revision: str)
         "downloads": 0,
         "likes": 0,
         "tags": [],
-        "siblings": [{"rfilename": f.path, "size": f.size, "blobId": f.oid} for f in files],
+        "siblings": [_sibling(f) for f in files],
     }
     if card is not None:
         info["cardData"] = card
@@ -378,7 +256,7 @@ def _refs(store: GitStore, repo: Path) -> dict:
 
 
 def _paginate(
-    h: _Handler, req: _Request, items: list, per_page: int, render: Callable = lambda x: x
+    h: Handler, req: Request, items: list, per_page: int, render: Callable = lambda x: x
 ) -> None:
     """Send one page of ``items`` (each passed through ``render``) with a GitHub-style
     ``Link: <...>; rel="next"`` header when more follow."""
@@ -397,8 +275,11 @@ def _paginate(
     h.send_json(200, chunk, headers)
 
 
-def _entry_json(h: _Handler, repo: Path, commit: str, entry: TreeEntry, expand: bool) -> dict:
-    data = {"type": entry.kind, "oid": entry.oid, "size": entry.size, "path": entry.path}
+def _entry_json(h: Handler, repo: Path, commit: str, entry: TreeEntry, expand: bool) -> dict:
+    data: dict = {"type": entry.kind, "oid": entry.oid, "size": entry.size, "path": entry.path}
+    if entry.lfs is not None:
+        lfs = entry.lfs
+        data["lfs"] = {"oid": lfs.oid, "size": lfs.size, "pointerSize": lfs.pointer_size}
     if expand:
         last = h.server.store.last_commit(repo, commit, entry.path)
         if last is not None:
@@ -406,7 +287,7 @@ def _entry_json(h: _Handler, repo: Path, commit: str, entry: TreeEntry, expand: 
     return data
 
 
-def _commits(h: _Handler, req: _Request, repo: Path, revision: str) -> None:
+def _commits(h: Handler, req: Request, repo: Path, revision: str) -> None:
     store = h.server.store
     records = store.log(repo, store.resolve(repo, revision))
     items = [
@@ -419,130 +300,154 @@ def _commits(h: _Handler, req: _Request, repo: Path, revision: str) -> None:
         }
         for r in records
     ]
-    _paginate(h, req, items, h.server.page_size)
+    _paginate(h, req, items, h.server.options.page_size)
 
 
-def _tree(h: _Handler, req: _Request, repo: Path, revision: str, path: str) -> None:
+def _tree(h: Handler, req: Request, repo: Path, revision: str, path: str) -> None:
     store = h.server.store
     commit = store.resolve(repo, revision)
-    expand = _flag(req.query, "expand")
-    entries = store.list_tree(repo, commit, path, _flag(req.query, "recursive"))
-    per_page = 50 if expand else h.server.page_size
+    expand = req.flag("expand")
+    entries = store.list_tree(repo, commit, path, req.flag("recursive"))
+    per_page = 50 if expand else h.server.options.page_size
     # expanding costs one `git log` per entry: only the page being sent is rendered
     _paginate(h, req, entries, per_page, lambda e: _entry_json(h, repo, commit, e, expand))
 
 
-def _paths_info(h: _Handler, req: _Request, repo: Path, revision: str) -> None:
+def _paths_info(h: Handler, req: Request, repo: Path, revision: str) -> None:
     store = h.server.store
-    ctype = h.headers.get("Content-Type", "")
-    if ctype.startswith("application/json"):
+    if req.content_type.startswith("application/json"):
         body = req.json()
-        paths, expand = body.get("paths", []), bool(body.get("expand", False))
+        paths, expand = body.get("paths", []), body.get("expand", False) is True
     else:
-        form = parse_qs(req.body.decode(), keep_blank_values=True)
-        paths, expand = form.get("paths", []), _flag(form, "expand")
+        form = req.form()
+        paths, expand = form.get("paths", []), req.flag("expand") or _form_flag(form, "expand")
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise HubError(400, "'paths' must be a list of strings")
+    wanted = [p for p in dict.fromkeys(p.strip("/") for p in paths) if p]
+    limit = MAX_PATHS_INFO_EXPANDED if expand else MAX_PATHS_INFO
+    if len(wanted) > limit:
+        raise HubError(400, f"At most {limit} paths per paths-info request")
     commit = store.resolve(repo, revision)
-    out = []
-    for path in dict.fromkeys(p.strip("/") for p in paths):
-        entry = store.entry(repo, commit, path) if path else None
-        if entry is not None:
-            out.append(_entry_json(h, repo, commit, entry, expand))
-    h.send_json(200, out)
+    if len(wanted) > 20:  # one listing instead of one git call per path
+        listing = {e.path: e for e in store.list_tree(repo, commit, "", recursive=True)}
+        entries = [listing.get(p) for p in wanted]
+    else:
+        entries = [store.entry(repo, commit, p) for p in wanted]
+    h.send_json(200, [_entry_json(h, repo, commit, e, expand) for e in entries if e is not None])
+
+
+def _form_flag(form: dict[str, list[str]], name: str) -> bool:
+    return form.get(name, ["false"])[-1].lower() in ("1", "true", "yes")
 
 
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _preupload(h: _Handler, req: _Request, repo: Path, revision: str) -> None:
+def _preupload(h: Handler, req: Request, repo: Path, revision: str) -> None:
     store = h.server.store
-    commit = store.resolve(repo, revision)
-    existing = {f.path: f.oid for f in store.files(repo, commit)}
     files = req.json().get("files", [])
-    if not isinstance(files, list):
-        raise HubError(400, "'files' must be a list")
-    answer = [
-        {
-            "path": f.get("path"),
-            "uploadMode": "regular",
-            "shouldIgnore": False,
-            "oid": existing.get(f.get("path")),
-        }
-        for f in files
-    ]
+    if not isinstance(files, list) or len(files) > MAX_PREUPLOAD_FILES:
+        raise HubError(400, f"'files' must be a list of at most {MAX_PREUPLOAD_FILES} entries")
+    commit = store.resolve(repo, revision)
+    existing = {f.path: f for f in store.files(repo, commit)}
+    answer = []
+    for f in files:
+        if not isinstance(f, dict):
+            raise HubError(400, "Each preupload file must be an object")
+        path, size, sample = validate_path(f.get("path")), f.get("size"), f.get("sample", "")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise HubError(400, f"Invalid size for {shorten(path)!r}")
+        if not isinstance(sample, str) or len(sample) > 4096:
+            raise HubError(400, f"Invalid sample for {shorten(path)!r}")
+        try:
+            head = base64.b64decode(sample, validate=True)
+        except (binascii.Error, ValueError):
+            raise HubError(400, f"Invalid base64 sample for {shorten(path)!r}") from None
+        current = existing.get(path)
+        oid = None
+        if current is not None:
+            oid = current.lfs.oid if current.lfs is not None else current.oid
+        answer.append(
+            {
+                "path": path,
+                "uploadMode": upload_mode(path, size, head),
+                "shouldIgnore": False,
+                "oid": oid,
+            }
+        )
     h.send_json(200, {"files": answer, "commitOid": commit})
 
 
-def _parse_commit_payload(body: bytes) -> tuple[dict, list[Operation]]:
-    header: dict | None = None
-    ops: list[Operation] = []
-    for n, line in enumerate(body.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            key, value = item["key"], item["value"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise HubError(400, f"Commit payload line {n} is not a {{key, value}} object") from exc
-        if key == "header":
-            header = value
-        elif key == "file":
-            path = validate_path(str(value.get("path", "")))
-            ops.append(Operation("file", path, decode_content(value)))
-        elif key in ("deletedFile", "deletedFolder"):
-            ops.append(Operation(key, str(value.get("path", ""))))
-        elif key == "lfsFile":
-            raise HubError(
-                400,
-                "LFS uploads are not supported by the local Hub (it answers uploadMode regular)",
-            )
-        else:
-            raise HubError(400, f"Unsupported commit payload key {key!r} on line {n}")
-    if not isinstance(header, dict):
-        raise HubError(400, "Commit payload has no header line")
-    return header, ops
+def _header_text(header: dict, key: str) -> str:
+    value = header.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise HubError(400, f"Commit header '{key}' must be a string")
+    return _message_text(value, f"Commit header '{key}'")
 
 
-def _commit(h: _Handler, req: _Request, rtype: str, repo_id: str, repo: Path, rev: str) -> None:
-    if _flag(req.query, "create_pr"):
+def _message_text(value: str, what: str) -> str:
+    """A commit or tag message: UTF-8 text without NUL (git refuses one)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HubError(400, f"{what} is not valid Unicode") from None
+    if "\x00" in value:
+        raise HubError(400, f"{what} holds a NUL character")
+    return value
+
+
+def _commit(h: Handler, req: Request, rtype: str, repo_id: str, repo: Path, rev: str) -> None:
+    if req.flag("create_pr"):
         raise HubError(400, "Pull requests are not supported by the local Hub")
-    header, ops = _parse_commit_payload(req.body)
+    store = h.server.store
     branch = rev.removeprefix("refs/heads/")
-    sha, made = h.server.store.commit(
-        repo,
-        branch,
-        ops,
-        summary=str(header.get("summary") or ""),
-        description=str(header.get("description") or ""),
-        parent_commit=header.get("parentCommit"),
-    )
+    with store.workdir("commit") as work:
+        header, ops = read_commit_payload(req.body, work)
+        parent = header.get("parentCommit")
+        if parent is not None and (not isinstance(parent, str) or not _PARENT_RE.match(parent)):
+            raise HubError(400, "Commit header 'parentCommit' must be a commit sha")
+        sha, made = store.commit(
+            repo,
+            branch,
+            ops,
+            summary=_header_text(header, "summary"),
+            description=_header_text(header, "description"),
+            parent_commit=parent,
+        )
+    h.server.count("commits" if made else "noop_commits")
     log.info(
-        "%s %s@%s: %s (%d operations)",
+        "%s %s@%s: %s (%d operations, %d via LFS)",
         "committed" if made else "no-op commit on",
         repo_id,
         branch,
         sha,
         len(ops),
+        sum(op.kind == "lfsFile" for op in ops),
     )
     url = f"{_repo_url(h, rtype, repo_id)}/commit/{sha}"
     h.send_json(200, {"success": True, "commitOid": sha, "commitUrl": url, "pullRequestUrl": None})
 
 
-def _tag(h: _Handler, req: _Request, repo: Path, rev: str) -> None:
+def _tag(h: Handler, req: Request, repo: Path, rev: str) -> None:
     store = h.server.store
     if req.method == "DELETE":
         store.delete_ref(repo, f"refs/tags/{rev}")
-        log.info("deleted tag %s in %s", rev, repo)
+        log.info("deleted tag %s in %s", rev, repo.name)
         return h.send_json(200, {})
     body = req.json()
-    tag = body.get("tag")
-    if not isinstance(tag, str) or not tag:
-        raise HubError(400, "Missing 'tag'")
-    target = store.create_tag(repo, tag, rev, body.get("message"))
-    log.info("tagged %s as %s in %s", target, tag, repo)
+    tag, message = body.get("tag"), body.get("message")
+    if message is not None and not isinstance(message, str):
+        raise HubError(400, "Tag 'message' must be a string")
+    if message is not None:
+        _message_text(message, "Tag 'message'")
+    target = store.create_tag(repo, tag, rev, message)
+    log.info("tagged %s as %s in %s", target, tag, repo.name)
     h.send_json(200, {"name": tag, "ref": f"refs/tags/{tag}", "targetCommit": target})
 
 
-def _branch(h: _Handler, req: _Request, repo: Path, branch: str) -> None:
+def _branch(h: Handler, req: Request, repo: Path, branch: str) -> None:
     store = h.server.store
     if req.method == "DELETE":
         if branch == DEFAULT_BRANCH:
@@ -552,14 +457,17 @@ def _branch(h: _Handler, req: _Request, repo: Path, branch: str) -> None:
     body = req.json()
     if body.get("emptyBranch"):
         raise HubError(400, "Empty branches are not supported by the local Hub")
-    target = store.create_branch(repo, branch, body.get("startingPoint"))
+    start = body.get("startingPoint")
+    if start is not None and not isinstance(start, str):
+        raise HubError(400, "'startingPoint' must be a revision")
+    target = store.create_branch(repo, branch, start)
     h.send_json(200, {"name": branch, "ref": f"refs/heads/{branch}", "targetCommit": target})
 
 
 # -- downloads ----------------------------------------------------------------------------------
 
 
-def _resolve(h: _Handler, req: _Request, rtype: str, repo_id: str, rev: str, parts: list) -> None:
+def _resolve(h: Handler, req: Request, rtype: str, repo_id: str, rev: str, parts: list) -> None:
     store = h.server.store
     repo = store.existing(rtype, repo_id)
     commit = store.resolve(repo, rev)
@@ -569,47 +477,15 @@ def _resolve(h: _Handler, req: _Request, rtype: str, repo_id: str, rev: str, par
         err = entry_not_found(path)
         err.headers["X-Repo-Commit"] = commit
         raise err
-    size = entry.size
-    start, end, status = 0, size - 1, 200
-    requested = h.headers.get("Range")
-    if requested:
-        match = _RANGE.match(requested.strip())
-        if match and (match.group(1) or match.group(2)):
-            first, last = match.groups()
-            if first:
-                start, end = int(first), min(int(last), size - 1) if last else size - 1
-            else:
-                start, end = max(size - int(last), 0), size - 1
-            if start >= size or start > end:
-                raise HubError(
-                    416,
-                    f"Range {requested} not satisfiable for {size} bytes",
-                    headers={"Content-Range": f"bytes */{size}"},
-                )
-            status = 206
-    length = max(end - start + 1, 0)
-    # materialise the blob before any header goes out, so a failure can still answer 500
-    blob = store.blob_file(repo, entry.oid) if req.method != "HEAD" and length else None
-    h.send_response(status)
-    h.send_header("Content-Type", "application/octet-stream")
-    h.send_header("Content-Length", str(length))
-    h.send_header("Accept-Ranges", "bytes")
-    h.send_header("ETag", f'"{entry.oid}"')
-    h.send_header("X-Repo-Commit", commit)
-    if status == 206:
-        h.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-    h.end_headers()
-    if blob is None:
-        return
-    with open(blob, "rb") as fh:
-        fh.seek(start)
-        remaining = length
-        while remaining:
-            chunk = fh.read(min(_CHUNK, remaining))
-            if not chunk:
-                break
-            h.wfile.write(chunk)
-            remaining -= len(chunk)
+    headers = {"X-Repo-Commit": commit}
+    if entry.lfs is not None:
+        etag = f'"{entry.lfs.oid}"'
+        headers.update({"ETag": etag, "X-Linked-Etag": etag, "X-Linked-Size": str(entry.size)})
+    else:
+        headers["ETag"] = f'"{entry.oid}"'
+    # the content file is materialised before any header goes out, so a failure can still answer
+    content = store.content_file(repo, entry) if req.method != "HEAD" and entry.size else None
+    h.send_file(content, entry.size, headers, h.headers.get("Range"))
 
 
 # -- lifecycle ----------------------------------------------------------------------------------
@@ -619,7 +495,9 @@ class LocalHub:
     """A local Hub serving the repositories under ``root`` (see the module docstring).
 
     ``start()`` binds ``host:port`` (port 0: a free one), serves from a background thread and
-    returns the URL; ``stop()`` closes it. Also a context manager.
+    returns the URL; ``stop()`` closes it. Also a context manager. ``max_body_bytes`` bounds
+    one request body (413 above); ``lfs_chunk_size`` is the part size of multipart LFS uploads
+    (at most ``max_body_bytes``).
     """
 
     def __init__(
@@ -630,13 +508,19 @@ class LocalHub:
         *,
         page_size: int = 1000,
         default_namespace: str = "local",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        lfs_chunk_size: int | None = None,
     ) -> None:
         self.root = Path(root)
         self.host = host
         self.port = port
-        self.page_size = page_size
-        self.default_namespace = default_namespace
-        self._server: _HubHTTPServer | None = None
+        self.options = ServerOptions(page_size, default_namespace, Limits(max_body_bytes))
+        chunk = lfs_chunk_size or min(DEFAULT_CHUNK_SIZE, max_body_bytes)
+        if not 0 < chunk <= max_body_bytes:
+            raise ValueError("lfs_chunk_size must be positive and at most max_body_bytes")
+        self.lfs_chunk_size = chunk
+        self._server: HubHTTPServer | None = None
+        self._store: GitStore | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -647,14 +531,27 @@ class LocalHub:
         host = f"[{host}]" if ":" in str(host) else host
         return f"http://{host}:{port}"
 
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters since start: ``commits``, ``lfs_batch_requests``, ``lfs_objects_stored``,
+        ``lfs_multipart_objects``, ``lfs_parts_received``, ``lfs_bytes_stored``, ..."""
+        if self._server is None:
+            return {}
+        with self._server._stats_guard:
+            return dict(self._server.stats)
+
     def start(self) -> str:
         if self._server is not None:
             return self.url
-        store = GitStore(self.root)
-        server = _HubHTTPServer(
-            (self.host, self.port), store, self.page_size, self.default_namespace
-        )
-        self._server = server
+        store = GitStore(self.root, lfs_chunk_size=self.lfs_chunk_size)
+        store.lock_root()
+        try:
+            store.recover()
+            server = HubHTTPServer((self.host, self.port), store, self.options, _route)
+        except BaseException:
+            store.unlock_root()
+            raise
+        self._store, self._server = store, server
         self._thread = threading.Thread(
             target=server.serve_forever, name=f"local-hub-{self.port}", daemon=True
         )
@@ -673,6 +570,9 @@ class LocalHub:
         server.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._store is not None:
+            self._store.unlock_root()
+            self._store = None
         log.info("local Hub at %s:%s stopped", *server.server_address[:2])
 
     def __enter__(self) -> LocalHub:
@@ -723,13 +623,15 @@ def serve_forever(
     host: str = "127.0.0.1",
     port: int = 0,
     on_ready: Callable[[str], None] | None = None,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Serve until SIGINT or SIGTERM, then stop cleanly (call from the main thread)."""
     stop = threading.Event()
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    hub = LocalHub(root, host, port)
+    hub = LocalHub(root, host, port, max_body_bytes=max_body_bytes)
     try:
         url = hub.start()
         if on_ready is not None:

@@ -27,14 +27,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--root", type=Path, required=True, help="folder holding the repositories")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     serve.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="largest request body accepted, in bytes (default 1 GiB; larger: HTTP 413). "
+        "LFS uploads above it arrive in parts of at most N bytes",
+    )
     serve.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from rcp_data.hub.limits import DEFAULT_MAX_BODY_BYTES
     from rcp_data.hub.server import serve_forever
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    max_body = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
+    if max_body < 1024:
+        raise UsageError(f"--max-body-bytes must be at least 1024, got {max_body}")
     if args.root.exists() and not args.root.is_dir():
         raise UsageError(f"--root {args.root} is not a folder")
 
@@ -43,8 +55,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"  export HF_ENDPOINT={url} HF_HUB_DISABLE_XET=1", flush=True)
 
     try:
-        serve_forever(args.root, args.host, args.port, on_ready=ready)
+        serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body)
     except OSError as exc:
         raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from exc
+    except RuntimeError as exc:  # another server holds the root
+        raise UsageError(str(exc)) from exc
     print("local Hub stopped", file=sys.stderr)
     return 0

@@ -1,0 +1,226 @@
+"""Git LFS for the local Hub: which files go to LFS, pointer files, and the object store.
+
+**The rule** (``upload_mode``): a file is stored in LFS when
+  - its size is over ``LFS_SIZE_THRESHOLD`` (10 MiB), or
+  - its name ends in one of ``LFS_EXTENSIONS`` (tables: parquet, arrow, feather; images; audio
+    and video; archives and compressed files; model and array binaries), or has ``.tar.`` in it,
+  - or its first 512 bytes (the ``sample`` of the preupload request) hold a NUL byte (binary);
+everything else is a regular git blob, sent inline in the commit. This follows what the real Hub
+answers for a dataset repository (its default ``.gitattributes`` plus its size and binary checks).
+
+**Storage**: an object is the file's content, addressed by its sha256, beside the git
+repository at ``<repo>.git/lfs/objects/<oid[0:2]>/<oid[2:4]>/<oid>`` (git-lfs's own layout). The
+git tree holds a git-lfs pointer file in its place, so history, ``git clone`` and ``git fsck``
+work as for any git-lfs repository. Uploads stream into a temporary file under the store's
+``.tmp`` folder while their sha256 and size are computed, and only a verified object is moved in.
+Large objects arrive in parts (the Hub's ``multipart`` transfer): each part is written at its
+offset in one temporary file, and the completion request checks every part's etag, the size and
+the sha256 before the object is moved in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rcp_data.hub.errors import HubError
+from rcp_data.hub.limits import CHUNK, Body
+
+LFS_SIZE_THRESHOLD = 10 * 1024 * 1024
+LFS_EXTENSIONS = frozenset(
+    {
+        *("parquet", "arrow", "feather"),  # tables
+        *("png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp"),  # images
+        *("wav", "mp3", "flac", "ogg", "aac", "mp4", "webm"),  # audio and video
+        *("zip", "gz", "tgz", "tar", "bz2", "xz", "zst", "7z", "rar", "lz4"),  # archives
+        *("bin", "npy", "npz", "pt", "pth", "ckpt", "safetensors", "onnx", "h5"),  # binaries
+        *("pkl", "pickle", "joblib", "msgpack", "pb", "tflite", "wasm"),
+    }
+)
+DEFAULT_CHUNK_SIZE = 64 << 20  # objects larger than one part go through multipart
+MAX_OBJECT_SIZE = 50 << 30  # the Hub's limit for one file
+POINTER_VERSION = "https://git-lfs.github.com/spec/v1"
+POINTER_MAX_SIZE = 1024
+OID_RE = re.compile(r"^[0-9a-f]{64}$")
+_POINTER_RE = re.compile(
+    rb"^version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (0|[1-9][0-9]{0,15})\n$"
+)
+
+
+def upload_mode(path: str, size: int, sample: bytes) -> str:
+    """``"lfs"`` or ``"regular"`` for a file to upload (the rule in the module docstring)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+    if size > LFS_SIZE_THRESHOLD or suffix in LFS_EXTENSIONS or ".tar." in name:
+        return "lfs"
+    return "lfs" if b"\x00" in sample else "regular"
+
+
+@dataclass(frozen=True)
+class LfsPointer:
+    """What a git-lfs pointer file names: the object's sha256 and size, and its own size."""
+
+    oid: str
+    size: int
+    pointer_size: int
+
+
+def pointer_bytes(oid: str, size: int) -> bytes:
+    """The canonical git-lfs pointer file for an object."""
+    return f"version {POINTER_VERSION}\noid sha256:{oid}\nsize {size}\n".encode()
+
+
+def parse_pointer(data: bytes) -> LfsPointer | None:
+    """The pointer ``data`` holds, when it is a canonical git-lfs pointer file; else None."""
+    match = _POINTER_RE.match(data) if len(data) < POINTER_MAX_SIZE else None
+    if match is None:
+        return None
+    return LfsPointer(match.group(1).decode(), int(match.group(2)), len(data))
+
+
+def check_oid(oid: object) -> str:
+    if not isinstance(oid, str) or not OID_RE.match(oid):
+        raise HubError(400, "Invalid LFS object id: expected 64 lowercase hex digits (sha256)")
+    return oid
+
+
+def check_size(size: object) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_OBJECT_SIZE:
+        raise HubError(400, f"Invalid LFS object size: expected 0 to {MAX_OBJECT_SIZE} bytes")
+    return size
+
+
+class LfsStore:
+    """The LFS objects of every repository, uploaded through ``tmp`` (see the module docstring)."""
+
+    def __init__(self, tmp: Path, chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be positive")
+        self.tmp = Path(tmp)
+        self.chunk_size = chunk_size
+
+    @staticmethod
+    def object_path(repo: Path, oid: str) -> Path:
+        return repo / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+
+    def stored_size(self, repo: Path, oid: str) -> int | None:
+        """The size of object ``oid`` in ``repo``, None when it is not stored."""
+        try:
+            return self.object_path(repo, oid).stat().st_size
+        except OSError:
+            return None
+
+    def parts(self, size: int) -> int:
+        """How many parts an object of ``size`` bytes is uploaded in (1: a single PUT)."""
+        return max(1, -(-size // self.chunk_size))
+
+    def receive(self, repo: Path, oid: str, size: int, body: Body) -> bool:
+        """Store a single-PUT upload after checking its size and sha256; False if already there."""
+        if body.length is not None and body.length != size:
+            raise HubError(400, f"Upload size {body.length} does not match the object size {size}")
+        if self.stored_size(repo, oid) == size:
+            body.drain(size)
+            return False
+        fd, tmp = tempfile.mkstemp(prefix="hub-lfs-", dir=self.tmp)
+        try:
+            digest = hashlib.sha256()
+            seen = 0
+
+            def observe(chunk: bytes) -> None:
+                nonlocal seen
+                seen += len(chunk)
+                if seen > size:
+                    raise HubError(400, f"Upload is longer than the object size {size}")
+                digest.update(chunk)
+
+            with os.fdopen(fd, "wb") as sink:
+                got = body.copy_to(sink, observe)
+                sink.flush()
+                os.fsync(sink.fileno())
+            self._check(oid, size, digest.hexdigest(), got)
+            self._move_in(repo, oid, Path(tmp))
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return True
+
+    def _partial(self, repo: Path, oid: str) -> Path:
+        key = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
+        return self.tmp / f"hub-lfs-multipart-{key}-{oid}"
+
+    def receive_part(self, repo: Path, oid: str, size: int, number: int, body: Body) -> str:
+        """Write part ``number`` (1-based) of a multipart upload at its offset; its etag."""
+        count = self.parts(size)
+        if not 1 <= number <= count:
+            raise HubError(400, f"Invalid part number {number}: the object has {count} parts")
+        start = (number - 1) * self.chunk_size
+        expected = min(self.chunk_size, size - start)
+        if body.length is not None and body.length != expected:
+            raise HubError(400, f"Part {number} must be {expected} bytes, got {body.length}")
+        partial = self._partial(repo, oid)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT, 0o644)
+        digest = hashlib.sha256()
+        got = 0
+        try:
+            os.lseek(fd, start, os.SEEK_SET)
+            while chunk := body.read(CHUNK):
+                got += len(chunk)
+                if got > expected:
+                    raise HubError(400, f"Part {number} is longer than {expected} bytes")
+                digest.update(chunk)
+                os.write(fd, chunk)
+        finally:
+            os.close(fd)
+        if got != expected:
+            raise HubError(400, f"Part {number} must be {expected} bytes, got {got}")
+        return digest.hexdigest()
+
+    def complete(self, repo: Path, oid: str, size: int, etags: dict[int, str]) -> bool:
+        """Check the parts' etags, the size and the sha256 and move the object in."""
+        count = self.parts(size)
+        if sorted(etags) != list(range(1, count + 1)):
+            raise HubError(400, f"The completion must list parts 1 to {count} exactly once")
+        if self.stored_size(repo, oid) == size:
+            self._partial(repo, oid).unlink(missing_ok=True)
+            return False
+        partial = self._partial(repo, oid)
+        if not partial.is_file() or partial.stat().st_size != size:
+            raise HubError(400, "The upload is incomplete: send every part before completing")
+        whole = hashlib.sha256()
+        with open(partial, "rb") as fh:
+            for number in range(1, count + 1):
+                part = hashlib.sha256()
+                left = min(self.chunk_size, size - (number - 1) * self.chunk_size)
+                while left:
+                    chunk = fh.read(min(CHUNK, left))
+                    if not chunk:
+                        break
+                    part.update(chunk)
+                    whole.update(chunk)
+                    left -= len(chunk)
+                if part.hexdigest() != etags[number].strip('"'):
+                    raise HubError(400, f"Part {number} does not match its etag: send it again")
+            os.fsync(fh.fileno())
+        try:
+            self._check(oid, size, whole.hexdigest(), size)
+            self._move_in(repo, oid, partial)
+        finally:
+            partial.unlink(missing_ok=True)
+        return True
+
+    @staticmethod
+    def _check(oid: str, size: int, sha: str, got: int) -> None:
+        if got != size:
+            raise HubError(400, f"Uploaded {got} bytes for an object of {size} bytes")
+        if sha != oid:
+            raise HubError(400, "Uploaded content does not match its sha256 oid")
+
+    def _move_in(self, repo: Path, oid: str, source: Path) -> None:
+        target = self.object_path(repo, oid)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(source, 0o444)
+        os.replace(source, target)
