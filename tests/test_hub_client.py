@@ -126,7 +126,7 @@ def test_one_client_reaches_publish_list_regenerate_and_verify(tmp_path, local_h
     result = publish(v1, hub_repo, client=client, create_repo=True)
     assert result.status == "published" and result.tag == TAG1
     assert list_releases(hub_repo, client=client).ok
-    regenerated = regenerate(hub_repo, "main", client=client, workdir=tmp_path)
+    regenerated = regenerate(hub_repo, "main", client=client)
     assert regenerated.parent == result.commit and regenerated.commit
     report = verify(repo=hub_repo, revision=TAG1, client=client)
     assert report.sha == result.commit
@@ -217,7 +217,7 @@ def test_stale_parent_in_card_regenerate_is_branch_moved(tmp_path, local_hub, hu
     head = _head(client, hub_repo)
     assert head != sha1
     with pytest.raises(BranchMoved, match=MOVED):
-        regenerate(hub_repo, sha1, client=client, workdir=tmp_path)
+        regenerate(hub_repo, sha1, client=client)
     assert main(["card", "regenerate", "--repo", hub_repo, "--revision", sha1]) == 1
     err = capsys.readouterr().err      # download progress bars, then the one error line
     last = err.strip().splitlines()[-1].split("\r")[-1]

@@ -30,6 +30,7 @@ from rcp_data.core.layout import (
     ReleaseDir,
     config_data_files,
     corpus_files,
+    corpus_record,
     criteria_columns,
     provenance_file,
     read_release_table,
@@ -649,6 +650,12 @@ def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> l
         for k, v in subset_counts(t).items():
             if k in c and int(c[k]) != v:
                 problems.append(f"subset {s}: {k} recorded {c[k]}, data has {v}")
+    recorded = manifest.get("corpus_files")
+    if recorded is not None:  # what a card states about a corpus it did not download
+        actual = corpus_record(rel.root)
+        problems += [f"corpus file {p}: recorded {recorded.get(p)}, data has {actual.get(p)}"
+                     for p in sorted(set(recorded) | set(actual))
+                     if recorded.get(p) != actual.get(p)]
     if not counts:
         return [Check("counts", True, "build manifest counts", "present", "absent",
                       "provenance/build_manifest.json", status="absent")]

@@ -630,8 +630,11 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     pin = client.resolve(repo, revision)
     log.info("%s@%s is commit %s", repo, revision, pin.sha)
     root = client.download(repo, pin.sha)
+    if client.offline:
+        log.info("offline: the release is not compared with the Hub's tags")
     return verify_release_dir(root, pin=pin, reference=_path(reference),
-                              target=f"{repo}@{revision}", hub_tags=client.tags(repo),
+                              target=f"{repo}@{revision}",
+                              hub_tags=None if client.offline else client.tags(repo),
                               histories=_path(histories))
 
 

@@ -7,7 +7,17 @@ environment. Nothing here sets environment variables, and the token is never pri
 
 A tag or branch is resolved to its commit sha first, and every download is made strictly by
 that sha, so a tag that moves meanwhile cannot mix two revisions. Downloads go to the client's
-``cache_dir`` (default: the user's Hugging Face cache).
+``cache_dir`` (default: the user's Hugging Face cache) and take only the files a step reads
+(``allow_patterns`` / ``ignore_patterns``), so a second run reuses them. With
+``HF_HUB_OFFLINE=1`` a full 40-hex sha is used as it is, without asking the Hub, and files come
+from the cache alone.
+
+Uploads to the project's local Hub go through the legacy git-LFS path: ``huggingface_hub``
+sends every ``lfs`` file through Xet whenever ``hf_xet`` is installed, which a local server
+cannot offer. ``huggingface_hub`` reads ``HF_HUB_DISABLE_XET`` into
+``huggingface_hub.constants`` once, at its import, and asks that constant at upload time, so
+:meth:`HubClient.commit` sets the constant (never ``os.environ``) for the duration of the
+commit, and only when the endpoint is a local Hub (:attr:`HubClient.is_local_hub`).
 
 Every Hub call runs under :func:`hub_errors`, which turns ``huggingface_hub`` and HTTP-client
 errors into the toolkit's: an unreachable Hub, a missing repo, revision or file, and any other
@@ -17,15 +27,19 @@ conflict) are refusals, exit 1. Every message is one line.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import logging
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from rcp_data.core.errors import RcpDataError, RefusedError, UsageError
 
@@ -40,6 +54,7 @@ REPO_TYPE = "dataset"
 _HF_PATH = re.compile(r"^hf://datasets/(?P<repo>[^@/]+/[^@/]+)(?:@(?P<rev>[^/]+))?/?$")
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _TRANSPORT_MODULES = ("httpx", "httpcore", "requests", "urllib3")
+LOCAL_HUB_SERVER = "rcp-data-local-hub"   # the local Hub's ``Server`` header starts so
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -99,6 +114,9 @@ def translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | No
             return HubConflict(f"{what}: the Hub refused it as a conflict (409): {detail}")
         return HubUnavailable(f"could not run: {what}: the Hub at {endpoint} answered "
                               f"{status}: {detail}")
+    if isinstance(exc, LocalEntryNotFoundError) and is_offline():
+        return HubUnavailable(f"could not run: {what}: offline (HF_HUB_OFFLINE=1) and not "
+                              f"(completely) in the download cache: {_one_line(exc)}")
     if isinstance(exc, LocalEntryNotFoundError) or _is_transport_error(exc):
         cause = exc.__cause__ or exc.__context__
         reason = _one_line(cause if isinstance(exc, LocalEntryNotFoundError) and cause else exc)
@@ -127,6 +145,66 @@ def _default_endpoint() -> str:
     from huggingface_hub import constants
 
     return constants.ENDPOINT
+
+
+def is_offline() -> bool:
+    """``HF_HUB_OFFLINE`` as ``huggingface_hub`` read it (at its import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+# -- the legacy LFS path -------------------------------------------------------------------------
+_XET_LOCK = threading.Lock()
+_xet_off = {"holders": 0, "saved": False}
+
+
+@contextmanager
+def xet_disabled() -> Iterator[None]:
+    """``huggingface_hub``'s ``HF_HUB_DISABLE_XET`` in force while the block runs.
+
+    The library reads the variable into ``constants.HF_HUB_DISABLE_XET`` at import and asks the
+    constant when it uploads, so the constant is set here and restored afterwards; the
+    environment is left alone. Nested and concurrent blocks share one setting (restored when
+    the last ends); an upload to another Hub running meanwhile in the same process would take
+    the LFS path too.
+    """
+    from huggingface_hub import constants
+
+    with _XET_LOCK:
+        if _xet_off["holders"] == 0:
+            _xet_off["saved"] = constants.HF_HUB_DISABLE_XET
+            constants.HF_HUB_DISABLE_XET = True
+        _xet_off["holders"] += 1
+    try:
+        yield
+    finally:
+        with _XET_LOCK:
+            _xet_off["holders"] -= 1
+            if _xet_off["holders"] == 0:
+                constants.HF_HUB_DISABLE_XET = _xet_off["saved"]
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def identifies_as_local_hub(url: str, timeout: float = 5.0) -> bool | None:
+    """Whether the server at ``url`` answers as the project's local Hub (its ``Server``
+    header); None when it cannot be asked."""
+    from huggingface_hub.utils import get_session
+
+    try:
+        response = get_session().head(f"{url.rstrip('/')}/api/rcp-data", timeout=timeout)
+    except Exception:  # noqa: BLE001 - any failure to ask means "unknown"
+        return None
+    return response.headers.get("server", "").startswith(LOCAL_HUB_SERVER)
 
 
 # -- paths and pins ------------------------------------------------------------------------------
@@ -186,6 +264,25 @@ class HubClient:
         """:func:`hub_errors` for this client's Hub."""
         return hub_errors(what, self.url)
 
+    @property
+    def offline(self) -> bool:
+        """``HF_HUB_OFFLINE``: no request reaches the Hub; files come from the cache."""
+        return is_offline()
+
+    @cached_property
+    def is_local_hub(self) -> bool:
+        """Whether the endpoint is the project's local Hub: its answers carry the local Hub's
+        ``Server`` header (asked once); a loopback host when it cannot be asked; never the
+        real Hub."""
+        if self.url == REAL_HUB or self.offline:
+            return False
+        says = identifies_as_local_hub(self.url)
+        return _is_loopback(self.url) if says is None else says
+
+    def uploads(self):
+        """The context of an upload: the legacy LFS path (Xet off) for a local Hub."""
+        return xet_disabled() if self.is_local_hub else contextlib.nullcontext()
+
     def refs(self, repo: str) -> GitRefs:
         """Branches and tags of a dataset repo."""
         with self.errors(f"dataset repo {repo}"):
@@ -196,7 +293,14 @@ class HubClient:
         return {t.name: t.target_commit for t in self.refs(repo).tags}
 
     def resolve(self, repo: str, revision: str) -> PinnedRevision:
-        """Resolve a tag, branch or sha of a dataset repo to its commit sha."""
+        """Resolve a tag, branch or sha of a dataset repo to its commit sha (offline: a full
+        sha as it is; a tag or branch needs the Hub)."""
+        if self.offline:
+            if not SHA_RE.match(revision):
+                raise UsageError(f"offline (HF_HUB_OFFLINE=1): give {repo}'s revision as a "
+                                 f"full 40-hex commit sha, not {revision!r}; a tag or branch "
+                                 "needs the Hub")
+            return PinnedRevision(repo, revision, revision, False, False)
         refs = self.refs(repo)
         tags = {t.name: t.target_commit for t in refs.tags}
         branches = {b.name: b.target_commit for b in refs.branches}
@@ -210,9 +314,11 @@ class HubClient:
             raise HubUnavailable(f"revision {revision!r} of {repo!r} has no commit sha")
         return PinnedRevision(repo, revision, info.sha, False, False)
 
-    def download(self, repo: str, sha: str, local_dir: Path | None = None) -> Path:
-        """Every file of ``repo`` at commit ``sha`` (never by tag): into the cache, or
-        ``local_dir``."""
+    def download(self, repo: str, sha: str, local_dir: Path | None = None, *,
+                 allow_patterns: Sequence[str] | None = None,
+                 ignore_patterns: Sequence[str] | None = None) -> Path:
+        """The files of ``repo`` at commit ``sha`` (never by tag) that match the patterns
+        (default: every file), into the cache or ``local_dir``; offline: from the cache."""
         from huggingface_hub import snapshot_download
 
         if not SHA_RE.match(sha):
@@ -221,8 +327,12 @@ class HubClient:
             local = snapshot_download(
                 repo, repo_type=REPO_TYPE, revision=sha, endpoint=self.url, token=self.token,
                 cache_dir=str(self.cache_dir) if self.cache_dir else None,
-                local_dir=str(local_dir) if local_dir else None)
-        log.info("downloaded %s@%s to %s", repo, sha[:12], local)
+                local_dir=str(local_dir) if local_dir else None,
+                allow_patterns=list(allow_patterns) if allow_patterns else None,
+                ignore_patterns=list(ignore_patterns) if ignore_patterns else None,
+                local_files_only=self.offline)
+        log.info("%s %s@%s%s at %s", "found" if self.offline else "downloaded", repo, sha[:12],
+                 f" ({', '.join(allow_patterns)})" if allow_patterns else "", local)
         return Path(local)
 
     def download_file(self, repo: str, filename: str, revision: str) -> Path:
@@ -236,14 +346,18 @@ class HubClient:
                message: str, description: str = "") -> str:
         """ONE commit on ``branch`` on top of ``parent`` (None: a branch without commits);
         :class:`BranchMoved` when the branch is elsewhere. Returns the commit's sha."""
-        with self.errors(f"commit on branch {branch} of {repo} with parent {parent}"):
+        with self.errors(f"commit on branch {branch} of {repo} with parent {parent}"), \
+                self.uploads():
             info = self.api.create_commit(
                 repo, operations, commit_message=message, commit_description=description,
                 repo_type=REPO_TYPE, revision=branch, parent_commit=parent)
         return info.oid
 
-    def local_release(self, path: str | Path) -> tuple[Path, PinnedRevision | None]:
-        """A release folder for ``path``: a local directory as is, or a pinned Hub snapshot."""
+    def local_release(self, path: str | Path, *, allow_patterns: Sequence[str] | None = None,
+                      ignore_patterns: Sequence[str] | None = None
+                      ) -> tuple[Path, PinnedRevision | None]:
+        """A release folder for ``path``: a local directory as is, or a pinned Hub snapshot of
+        the files matching the patterns (default: all)."""
         parsed = parse_hf_path(str(path))
         if parsed is None:
             p = Path(path)
@@ -252,4 +366,5 @@ class HubClient:
             return p, None
         repo, rev = parsed
         pin = self.resolve(repo, rev)
-        return self.download(repo, pin.sha), pin
+        return self.download(repo, pin.sha, allow_patterns=allow_patterns,
+                             ignore_patterns=ignore_patterns), pin

@@ -139,12 +139,68 @@ def corpus_files(root: Path, spec: SuiteSpec, subset: str) -> list[str]:
     return [f"corpus/{group}/{f}" for f in files]
 
 
+@dataclass(frozen=True)
+class CorpusFile:
+    """One corpus file of a release: its path, rows and columns."""
+
+    path: str
+    rows: int
+    columns: tuple[str, ...]
+
+
+def corpus_record(root: Path) -> dict[str, dict]:
+    """``{path: {"rows", "columns"}}`` of every corpus file in a release directory (the build
+    manifest's ``corpus_files``: what a card states about a corpus it has not downloaded)."""
+    root = Path(root)
+    paths = sorted({*root.glob(subset_file("*", "corpus")), *root.glob("corpus/*/corpus-*.parquet")})
+    out = {}
+    for p in paths:
+        meta = pq.read_metadata(p)
+        out[p.relative_to(root).as_posix()] = {"rows": meta.num_rows,
+                                               "columns": list(meta.schema.to_arrow_schema().names)}
+    return out
+
+
+def corpus_file_facts(root: Path, spec: SuiteSpec, subset: str) -> list[CorpusFile]:
+    """The corpus files of a subset: from their parquet footers when the files are here, else
+    from the build manifest's ``corpus_files`` (a snapshot downloaded without its corpus)."""
+    root = Path(root)
+    group = spec.corpus_group(subset)
+    single = subset_file(subset, "corpus")
+    here = (root / single).exists() if group is None else \
+        any((root / "corpus" / group).glob("corpus-*.parquet"))
+    if here:
+        return [CorpusFile(rel, meta.num_rows, tuple(meta.schema.to_arrow_schema().names))
+                for rel in corpus_files(root, spec, subset)
+                for meta in [pq.read_metadata(root / rel)]]
+    recorded = read_manifest(root).get("corpus_files") or {}
+    mine = sorted(p for p in recorded if (p == single if group is None
+                                          else p.startswith(f"corpus/{group}/corpus-")))
+    if not mine:
+        where = single if group is None else f"corpus/{group}/"
+        raise InputError(f"no corpus for subset {subset!r}: neither {where} nor a record of it "
+                         f"in {BUILD_MANIFEST}", path=str(root / where))
+    return [CorpusFile(p, int(recorded[p]["rows"]), tuple(recorded[p]["columns"])) for p in mine]
+
+
 def corpus_pattern(spec: SuiteSpec, subset: str) -> str:
     """Path (glob) a card's ``{subset}-corpus`` config points at."""
     group = spec.corpus_group(subset)
     if group is None:
         return subset_file(subset, "corpus")
     return f"corpus/{group}/corpus-*.parquet"
+
+
+# -- what each reader of a published release downloads ------------------------------------------
+# snapshot_download patterns (fnmatch: ``*`` also crosses ``/``).
+ITEM_PARAMS_PATTERN = "provenance/item_params.*.json"
+CORPUS_PATTERNS = (subset_file("*", "corpus"), "corpus/*")
+REPLAY_PATTERNS = (
+    *(subset_file("*", kind) for kind in ("qrels", "top_ranked", "excluded")),
+    provenance_file("runs", "*"), RELEASES_JSON, BUILD_MANIFEST, ITEM_PARAMS_PATTERN, CARD_FILE,
+)
+"""What a replay reads: qrels, top_ranked, excluded, provenance-runs, and the files naming the
+suite and its releases. Never the corpus."""
 
 
 # -- reading -----------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def run_demo(out: Path) -> int:
         print(f"published release 2 as {r2.tag} at {r2.commit}")
         from rcp_data.release.regenerate import regenerate
 
-        regen = regenerate(DEMO_REPO, "main", workdir=out, client=client)
+        regen = regenerate(DEMO_REPO, "main", client=client)
         print(f"regenerated the card with the shas known now: commit {regen.commit} changes "
               f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
         print(render_listing(list_releases(DEMO_REPO, client=client)))

@@ -29,7 +29,7 @@ from rcp_data.core.layout import (
     RELEASES_JSON,
     TASK_FILE,
     ReleaseDir,
-    corpus_files,
+    corpus_file_facts,
     corpus_pattern,
     provenance_file,
     release_spec,
@@ -120,7 +120,7 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
     for s in spec.subset_names:
         for kind in SUBSET_CONFIG_KINDS:
             if kind == "corpus":
-                corpus_files(root, spec, s)  # raises when the corpus is missing
+                corpus_file_facts(root, spec, s)  # raises when the corpus is missing
                 path = corpus_pattern(spec, s)
             else:
                 path = subset_file(s, kind)
@@ -195,8 +195,7 @@ def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = Non
     spec = rd.spec
     positive = int(spec.source.get("grade_positive", 1))
     queries = rd.table(subset, "queries", columns=["id"])
-    corpus_rows = sum(pq.read_metadata(rd.root / f).num_rows
-                      for f in corpus_files(rd.root, spec, subset))
+    corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
     qrels = rd.table(subset, "qrels", columns=["query-id", "corpus-id", "score", "theta"])
     excluded = (rd.table(subset, "excluded").explode("excluded-corpus-ids").dropna()
                 if rd.has(subset, "excluded") else pd.DataFrame(columns=["query-id",
@@ -506,7 +505,7 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
     sizes = sorted({x.corpus for x in facts})
     size_text = _span(sizes[0], sizes[-1])
     rows.append({"config": "`{subset}-corpus`",
-                 "columns": _cols(_schema_columns(root / corpus_files(root, spec, first)[0])),
+                 "columns": _cols(list(corpus_file_facts(root, spec, first)[0].columns)),
                  "notes": f"{size_text} documents; {corpus_note}"})
     pool_span = _span(min(x.candidates_min for x in facts),
                       max(x.candidates_max for x in facts))

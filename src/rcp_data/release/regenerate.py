@@ -4,19 +4,30 @@ Reads the repo at a revision (the branch head), writes in the commit shas known 
 the Hub's tags) and publishes ONE commit that changes only ``README.md``, ``rcp_ndcg_tasks.py``
 and ``provenance/releases.json`` (``parent_commit`` = that head). No tag is created or moved.
 The Hub is the :class:`HubClient` passed in (default: built from the environment).
+
+The read step (:func:`read_for_card`) downloads every file but the corpus into the client's
+cache (reused by later runs; offline, read from it): the card's corpus facts come from the build
+manifest's record of the corpus files. Only a release whose manifest lacks that record has its
+corpus downloaded as well.
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.history import fill_known_shas, read_history
 from rcp_data.core.hub_client import HubClient
-from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, TASK_FILE, release_spec
+from rcp_data.core.layout import (
+    CARD_FILE,
+    CORPUS_PATTERNS,
+    RELEASES_JSON,
+    TASK_FILE,
+    read_manifest,
+    release_spec,
+)
 from rcp_data.documents.card import render_release_files
 
 log = logging.getLogger(__name__)
@@ -33,39 +44,48 @@ class Regenerated:
     changed: list[str]
 
 
+def read_for_card(client: HubClient, repo: str, sha: str) -> Path:
+    """The snapshot of ``repo`` at commit ``sha`` that a card is rendered from: every file but
+    the corpus, unless the build manifest does not record the corpus files."""
+    root = client.download(repo, sha, ignore_patterns=CORPUS_PATTERNS)
+    if not (root / RELEASES_JSON).exists():
+        raise InputError(f"{repo}@{sha[:8]} has no {RELEASES_JSON}; publish a release first")
+    if "corpus_files" not in read_manifest(root):
+        log.info("%s@%s: the build manifest records no corpus files; downloading the corpus",
+                 repo, sha[:8])
+        root = client.download(repo, sha)
+    return root
+
+
 def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | None = None,
-               workdir: Path | None = None, client: HubClient | None = None) -> Regenerated:
+               client: HubClient | None = None) -> Regenerated:
     """Regenerate card, task file and releases.json of ``repo`` at ``revision`` on the Hub."""
     from huggingface_hub import CommitOperationAdd
 
     client = client or HubClient.from_env()
     parent = client.resolve(repo, revision).sha
-    with tempfile.TemporaryDirectory(prefix="rcp-card-", dir=workdir) as tmp:
-        root = client.download(repo, parent, local_dir=Path(tmp) / "snapshot")
-        log.info("read %s at %s into %s", repo, parent, root)
-        if not (root / RELEASES_JSON).exists():
-            raise InputError(f"{repo}@{parent[:8]} has no {RELEASES_JSON}; publish a release "
-                             "first")
-        history = read_history(root / RELEASES_JSON)
-        history = fill_known_shas(history, client.refs(repo))
-        spec = release_spec(root, suite, repo=repo, hint="; pass --suite")
-        texts = render_release_files(root, spec=spec, history=history, repo=repo)
-        texts[RELEASES_JSON] = history.to_json()
-        changed = []
-        ops = []
-        for rel in REGENERATED_FILES:
-            data = texts[rel].encode("utf-8")
-            old = (root / rel).read_bytes() if (root / rel).exists() else None
-            if old != data:
-                changed.append(rel)
-                ops.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
-        if not ops:
-            log.info("%s@%s: card, task file and releases.json are up to date", repo, parent[:8])
-            return Regenerated(parent=parent, commit=None, changed=[])
-        sha = client.commit(
-            repo, ops, branch=branch, parent=parent,
-            message="Regenerate dataset card, task file and releases.json",
-            description="Only README.md, rcp_ndcg_tasks.py and provenance/releases.json "
-                        "change; the data is untouched.")
+    root = read_for_card(client, repo, parent)
+    log.info("read %s at %s from %s", repo, parent, root)
+    history = read_history(root / RELEASES_JSON)
+    history = fill_known_shas(history, client.refs(repo))
+    spec = release_spec(root, suite, repo=repo, hint="; pass --suite")
+    texts = render_release_files(root, spec=spec, history=history, repo=repo)
+    texts[RELEASES_JSON] = history.to_json()
+    changed = []
+    ops = []
+    for rel in REGENERATED_FILES:
+        data = texts[rel].encode("utf-8")
+        old = (root / rel).read_bytes() if (root / rel).exists() else None
+        if old != data:
+            changed.append(rel)
+            ops.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
+    if not ops:
+        log.info("%s@%s: card, task file and releases.json are up to date", repo, parent[:8])
+        return Regenerated(parent=parent, commit=None, changed=[])
+    sha = client.commit(
+        repo, ops, branch=branch, parent=parent,
+        message="Regenerate dataset card, task file and releases.json",
+        description="Only README.md, rcp_ndcg_tasks.py and provenance/releases.json "
+                    "change; the data is untouched.")
     log.info("committed %s to %s@%s (%s)", ", ".join(changed), repo, branch, sha[:8])
     return Regenerated(parent=parent, commit=sha, changed=changed)

@@ -25,6 +25,7 @@ from rcp_data.core.io import atomic_dir, read_parquet, write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     SCHEMAS,
+    corpus_record,
     judge_criteria_schema,
     provenance_file,
     shard_name,
@@ -417,6 +418,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             },
             "subsets": subsets,
             "counts": counts,
+            "corpus_files": corpus_record(tmp),
         }
         write_json(manifest, tmp / BUILD_MANIFEST)
     log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)

@@ -2,7 +2,8 @@
 
 - ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md`` and
   ``rcp_ndcg_tasks.py`` into the release directory (with ``--out``: only the card, to FILE;
-  ``--out -`` prints it).
+  ``--out -`` prints it). RELEASE_DIR may be ``hf://datasets/OWNER/NAME@REV``: the snapshot
+  ``card regenerate`` reads (no corpus), rendered to ``--out``.
 - ``card regenerate --repo OWNER/NAME --revision REV [--branch main]``: read the repo at REV,
   write in the commit shas known by now (from the Hub's tags), and publish ONE commit on the
   branch that changes only ``README.md``, ``rcp_ndcg_tasks.py`` and ``provenance/releases.json``.
@@ -27,10 +28,27 @@ log = logging.getLogger(__name__)
 __all__ = ["REGENERATED_FILES", "Regenerated", "regenerate", "register",
            "render_release_files", "write_release_files"]
 
+def _release_root(args: argparse.Namespace) -> Path:
+    """The release folder to render: a local one, or a Hub snapshot read like ``card
+    regenerate`` reads it (everything but the corpus; ``--out`` required)."""
+    from rcp_data.core.hub_client import parse_hf_path
+    from rcp_data.release.regenerate import read_for_card
+
+    parsed = parse_hf_path(args.release_dir)
+    if parsed is None:
+        root = Path(args.release_dir)
+        if not root.is_dir():
+            raise UsageError(f"not a release directory: {root}")
+        return root
+    if not args.out:
+        raise UsageError("a Hub snapshot is read-only: pass --out FILE (or --out -)")
+    repo, rev = parsed
+    pin = args.hub_client.resolve(repo, rev)
+    return read_for_card(args.hub_client, repo, pin.sha)
+
+
 def _render(args: argparse.Namespace) -> int:
-    root = Path(args.release_dir)
-    if not root.is_dir():
-        raise UsageError(f"not a release directory: {root}")
+    root = _release_root(args)
     spec = release_spec(root, args.suite, hint="; pass --suite")
     if args.out:
         from rcp_data.documents.card import render_card
@@ -64,7 +82,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("card", help="render or regenerate dataset cards and task files")
     sub = p.add_subparsers(dest="card_command", metavar="ACTION")
     r = sub.add_parser("render", help="write README.md and rcp_ndcg_tasks.py of a release dir")
-    r.add_argument("release_dir", metavar="RELEASE_DIR")
+    r.add_argument("release_dir", metavar="RELEASE_DIR",
+                   help="a release directory, or hf://datasets/OWNER/NAME@REV (read without "
+                   "its corpus; needs --out)")
     r.add_argument("--out", help="write only the card, to this file ('-' = stdout)")
     r.add_argument("--repo", help="Hub repo id the card names (default: releases.json or spec)")
     r.add_argument("--suite", type=suite_key, help="suite name (default: read from the release)")

@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and provenance runs. Prints the cards' Markdown tables, or JSON with --json.",
     )
     p.add_argument("path", help="release directory in the published layout, or "
-                   "hf://datasets/OWNER/NAME@REV (downloaded by commit sha into the HF cache)")
+                   "hf://datasets/OWNER/NAME@REV (only the tables a replay reads, never the "
+                   "corpus, downloaded by commit sha into the HF cache; HF_HUB_OFFLINE=1 "
+                   "reads them from the cache, REV a full sha)")
     p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id)")
@@ -32,9 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.core.layout import REPLAY_PATTERNS
     from rcp_data.scoring.replay import replay_release
 
-    root, _pin = args.hub_client.local_release(args.path)
+    root, _pin = args.hub_client.local_release(args.path, allow_patterns=REPLAY_PATTERNS)
     result = replay_release(root, args.suite, k=args.k, tie_rule=args.tie_rule,
                             view=args.view, include_judge=args.include_judge)
     if args.json:
