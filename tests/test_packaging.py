@@ -81,6 +81,7 @@ def _venv(root: Path, wheel: Path, *, core_only: bool) -> Path:
 def _env() -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RCP_DATA_BUILDERS")}
     env.pop("HF_ENDPOINT", None)
+    env.pop("HF_HUB_DISABLE_XET", None)    # as a user runs it: the tool itself keeps Xet off
     env["HF_HUB_DISABLE_TELEMETRY"] = "1"
     return env
 
