@@ -152,9 +152,21 @@ def test_native_vs_language_mean_lines_come_from_the_tables():
     assert view_gap_lines(load_spec("demo"), {}) == []
 
 
-def test_real_suite_card_has_no_synthetic_banner(demo_release):
+def test_real_suite_card_has_no_synthetic_banner(demo_release, tmp_path):
+    """Only data says whether a release is synthetic: a non-synthetic suite whose build
+    manifest says it was built from generated data still gets the banner."""
+    from rcp_data.core.io import read_json, write_json
+    from rcp_data.core.layout import BUILD_MANIFEST
+
     spec = dataclasses.replace(load_spec("demo"), synthetic=False)
-    text = render_card(demo_release, spec=spec)
+    flagged = render_card(demo_release, spec=spec)
+    assert "SYNTHETIC DATA" in flagged and "synthetic" in _front(flagged)["tags"]
+    copy = tmp_path / "release"
+    shutil.copytree(demo_release, copy)
+    manifest = read_json(copy / BUILD_MANIFEST)
+    manifest["synthetic"] = False
+    write_json(manifest, copy / BUILD_MANIFEST)
+    text = render_card(copy, spec=spec)
     assert "SYNTHETIC DATA" not in text and "SYNTHETIC DATA" in render_card(demo_release)
     assert "synthetic" not in _front(text)["tags"]
 
