@@ -53,8 +53,8 @@ def _silence_library_bars() -> None:
 
 
 def say(args: argparse.Namespace, text: str) -> None:
-    """A status line on stdout, unless ``-q``."""
-    if not getattr(args, "quiet", False):
+    """A status line on stdout, unless ``-q`` (or ``--json``: then stdout is the JSON only)."""
+    if not getattr(args, "quiet", False) and not getattr(args, "json", False):
         print(text)
 
 
