@@ -334,7 +334,7 @@ def add_release(history: History, *, judge: Mapping, calibration: Mapping, summa
                 raise InputError(
                     f"release {r.release} ({r.tag}) has no commit sha in the history yet; pass "
                     f"--previous-revision SHA, the commit its Hub tag {r.tag} points at "
-                    "(`rcp-data release list` shows the Hub's tags)"
+                    "(`rcp-data release list --repo OWNER/NAME` shows the Hub's tags)"
                 )
             rev = previous_revision
         elif previous_revision and not same_commit(rev, previous_revision):
