@@ -152,9 +152,21 @@ def test_native_vs_language_mean_lines_come_from_the_tables():
     assert view_gap_lines(load_spec("demo"), {}) == []
 
 
-def test_real_suite_card_has_no_synthetic_banner(demo_release):
+def test_real_suite_card_has_no_synthetic_banner(demo_release, tmp_path):
+    """Only data says whether a release is synthetic: a non-synthetic suite whose build
+    manifest says it was built from generated data still gets the banner."""
+    from rcp_data.core.io import read_json, write_json
+    from rcp_data.core.layout import BUILD_MANIFEST
+
     spec = dataclasses.replace(load_spec("demo"), synthetic=False)
-    text = render_card(demo_release, spec=spec)
+    flagged = render_card(demo_release, spec=spec)
+    assert "SYNTHETIC DATA" in flagged and "synthetic" in _front(flagged)["tags"]
+    copy = tmp_path / "release"
+    shutil.copytree(demo_release, copy)
+    manifest = read_json(copy / BUILD_MANIFEST)
+    manifest["synthetic"] = False
+    write_json(manifest, copy / BUILD_MANIFEST)
+    text = render_card(copy, spec=spec)
     assert "SYNTHETIC DATA" not in text and "SYNTHETIC DATA" in render_card(demo_release)
     assert "synthetic" not in _front(text)["tags"]
 
@@ -286,3 +298,31 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
     assert meta["DemoAlphaRCPReranking"]["metadata"]["dataset"]["revision"] == sha1
     assert meta["DemoAlphaRCPReranking.v2"]["metadata"]["dataset"]["revision"] == sha2
     assert _tags(api, repo) == {tag1: sha1, tag2: sha2}
+
+
+def test_relation_to_the_paper_counts_cells_as_printed():
+    """Hand-made tables: the paper's NanoBEIR values (as fractions), one RCP cell moved by 0.1
+    point and one by 0.02 (still printing the same): the paragraph counts what prints alike."""
+    from rcp_data.core.history import history_path, read_history
+    from rcp_data.core.io import read_json
+    from rcp_data.documents.card_facts import paper_relation
+    from rcp_data.resources import provenance_dir
+
+    spec = load_spec("nanobeir")
+    boards = read_json(provenance_dir() / "paper_values.json")["leaderboards"]["nanobeir"]
+    tables = {}
+    for metric, key in (("rcp_ndcg", "rcp_ndcg10"), ("qrel_ndcg", "qrel_ndcg10")):
+        rows = {spec.hub_id(m): {c: v / 100 for c, v in cols.items()}
+                for m, cols in boards[key].items()}
+        tables[metric] = pd.DataFrame.from_dict(rows, orient="index")
+    first = tables["rcp_ndcg"].index[0]
+    tables["rcp_ndcg"].loc[first, "NanoFEVERRetrieval"] += 0.001
+    tables["rcp_ndcg"].loc[first, "NanoQuoraRetrieval"] += 0.0002
+    history = read_history(history_path("nanobeir"))
+    text = paper_relation(spec, tables, history, synthetic=False)
+    assert "qrel-nDCG@10: 182 of 182 cells and 14 of 14 means print as the paper's" in text
+    assert "RCP-nDCG@10: 181 of 182 cells and 14 of 14 means print as the paper's" in text
+    assert "differ by at most 0.1 (FEVER 1)" in text
+    assert "the unrounded replay is at most 0.10 points" in text
+    assert "replayed from release 1 (commit `4517f2cb9e342479725bf0931a329998b4d35038`)" in text
+    assert "SYNTHETIC" in paper_relation(spec, tables, history, synthetic=True)

@@ -9,7 +9,7 @@ from rcp_data.cli import main
 
 def test_demo_command_builds_publishes_and_verifies(tmp_path, capsys):
     out = tmp_path / "demo"
-    assert main(["-q", "demo", "--out", str(out)]) == 0
+    assert main(["demo", "--out", str(out)]) == 0  # status lines on stdout (-q hides them)
     text = capsys.readouterr().out
     assert "published release 1 as v1-rcp-data-synthetic-judge-7b" in text
     assert "published release 2 as v2-rcp-data-synthetic-judge-7b" in text

@@ -94,7 +94,7 @@ def test_validation_names_the_problems():
 
 
 def test_add_release_supersedes_the_previous():
-    with pytest.raises(InputError, match="release 1 has no sha yet"):
+    with pytest.raises(InputError, match=r"release 1 .* has no commit sha in the history yet; pass --previous-revision"):
         add_release(_one(), judge={"model": QWEN35}, calibration=CAL)
     two = add_release(_one(), judge={"model": QWEN35}, calibration=CAL, summary="refit",
                       previous_revision=SHA_A)

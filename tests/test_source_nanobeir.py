@@ -197,7 +197,8 @@ def test_cli_build_nanobeir(tmp_path):
     spec = load_spec("nanobeir")
     write_synthetic_inputs(spec, read_suite(spec, {"allow_download": "0"}), tmp_path / "inputs")
     rc = cli.main(["build", "nanobeir", "--inputs", str(tmp_path / "inputs"), "--out",
-                   str(tmp_path / "release"), "--source-option", "allow_download=0"])
+                   str(tmp_path / "release"), "--source-option", "allow_download=0",
+                   "--repo", "rcp-test/nanobeir-synthetic"])
     assert rc == 0
     rel = ReleaseDir(tmp_path / "release", spec)
     for dataset, fx in fixtures.items():

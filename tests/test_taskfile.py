@@ -124,13 +124,33 @@ def test_get_tasks_names_views_and_revisions(tmp_path):
         ("Vidore3HrRCPReranking", [f"hr__{lang}" for lang in spec.view_languages])]
     (old,) = rcp.get_tasks(["physics"], revision="v1-judge")  # keep: same name, other commit
     assert old.metadata.name == "Vidore3PhysicsRCPReranking"
-    assert old.metadata.dataset["revision"] == "v1-judge"
+    # the tag resolves to the sha the release history records for it
+    assert old.metadata.dataset["revision"] == "1" * 40
+    assert rcp.pinned_revision("v1-judge") == "1" * 40
+    # the current release's sha is not known inside its own commit: its tag
+    assert rcp.pinned_revision("v2-judge") == rcp.pinned_revision() == "v2-judge"
+    assert rcp.pinned_revision("f" * 40) == "f" * 40      # no release names it: as given
     for bad, match in (([], "empty"), (["hr", "hr"], "repeated"), (["nope"], "unknown"),
                        (["hr", "hr__english"], "already"), ("", "empty")):
         with pytest.raises(ValueError, match=match):
             rcp.get_tasks(bad)
     with pytest.raises(ValueError, match="view"):
         rcp.get_tasks(view="dense")
+
+
+def test_task_file_says_which_revision_it_pins(tmp_path, caplog):
+    spec = load_spec("demo")
+    text = render_task_file(spec, _releases(2, current_sha=SHA2), repo=spec.repo)
+    head = text.split('"""')[1]
+    assert f"release 1 (superseded), tag v1-judge: pins commit {'1' * 40}" in head
+    assert f"release 2 (current), tag v2-judge: pins commit {SHA2}" in head
+    unknown = render_task_file(spec, _releases(2), repo=spec.repo).split('"""')[1]
+    assert "release 2 (current), tag v2-judge: pins its tag" in unknown
+    rcp = _load(text, tmp_path, "rcp_pins")
+    with caplog.at_level("INFO", logger="rcp_ndcg_tasks"):
+        (task,) = rcp.get_tasks(["alpha"], revision="v2-judge")
+    assert task.metadata.dataset["revision"] == SHA2
+    assert f"revision v2-judge pins {SHA2} (release 2, tag v2-judge)" in caplog.text
 
 
 def test_get_tasks_suffix_versions(tmp_path):
@@ -143,7 +163,9 @@ def test_get_tasks_suffix_versions(tmp_path):
     assert v1[0].metadata.superseded_by == "DemoAlphaRCPReranking.v2"
     (short,) = rcp.get_tasks(["alpha"], revision="1" * 8)  # an abbreviated sha of release 1
     assert short.metadata.name == "DemoAlphaRCPReranking"
-    assert short.metadata.dataset["revision"] == "1" * 8
+    assert short.metadata.dataset["revision"] == "1" * 40   # expanded to the recorded sha
+    (tagged,) = rcp.get_tasks(["alpha"], revision="v1-judge")
+    assert tagged.metadata.dataset["revision"] == "1" * 40
     (named,) = rcp.get_tasks(["DemoBetaRCPRetrieval"])  # a task name is that exact task
     assert named.metadata.dataset["revision"] == "1" * 40
     assert named.metadata.type == "Retrieval"

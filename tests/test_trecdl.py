@@ -252,7 +252,7 @@ def test_cli_build_computes_bm25_when_absent(spec, staged, tmp_path, capsys):
     info = fx.write_inputs(tmp_path / "inputs", staged, spec=spec, give_bm25=False)
     out = tmp_path / "out"
     code = main(["build", "trecdl", "--inputs", str(tmp_path / "inputs"), "--out", str(out),
-                 "--source-option", f"raw_collection={staged.raw}"])
+                 "--source-option", f"raw_collection={staged.raw}", "--repo", "rcp-test/trecdl"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "built trecdl" in printed and "97 queries" in printed

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from rcp_data.core import layout
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import shown as show_value
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.history import History, read_history, release_tag
 from rcp_data.core.reports import CheckReport
@@ -147,8 +148,8 @@ def _check_gains(root: Path, spec: SuiteSpec, history: History) -> tuple[list[st
         qids = table["query-id"].to_pylist()
         dids = table["corpus-id"].to_pylist()
         shown = "; ".join(
-            f"row {i} (query {qids[i]!r}, doc {dids[i]!r}): gain {g[i]!r}, "
-            f"{link}(theta={theta[i]!r}) = {expected[i]!r}"
+            f"row {i} (query {qids[i]!r}, doc {dids[i]!r}): gain {show_value(g[i])}, "
+            f"{link}(theta={show_value(theta[i])}) = {show_value(expected[i])}"
             for i in rows[:MAX_ROWS_SHOWN])
         more = f" (and {len(rows) - MAX_ROWS_SHOWN} more)" if len(rows) > MAX_ROWS_SHOWN else ""
         problems.append(

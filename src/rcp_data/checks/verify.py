@@ -44,6 +44,7 @@ from rcp_data.core.layout import (
     ReleaseDir,
     card_configs,
     read_manifest,
+    release_is_synthetic,
     release_spec,
 )
 from rcp_data.core.reports import VERIFY_SCHEMA, Check, VerifyReport
@@ -412,8 +413,9 @@ def paper_applies(spec: SuiteSpec, history: History | None, release: Release | N
     if release is not None and number is not None and release.release == number:
         return True, f"this revision holds release {number}, the release the paper used"
     held = f"release {release.release}" if release is not None else "an unknown release"
-    return False, (f"this revision holds {held}; the paper used release {number}"
-                   + (f" ({rev})" if rev else ""))
+    used = f"release {number}" if number is not None else "an unrecorded release"
+    return False, (f"this revision holds {held}; the paper used {used}"
+                   + (f" (commit {rev})" if rev else ""))
 
 
 def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, applies: bool,
@@ -547,7 +549,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         target=target or str(root), root=root, repo=pin.repo if pin else None,
         requested=pin.requested if pin else None, sha=pin.sha if pin else None,
         suite=spec.name, release=release.release if release is not None else None,
-        tag=release.tag if release is not None else None, checks=checks, seconds=seconds)
+        tag=release.tag if release is not None else None, checks=checks, seconds=seconds,
+        synthetic=release_is_synthetic(root, synthetic_suite=spec.synthetic)
+        or (release is not None and release.synthetic))
     log.info("verified %s: %d checks, %d failed", report.target, len(report.checks),
              len(report.failed))
     return report

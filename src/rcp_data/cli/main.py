@@ -16,6 +16,7 @@ import sys
 
 from rcp_data import __version__
 from rcp_data.cli.extras import MissingExtra, extra_of
+from rcp_data.cli.output import EXIT_CODES, configure
 from rcp_data.core.errors import RcpDataError
 from rcp_data.core.hub_client import HubClient
 
@@ -26,6 +27,7 @@ COMMAND_MODULES = (
     "calibrate",
     "recalibrate",
     "replay",
+    "score",
     "compare",
     "card",
     "hub",
@@ -38,10 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rcp-data",
         description="Build, release and verify the RCP-nDCG benchmark datasets.",
+        epilog="Results go to stdout (JSON only with --json), logs to stderr; progress bars "
+        "only on a terminal.\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rcp-data {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="errors only: no status lines, logs or progress bars")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -57,11 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if not args.verbose:  # the HTTP clients log every request at INFO
-        for noisy in ("httpx", "httpcore", "urllib3", "filelock", "fsspec"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure(args)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

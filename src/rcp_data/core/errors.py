@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 
 class RcpDataError(Exception):
     """Base class: a problem the user can fix. ``exit_code`` is what the CLI returns."""
@@ -56,3 +58,13 @@ class VerificationFailed(RcpDataError):
     """A verification or comparison check failed."""
 
     exit_code = 1
+
+
+def shown(value: object) -> str:
+    """A value as a message shows it: numpy scalars as plain numbers (``1.5``, never
+    ``np.float64(1.5)``), strings quoted."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, str | bytes):
+        with contextlib.suppress(TypeError, ValueError):
+            value = item()
+    return repr(value)

@@ -92,6 +92,11 @@ class Release:
     def note(self) -> str:
         return str(self.extra.get("note", ""))
 
+    @property
+    def synthetic(self) -> bool:
+        """Built from generated data (``"synthetic": true`` on the release)."""
+        return self.extra.get("synthetic") is True
+
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "<releases>", row: int | None = None
                   ) -> Release:
@@ -327,12 +332,14 @@ def add_release(history: History, *, judge: Mapping, calibration: Mapping, summa
         if rev is None:
             if not previous_revision:
                 raise InputError(
-                    f"release {r.release} has no sha yet; pass the sha of its commit "
-                    "(previous_revision, e.g. from the Hub refs: fill_known_shas)"
+                    f"release {r.release} ({r.tag}) has no commit sha in the history yet; pass "
+                    f"--previous-revision SHA, the commit its Hub tag {r.tag} points at "
+                    "(`rcp-data release list --repo OWNER/NAME` shows the Hub's tags)"
                 )
             rev = previous_revision
         elif previous_revision and not same_commit(rev, previous_revision):
-            raise InputError(f"release {r.release} is {rev}, not {previous_revision}")
+            raise InputError(f"release {r.release} is commit {rev} in the history, not "
+                             f"{previous_revision} (--previous-revision)")
         releases[i] = replace(r, revision=rev, data_revision=r.data_revision or rev,
                               status="superseded", superseded_by=number)
     new = Release(

@@ -264,6 +264,23 @@ def read_manifest(root: str | Path) -> dict:
     return data
 
 
+def release_is_synthetic(root: str | Path, *, synthetic_suite: bool = False) -> bool:
+    """Whether a release directory holds generated data: a synthetic suite, its build manifest's
+    ``"synthetic": true``, or its releases.json marking the release it holds synthetic."""
+    if synthetic_suite:
+        return True
+    with contextlib.suppress(InputError):
+        if read_manifest(root).get("synthetic") is True:
+            return True
+    path = Path(root) / RELEASES_JSON
+    if path.exists():
+        with contextlib.suppress(InputError, AttributeError):
+            releases = read_json(path).get("releases") or []
+            latest = releases[-1] if releases else {}
+            return isinstance(latest, dict) and latest.get("synthetic") is True
+    return False
+
+
 # -- the card's front matter -----------------------------------------------------------------
 def card_front_matter(card_text: str, *, source: str = CARD_FILE) -> dict:
     """The YAML front matter of a card (empty without one); invalid YAML is an InputError."""

@@ -72,6 +72,7 @@ class VerifyReport:
     tag: str | None = None
     checks: list[Check] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    synthetic: bool = False          # the revision holds generated data
 
     @property
     def failed(self) -> list[Check]:
@@ -106,6 +107,7 @@ class VerifyReport:
             "suite": self.suite,
             "release": self.release,
             "tag": self.tag,
+            "synthetic": self.synthetic,
             "ok": self.ok,
             "exit_code": self.exit_code,
             "counts": self.counts(),
@@ -120,7 +122,8 @@ class VerifyReport:
             head.append(f"  commit   {self.sha}")
         if self.suite:
             rel = f", release {self.release} ({self.tag})" if self.release else ""
-            head.append(f"  suite    {self.suite}{rel}")
+            data = " (SYNTHETIC data: generated, not a benchmark)" if self.synthetic else ""
+            head.append(f"  suite    {self.suite}{rel}{data}")
         lines = head + [""]
         order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
         for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
@@ -137,6 +140,8 @@ class VerifyReport:
             lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
         verdict = "VERIFIED" if self.ok else f"FAILED ({len(self.failed)} check(s))"
+        if self.synthetic:
+            verdict += " (SYNTHETIC data)"
         lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
         return "\n".join(lines)
 

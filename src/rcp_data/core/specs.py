@@ -106,6 +106,9 @@ class SuiteSpec:
     domains: tuple[DomainSpec, ...] = ()
     view_languages: tuple[str, ...] = ()
     upstream: dict = field(default_factory=dict, compare=False, hash=False)
+    # facts the dataset card prints (``[card]``, merged over ``card_shared``'s); never used to
+    # shape data (rcp_data.documents.card_facts reads them)
+    card: dict = field(default_factory=dict, compare=False, hash=False)
     path: str = ""
 
     # -- names ---------------------------------------------------------------------------
@@ -205,6 +208,17 @@ class SuiteSpec:
         return label_or_key
 
 
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` merged into ``base``, tables key by key (``over`` wins)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def _tuple(v) -> tuple:
     return tuple(v) if isinstance(v, list) else v
 
@@ -223,6 +237,11 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
     if ref:
         shared = tomllib.loads((path.parent / ref).read_text(encoding="utf-8"))
         rerankers = {**shared.get("rerankers", {}), **rerankers}
+    card = dict(raw.get("card", {}))
+    shared_card = suite.pop("card_shared", None)
+    if shared_card:
+        shared = tomllib.loads((path.parent / shared_card).read_text(encoding="utf-8"))
+        card = _merged(shared.get("card", {}), card)
     domains = tuple(DomainSpec(**d) for d in raw.get("domains", []))
     view_languages = tuple(raw.get("views", {}).get("languages", []))
     if domains:
@@ -257,6 +276,7 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         corpus=corpus,
         source=dict(raw.get("source", {})),
         upstream=dict(raw.get("upstream", {})),
+        card=card,
         domains=domains,
         view_languages=view_languages,
         path=str(path),

@@ -41,7 +41,8 @@ def refit(inputs: Path):
     return cal
 
 
-def build_demo_releases(out: Path, *, date: str | None = None
+def build_demo_releases(out: Path, *, date: str | None = None,
+                        say: Callable[[str], None] = print
                         ) -> tuple[Path, Callable[[str], Path]]:
     """Build release 1 (ready to publish) and return a builder of release 2.
 
@@ -58,25 +59,26 @@ def build_demo_releases(out: Path, *, date: str | None = None
     inputs = out / "inputs"
     make_demo_release(v1, work=inputs)
     prepare_release(v1, spec, DEMO_REPO, date=date)
-    print(f"built SYNTHETIC demo release 1 into {v1}")
+    say(f"built SYNTHETIC demo release 1 into {v1}")
 
     def build_v2(previous_sha: str) -> Path:
         cal = refit(inputs)
-        print(f"refitted the demo judge's verdicts: gamma={[round(g, 3) for g in cal.params.gamma]} "
+        say(f"refitted the demo judge's verdicts: gamma={[round(g, 3) for g in cal.params.gamma]} "
               f"beta={[round(b, 3) for b in cal.params.beta]}")
         recalibrate_release(v1, v2, spec, cal.params, thetas=cal.thetas, date=date,
                             previous_revision=previous_sha,
                             summary="SYNTHETIC demo data. Recalibration: the same verdicts "
                             "refitted (2PL MAP with the Stage A scores); new thetas and gains.")
         diff = diff_releases(v1, v2, spec)
-        print(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
+        say(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
         return v2
 
     return v1, build_v2
 
 
-def run_demo(out: Path) -> int:
-    """The README's main command. Returns the exit code (0: everything verified)."""
+def run_demo(out: Path, *, say: Callable[[str], None] = print) -> int:
+    """The README's main command. Returns the exit code (0: everything verified); ``say``
+    prints each status line (the CLI passes one that ``-q`` silences)."""
     from rcp_data.hub.server import LocalHub
 
     out = Path(out).resolve()
@@ -86,33 +88,33 @@ def run_demo(out: Path) -> int:
     hub = LocalHub(out / "hub")
     url = hub.start()
     client = HubClient(endpoint=url, token=False, cache_dir=out / "verify-cache")
-    print(f"started the local Hub at {url} (data in {out / 'hub'})")
+    say(f"started the local Hub at {url} (data in {out / 'hub'})")
     try:
         from rcp_data.release.publish import publish
         from rcp_data.release.refs import list_releases, render_listing
 
-        v1, build_v2 = build_demo_releases(out)
+        v1, build_v2 = build_demo_releases(out, say=say)
         r1 = publish(v1, DEMO_REPO, client=client, create_repo=True)
-        print(f"published release 1 as {r1.tag} at {r1.commit}")
+        say(f"published release 1 as {r1.tag} at {r1.commit}")
         v2 = build_v2(r1.commit)
         r2 = publish(v2, DEMO_REPO, client=client)
-        print(f"published release 2 as {r2.tag} at {r2.commit}")
+        say(f"published release 2 as {r2.tag} at {r2.commit}")
         from rcp_data.release.regenerate import regenerate
 
         regen = regenerate(DEMO_REPO, "main", client=client)
-        print(f"regenerated the card with the shas known now: commit {regen.commit} changes "
+        say(f"regenerated the card with the shas known now: commit {regen.commit} changes "
               f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
-        print(render_listing(list_releases(DEMO_REPO, client=client)))
+        say(render_listing(list_releases(DEMO_REPO, client=client)))
         code = 0
         from rcp_data.checks.verify import verify
 
         for tag in (r1.tag, r2.tag):
             report = verify(repo=DEMO_REPO, revision=tag, client=client)
-            print(report.text())
+            say(report.text())
             code = max(code, report.exit_code)
-        print("demo finished: " + ("both releases verified" if code == 0 else
+        say("demo finished: " + ("both releases verified" if code == 0 else
                                    "VERIFICATION FAILED"))
         return code
     finally:
         hub.stop()
-        print("stopped the local Hub")
+        say("stopped the local Hub")

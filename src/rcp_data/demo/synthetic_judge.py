@@ -3,7 +3,9 @@
 Given a suite's real or generated sources, simulate what a judge run hands the build: first-stage
 runs, a judge's thetas (with Stage A scores ``theta_bt``) and Stage B verdicts drawn from a 2PL
 model, and reranker runs. Every value is random (seeded) and says so; none is shaped to match
-any published number.
+any published number. The judge and the rerankers carry SYNTHETIC names (never a real model's),
+and ``judge.json`` says ``"synthetic": true``, so a release built from these inputs is marked
+SYNTHETIC in its manifest, releases.json and card.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from rcp_data.sources.base import SuiteSource
 from rcp_data.stages.build import write_builder_inputs
 from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
-JUDGE = {"model": "rcp-data/synthetic-judge", "revision": "synthetic", "short": "synthjudge"}
+JUDGE = {"model": "rcp-data/SYNTHETIC-judge", "revision": "synthetic", "short": "synthjudge",
+         "synthetic": True}
+JUDGE_RUN = f"{JUDGE['model']}:theta"
+
+
+def reranker_names(n: int) -> list[str]:
+    """SYNTHETIC reranker ids (the last one scores coarsely: many ties)."""
+    return [f"rcp-data/SYNTHETIC-reranker-{i + 1}" for i in range(n)]
 PARAMS = ItemParams(gamma=(1.3, 1.1, 1.0, 0.8, 0.8), beta=(-1.5, -0.5, 0.3, 1.1, 2.0),
                     extra={"note": "SYNTHETIC item parameters"})
 
@@ -53,10 +62,9 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
     out = Path(out)
     fs: dict[str, list[pd.DataFrame]] = {r: [] for r in spec.pool.retrievers}
     thetas, verdicts = [], []
-    models = list(spec.rerankers.values())[:n_rerankers] or [f"synthetic/rr-{i}" for i in range(
-        n_rerankers)]
+    models = reranker_names(n_rerankers)
     runs: dict[str, list[pd.DataFrame]] = {m: [] for m in models}
-    runs["rcp-data/synthetic-judge:theta"] = []
+    runs[JUDGE_RUN] = []
     call = 0
     for sub in source.subsets.values():
         split = spec.provenance_split(sub.name)
@@ -109,7 +117,7 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
             runs[m].append(pd.DataFrame({"query-id": pool["query-id"],
                                          "corpus-id": pool["corpus-id"],
                                          "score": np.round(score, 6), "split": split}))
-        runs["rcp-data/synthetic-judge:theta"].append(thetas[-1][["query-id", "corpus-id",
+        runs[JUDGE_RUN].append(thetas[-1][["query-id", "corpus-id",
                                                                   "theta", "split"]].rename(
             columns={"theta": "score"}))
     columns = ["query-id", "corpus-id", "score", "rank", "split"]

@@ -32,10 +32,23 @@ from rcp_data.core.layout import (
     corpus_file_facts,
     corpus_pattern,
     provenance_file,
+    release_is_synthetic,
     release_spec,
     subset_file,
 )
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.documents.card_facts import (
+    CardFacts,
+    citation_text,
+    copied_self_documents,
+    deep_queries,
+    example_text,
+    first_stage_step,
+    instruction_line,
+    judge_lines,
+    licence_lines,
+    paper_relation,
+)
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
 from rcp_data.scoring.replay import (
@@ -48,6 +61,18 @@ from rcp_data.scoring.replay import (
 )
 
 log = logging.getLogger(__name__)
+
+# What a generated card has that the published cards do not, and why (the reference-card test
+# allows exactly these differences).
+ADDED_SECTIONS = {
+    "Checks": "how to re-check a revision (rcp-data verify) and score a model on it "
+              "(rcp-data score)",
+}
+ADDED_CONFIGS = {
+    "provenance-first-stage": "each first-stage run and their fusion, which the published "
+                              "NanoBEIR release did not keep (only the fused pool)",
+    "provenance-judge-tournament": "the judge's Stage A tournament answers (Stage A provenance)",
+}
 
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
 METRICS_SHOWN = (("rcp_ndcg", "RCP-nDCG@10"), ("qrel_ndcg", "qrel-nDCG@10"))
@@ -139,10 +164,13 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
     return configs
 
 
-def card_data(root: Path, spec: SuiteSpec, history: History) -> DatasetCardData:
+def card_data(root: Path, spec: SuiteSpec, history: History, *,
+              synthetic: bool | None = None) -> DatasetCardData:
     judge = history.current.judge_model if history.current else ""
     tags = [*BASE_TAGS, f"judge-{judge_slug(judge)}", suite_tag(spec)]
-    if spec.synthetic:
+    if synthetic is None:
+        synthetic = release_is_synthetic(root, synthetic_suite=spec.synthetic)
+    if synthetic:
         tags.append("synthetic")
     sources = sorted({s.mteb for s in spec.subsets if s.mteb and "/" in s.mteb})
     return DatasetCardData(
@@ -151,7 +179,7 @@ def card_data(root: Path, spec: SuiteSpec, history: History) -> DatasetCardData:
         language=list(spec.languages),
         task_categories=list(spec.task_categories),
         tags=tags,
-        pretty_name=spec.pretty_name,
+        pretty_name=card_title(spec, synthetic),
         source_datasets=sources or None,
     )
 
@@ -325,13 +353,17 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     if current is None:
         raise InputError("the release history has no current release", path=str(root))
     rd = ReleaseDir(root, spec)
+    synthetic = (release_is_synthetic(root, synthetic_suite=spec.synthetic)
+                 or current.synthetic)
+    facts_card = CardFacts.of(spec)
     facts = all_subset_facts(rd)
     item_params = ItemParams.read(root / current.item_params)
     fams = families(spec)
     number = current.release
     results = replay_results(root, spec)
     models = sorted({m for r in results.values() for m in r.models})
-    revision_text = (f"revision `{current.revision}`" if current.revision
+    pinned = current.data_revision or current.revision
+    revision_text = (f"revision `{pinned}`" if pinned
                      else f"this revision (the commit tagged `{current.tag}`)")
     f = {
         "n_subsets": len(facts),
@@ -353,6 +385,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "n_rerankers": len(models),
         "revision_text": revision_text,
         "paper_rule": paper_rule_text(spec, results),
+        "upstream_name": "" if spec.synthetic else facts_card.upstream.get("name", ""),
     }
     sections = []
     for view, heading in views_shown(spec):
@@ -363,30 +396,56 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
                 tables.append({"caption": table_title(metric, 10, rule),
                                "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
+    paper_view = spec.paper_view if spec.paper_view in spec.card_views else spec.card_views[0]
+    paper_tables = results[(paper_view, spec.paper_tie_rule)].tables
     import jinja2
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
     body = env.from_string(template_text("card.md.j2")).render(
-        spec=spec, f=f, repo=repo, task_file=TASK_FILE,
-        release_table=render_release_table(history, link_judges=not spec.synthetic).rstrip("\n"),
+        spec=spec, f=f, facts=facts_card, repo=repo, task_file=TASK_FILE,
+        releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
+        synthetic_what=synthetic_what(spec, rd),
+        judge_lines=judge_lines(facts_card),
+        release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
         release_notes=release_notes(spec, history),
-        protocol=protocol_lines(spec, facts),
+        protocol=protocol_lines(spec, facts, rd),
         layout=layout_rows(root, spec, facts),
-        pool_steps=pool_steps(spec, facts, rd),
-        data_notes=data_notes(spec, facts, rd),
+        instructions=instruction_line(spec, facts_card, rd),
+        pool_steps=pool_steps(spec, facts, rd, facts_card, synthetic=synthetic),
+        data_notes=data_notes(spec, facts, rd, synthetic=synthetic),
         results=sections,
+        paper_relation=paper_relation(spec, paper_tables, history, synthetic=synthetic),
         tie_effect=tie_effect_lines(spec, results),
         view_gap=view_gap_lines(spec, results),
         reranker_map=", ".join(f"{spec.short_name(m)} = `{m}`"
                                for m in model_order(spec, models)),
-        licence=licence_lines(spec),
-        citation=template_text("rcp_citation.bib"),
+        licence=licence_lines(spec, facts_card, synthetic=synthetic),
+        citation=citation_text(facts_card, spec),
     )
-    data = card_data(root, spec, history)
+    data = card_data(root, spec, history, synthetic=synthetic)
     text = f"---\n{data.to_yaml()}\n---\n\n{body.strip()}\n"
     check_card(text, data)
     return text
+
+
+def card_title(spec: SuiteSpec, synthetic: bool) -> str:
+    """The card's title: the suite's name, marked when a real suite was built from generated
+    data (a synthetic suite's name says so itself)."""
+    if synthetic and "SYNTHETIC" not in spec.pretty_name:
+        return f"{spec.pretty_name}: SYNTHETIC build"
+    return spec.pretty_name
+
+
+def synthetic_what(spec: SuiteSpec, rd: ReleaseDir) -> str:
+    """What of a synthetic release was generated, from its build manifest."""
+    manifest = rd.manifest()
+    judge = (manifest.get("judge") or {}).get("model", "")
+    if spec.synthetic or (manifest.get("sources") or {}).get("synthetic") is True:
+        return ("Every corpus, query, label, judge verdict, reranker score and gain in this "
+                "repository was generated from fixed random seeds.")
+    return ("Its judge verdicts, first-stage runs and reranker scores were generated from "
+            f"fixed random seeds (judge `{judge}`), and so are its gains.")
 
 
 def check_card(text: str, data: DatasetCardData) -> None:
@@ -454,17 +513,24 @@ def release_notes(spec: SuiteSpec, history: History) -> list[str]:
     return lines
 
 
-def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts]) -> list[str]:
+def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
     lines = []
     with_ex = [x for x in facts if x.excluded_docs]
     if with_ex:
         parts = ", ".join(f"`{x.name}` {x.queries_with_exclusions} of {x.queries} queries "
                           f"({x.excluded_docs} document{'s' if x.excluded_docs != 1 else ''})"
                           for x in with_ex)
-        lines.append(f"**Exclusions.** Some queries must not retrieve certain documents (e.g. "
-                     f"the query's own text): {parts}. They are listed in `{{subset}}-excluded` "
-                     "and removed from the candidates, from every ranking and from both ideal "
-                     "rankings; `provenance-pool` keeps them with `excluded = true`.")
+        line = (f"**Exclusions.** Some queries must not retrieve certain documents (e.g. "
+                f"the query's own text): {parts}. They are listed in `{{subset}}-excluded` "
+                "and removed from the candidates, from every ranking and from both ideal "
+                "rankings; `provenance-pool` keeps them with `excluded = true`.")
+        copies = copied_self_documents(rd)
+        if copies:
+            where = ", ".join(dict.fromkeys(f"`{s}`" for s, _q, _d in copies))
+            line += (f" {len(copies)} excluded document{'s are' if len(copies) != 1 else ' is'} "
+                     f"filed under another id than the query's own ({where}), which a rule "
+                     f"that drops only the query's own id would miss: {example_text(copies)}.")
+        lines.append(line)
     else:
         lines.append("**Exclusions.** No query of this release excludes documents.")
     outside = sum(x.positives_outside_pool for x in facts)
@@ -486,13 +552,15 @@ def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts]) -> list[str]:
         verb = "queries have" if no_pos != 1 else "query has"
         lines.append(f"**Queries without a positive label.** {no_pos} {verb} no labelled "
                      "positive. RCP-nDCG scores such a query like any other; the qrel-nDCG "
-                     "tables below leave it out, while mteb's `ndcg_at_10` counts it as 0.")
-    deep = [x for x in facts if x.queries_with_more_positives_than_pool]
+                     "tables below leave it out, and so does mteb (2.x drops queries without "
+                     "a positive label before scoring, `ndcg_float_at_10` included).")
+    deep = deep_queries(rd, int(spec.source.get("grade_positive", 1)))
     if deep:
-        parts = ", ".join(f"`{x.name}` {x.queries_with_more_positives_than_pool}" for x in deep)
+        parts = "; ".join(f"`{s}`: " + ", ".join(f"`{q}`" for q in qs) for s, qs in deep.items())
         lines.append(f"**More positives than the pool holds** ({spec.pool.size}): {parts}. "
-                     "Their pools are the top of the fused ranking plus as many positives as "
-                     "fit; the rest stay outside.")
+                     "These queries are scored on their judged pool like every other; their "
+                     "positives beyond it stay outside `top_ranked` and count in qrel-nDCG's "
+                     "ideal ranking only.")
     return lines
 
 
@@ -539,16 +607,13 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
     return rows
 
 
-def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
+def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir,
+               card_facts: CardFacts, *, synthetic: bool) -> list[str]:
     pairs = sum(x.pool_pairs for x in facts)
     injected = sum(x.gt_injected for x in facts)
     judged = sum(x.judged for x in facts)
-    retrievers = ", ".join(f"`{r}`" for r in spec.pool.retrievers)
     has_first = all(rd.has_provenance("first_stage", s) for s in spec.provenance_splits)
-    steps = [f"**First stage and fusion.** The runs of {retrievers} are fused with unweighted "
-             f"reciprocal rank fusion (k = {spec.pool.rrf_k}) in that order"
-             + ("; `provenance-first-stage` holds each run and the fused ranking."
-                if has_first else ".")]
+    steps = [first_stage_step(spec, card_facts, synthetic=synthetic, has_runs=has_first)]
     if spec.pool.rule == "top-k-union-judged":
         steps.append(f"**Pool.** The fused top {spec.pool.size} of each query plus every "
                      "upstream-judged document after them, in fused order "
@@ -569,7 +634,8 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
     return steps
 
 
-def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
+def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir, *,
+               synthetic: bool = False) -> list[str]:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:
         runs = pq.read_table(rd.root / provenance_file("runs", s), columns=["model", "is_judge"])
@@ -584,9 +650,9 @@ def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
                  f"{_n(sum(x.queries for x in facts))} queries; corpus ids compare as strings "
                  "(byte order), never as numbers.")
     lines += source_note_lines(spec, rd.manifest())
-    if spec.synthetic:
-        lines.append("All of it is SYNTHETIC (generated from fixed seeds); see the notice at "
-                     "the top.")
+    if synthetic:
+        lines.append("This release is SYNTHETIC (generated from fixed seeds); see the notice "
+                     "at the top.")
     return lines
 
 
@@ -648,20 +714,6 @@ def source_note_lines(spec: SuiteSpec, manifest: dict) -> list[str]:
     return lines
 
 
-def licence_lines(spec: SuiteSpec) -> list[str]:
-    if spec.synthetic:
-        return [f"Licence: `{spec.license}`. The data is synthetic and derives from no "
-                "upstream dataset. If you cite the method, cite RCP-nDCG:"]
-    sources = sorted({s.mteb for s in spec.subsets if s.mteb})
-    names = ", ".join(f"`{s}`" for s in sources) if sources else spec.title
-    return [f"Licence: `{spec.license}`, as declared for the upstream data ({names}). Corpus, "
-            "queries and labels are redistributed unchanged at their pinned revisions; the "
-            "upstream sources keep their own terms, so check them before commercial use. The "
-            "reranker scores come from third-party models and APIs and the gains from an LLM "
-            "judge's outputs, whose providers' terms apply too. Please cite the source datasets "
-            "and RCP-nDCG:"]
-
-
 def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None
                          ) -> dict[str, str]:
@@ -691,7 +743,7 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 
 
 __all__ = [
-    "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
+    "ADDED_CONFIGS", "ADDED_SECTIONS", "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
     "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
     "view_gap_lines", "views_shown", "write_release_files",
 ]

@@ -34,7 +34,7 @@ def release_table_rows(history: History) -> list[dict]:
 
     Keys: ``release`` (int), ``tag``, ``revision`` (sha or None), ``revision_text`` (the sha, or
     ``"this revision"`` for the release the card's own commit holds), ``judge`` (hub id),
-    ``judge_url``, ``calibration_method`` (e.g. ``2PL IRT``), ``item_params`` (path),
+    ``judge_url`` (None for a SYNTHETIC release: its judge has no page), ``calibration_method`` (e.g. ``2PL IRT``), ``item_params`` (path),
     ``calibration`` (``"2PL IRT, provenance/item_params.qwen35.json"``), ``status``,
     ``superseded_by``, ``date``, ``summary``.
     """
@@ -46,8 +46,8 @@ def release_table_rows(history: History) -> list[dict]:
             "tag": r.tag,
             "revision": r.revision,
             "revision_text": r.revision or THIS_REVISION,
-            "judge": r.judge_model,
-            "judge_url": f"{HUB_URL}/{r.judge_model}",
+            "judge": r.judge_model + (" (SYNTHETIC)" if r.synthetic else ""),
+            "judge_url": None if r.synthetic else f"{HUB_URL}/{r.judge_model}",
             "calibration_method": method,
             "item_params": params,
             "calibration": f"{method}, {params}" if params else method,
@@ -64,7 +64,8 @@ def render_release_table(history: History, *, link_judges: bool = True) -> str:
     lines = ["| " + " | ".join(CARD_COLUMNS) + " |", "|" + "---|" * len(CARD_COLUMNS)]
     for row in release_table_rows(history):
         rev = f"`{row['revision']}`" if row["revision"] else THIS_REVISION
-        judge = f"[{row['judge']}]({row['judge_url']})" if link_judges else row["judge"]
+        judge = (f"[{row['judge']}]({row['judge_url']})" if link_judges and row["judge_url"]
+                 else row["judge"])
         calib = row["calibration_method"]
         if row["item_params"]:
             calib += f", `{row['item_params']}`"
@@ -124,6 +125,8 @@ def render_suite(suite: str, history: History) -> str:
         judge = r.judge_model
         if r.judge.get("revision"):
             judge += f" @ `{r.judge['revision']}`"
+        if r.synthetic:
+            judge += " (SYNTHETIC)"
         status = r.status
         if r.superseded_by:
             status += f" (by {r.superseded_by})"

@@ -214,6 +214,16 @@ def build_blocks(spec: SuiteSpec, releases: list[dict], *, repo: str,
             "task_metadata": metadata, "subsets": subsets}
 
 
+def pins_text(releases: list[dict]) -> str:
+    """The task file's docstring lines naming what each release pins."""
+    lines = []
+    for r in sorted(releases, key=lambda r: int(r["release"])):
+        pin = (f"commit {r['revision']}" if r.get("revision")
+               else "its tag (the sha of the commit holding this file is not known inside it)")
+        lines.append(f"- release {r['release']} ({r.get('status')}), tag {r['tag']}: pins {pin}")
+    return "\n".join(lines)
+
+
 def _literal_json(data) -> str:
     text = json.dumps(data, indent=1, ensure_ascii=False)
     if '"""' in text:  # cannot happen with json.dumps, kept as a guard for the raw string
@@ -230,6 +240,7 @@ def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str,
     blocks = build_blocks(spec, releases, repo=repo, prompts=prompts)
     text = template_text("rcp_ndcg_tasks.py.tmpl")
     for key, value in (
+        ("PINS", pins_text(releases)),
         ("PRETTY_NAME", spec.pretty_name),
         ("REPO", repo),
         ("MTEB_FLOOR", spec.mteb_floor),

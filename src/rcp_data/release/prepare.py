@@ -13,10 +13,20 @@ from pathlib import Path
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import link_name
 from rcp_data.core.history import SCHEMA, History, add_release, read_history, write_history
-from rcp_data.core.layout import RELEASES_JSON, ReleaseDir
+from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, release_is_synthetic
 from rcp_data.core.specs import SuiteSpec
 
 log = logging.getLogger(__name__)
+
+
+SYNTHETIC_SUMMARY = "SYNTHETIC data (generated; not a benchmark). "
+
+
+def synthetic_summary(summary: str, synthetic: bool) -> str:
+    """A release summary, starting with SYNTHETIC for a release built from generated data."""
+    if not synthetic or summary.startswith("SYNTHETIC"):
+        return summary
+    return SYNTHETIC_SUMMARY + summary
 
 
 def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: History | None, *,
@@ -33,16 +43,17 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
                                   extra={"suite": spec.name})
     if history.repo != repo:
         raise InputError(f"the release history is for {history.repo}, not {repo}")
+    synthetic = release_is_synthetic(root, synthetic_suite=spec.synthetic)
     return add_release(
         history,
         judge={"model": judge["model"], "revision": judge.get("revision")},
         calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
                      "link": link_name(calibration)},
-        summary=summary or (f"{'SYNTHETIC demo data. ' if spec.synthetic else ''}"
-                            f"Judge {judge['model']}, 2PL IRT calibration, "
-                            f"{link_name(calibration)} gains."),
+        summary=synthetic_summary(summary or f"Judge {judge['model']}, 2PL IRT calibration, "
+                                             f"{link_name(calibration)} gains.", synthetic),
         date=date,
         previous_revision=previous_revision,
+        extra={"synthetic": True} if synthetic else None,
     )
 
 

@@ -174,8 +174,8 @@ def _check_older_releases(history: History, tags: dict[str, str], chain: list[st
         if hub and not same_commit(hub, r.revision):
             raise RefusedError(
                 f"provenance/releases.json says release {r.release} ({r.tag}) is {r.revision}, "
-                f"but the Hub's tag points at {hub}; fix releases.json (fill_known_shas) "
-                "before publishing")
+                f"but the Hub's tag points at {hub}; rebuild the release with --history naming "
+                f"{hub} for it (or --previous-revision {hub}) before publishing")
         if chain and not any(same_commit(r.revision, c) for c in chain):
             raise RefusedError(
                 f"provenance/releases.json names {r.revision} for release {r.release}, which "

@@ -27,6 +27,7 @@ from rcp_data.core.layout import (
     TASK_FILE,
     ReleaseDir,
     read_manifest,
+    release_is_synthetic,
     subset_file,
     write_parquet,
 )
@@ -46,7 +47,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     rendered for release N+1 from its data, so ``out`` is publishable as it stands.
     """
     from rcp_data.core.history import add_release, read_history, write_history
-    from rcp_data.release.prepare import render_release_files
+    from rcp_data.release.prepare import render_release_files, synthetic_summary
 
     history = read_history(Path(prev) / RELEASES_JSON)
     current = history.current
@@ -84,9 +85,13 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             qrels["gain"] = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
             write_parquet(qrels, tmp / subset_file(subset, "qrels"), SCHEMAS["qrels"])
         params.write(tmp / current.item_params)
-        new_history = add_release(history, judge=current.judge, calibration=current.calibration,
-                                  summary=summary or "Recalibration of the same judge's answers.",
-                                  date=date, previous_revision=previous_revision)
+        synthetic = current.synthetic or release_is_synthetic(tmp, synthetic_suite=spec.synthetic)
+        new_history = add_release(
+            history, judge=current.judge, calibration=current.calibration,
+            summary=synthetic_summary(summary or "Recalibration of the same judge's answers.",
+                                      synthetic),
+            date=date, previous_revision=previous_revision,
+            extra={"synthetic": True} if synthetic else None)
         write_history(new_history, tmp / RELEASES_JSON)
         if (tmp / BUILD_MANIFEST).exists():
             manifest = read_manifest(tmp)

@@ -29,9 +29,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm import tqdm
 
-from rcp_data.core.errors import InputError, SchemaError, UsageError
+from rcp_data.core.errors import InputError, SchemaError, UsageError, shown
 from rcp_data.core.layout import (
     ReleaseDir,
     detect_suite,
@@ -39,6 +38,7 @@ from rcp_data.core.layout import (
     read_release_table,
     subset_file,
 )
+from rcp_data.core.progress import progress
 from rcp_data.core.specs import (
     RULE_LETTERS,
     RULE_NAMES,
@@ -148,7 +148,7 @@ def _floats(col: pa.ChunkedArray, name: str, path: str, *, null_as: float | None
     bad = ~np.isfinite(arr)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise InputError(f"non-finite value {arr[row]!r}", path=path, row=row, field=name)
+        raise InputError(f"non-finite value {shown(arr[row])}", path=path, row=row, field=name)
     return arr
 
 
@@ -303,7 +303,7 @@ def _qrels(qrels: pa.Table, cand: _Candidates, path: str) -> tuple[np.ndarray, n
     gain = _floats(qrels.column("gain"), "gain", path, null_as=0.0)
     if (gain < 0).any():
         row = int(np.flatnonzero(gain < 0)[0])
-        raise InputError(f"negative gain {gain[row]!r}", path=path, row=row, field="gain")
+        raise InputError(f"negative gain {shown(gain[row])}", path=path, row=row, field="gain")
     q = _lookup(q_dict, cand.query_ids)[q_idx]
     inside = q >= 0                                   # rows of queries in this subset
     d_ext = cand.pairs.doc_codes(d_dict, cand.docs)[d_idx]
@@ -535,7 +535,7 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
     for s in spec.subset_names:
         by_split.setdefault(spec.provenance_split(s), []).append(s)
     subsets: dict[str, SubsetRuns] = {}
-    for split, names in tqdm(by_split.items(), desc="replay", unit="split", leave=False,
+    for split, names in progress(by_split.items(), desc="replay", unit="split", leave=False,
                              disable=len(by_split) < 4):
         tables, labels = {}, {}
         for s in names:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 import pyarrow as pa
-from tqdm.auto import tqdm
 
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.progress import progress
 from rcp_data.sources.base import CorpusReader
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def scan_corpus(dataset, dataset_id: str, path: str) -> CorpusScan:
     repeats = 0
     rows = 0
     with upstream(dataset_id, "corpus", path):
-        bar = tqdm(dataset.docs_iter(), desc=f"scan {dataset_id}", unit="doc", leave=False)
+        bar = progress(dataset.docs_iter(), desc=f"scan {dataset_id}", unit="doc", leave=False)
         for rows, doc in enumerate(bar, start=1):
             doc_id, text = str(doc.doc_id), doc.text or ""
             digest = _digest(text)

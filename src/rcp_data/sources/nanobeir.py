@@ -23,6 +23,7 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import SubsetSpec, SuiteSpec, load_spec
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import SubsetSource, SuiteSource
+from rcp_data.sources.instructions import mteb_instructions
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,12 @@ def read_nanobeir(spec: SuiteSpec | None = None,
         "documents": sum(s.corpus.size or 0 for s in read.values()),
         "empty_documents": sum(s.notes["empty_documents"] for s in read.values()),
     }
+    instructions = mteb_instructions(spec, names)
+    if instructions is not None:
+        import mteb
+
+        facts["instructions"] = instructions
+        facts["mteb"] = mteb.__version__
     log.info("nanobeir: %d subsets, %d queries, %d qrels", len(read), facts["queries"],
              facts["qrels"])
     return SuiteSource(spec.name, read, facts)

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-from tqdm.auto import tqdm
 
 from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
@@ -422,7 +422,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
                            verify_repair=_truthy(options.get("verify_repair", "1")),
                            group=spec.corpus.group or "msmarco_passage")
     subsets: dict[str, SubsetSource] = {}
-    for sub in tqdm(spec.subsets, desc="read trecdl", unit="subset", leave=False):
+    for sub in progress(spec.subsets, desc="read trecdl", unit="subset", leave=False):
         queries = read_queries(sub.source)
         qrels = read_qrels(sub.source, grades)
         qids = set(queries["id"])

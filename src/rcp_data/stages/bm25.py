@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
-from tqdm.auto import tqdm
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.progress import progress
 from rcp_data.sources.base import CorpusReader
 from rcp_data.stages.pools import normalize_run
 
@@ -73,7 +73,7 @@ def build_index(corpus: CorpusReader, *, text_column: str = "text",
     tok = make_tokenizer()
     docs, terms, tfs, lengths, id_chunks = [], [], [], [], []
     n = 0
-    bar = tqdm(total=corpus.size, unit="doc", desc="bm25 tokenize", leave=False)
+    bar = progress(total=corpus.size, unit="doc", desc="bm25 tokenize", leave=False)
     try:
         for batch in corpus.batches():
             texts = _texts(batch, text_column, title_column)
@@ -156,7 +156,7 @@ def search(index: StreamedIndex, queries: pd.DataFrame, depth: int) -> pd.DataFr
                                                           allow_empty=False))
     rows_q, rows_d, rows_s = [], [], []
     ids = index.ids
-    for qid, toks in tqdm(list(zip(qids, token_lists, strict=True)), desc="bm25 search",
+    for qid, toks in progress(list(zip(qids, token_lists, strict=True)), desc="bm25 search",
                           unit="query", leave=False):
         toks = [t for t in toks if t in index.retriever.unique_token_ids_set]
         if not toks:

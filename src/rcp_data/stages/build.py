@@ -16,7 +16,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
@@ -32,6 +31,7 @@ from rcp_data.core.layout import (
     subset_file,
     write_parquet,
 )
+from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.judge import (
@@ -285,7 +285,7 @@ def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | Non
     keep_meta = schema is not None and schema.metadata and b"huggingface" in schema.metadata
     if schema is not None and not keep_meta:
         schema = schema.remove_metadata()
-    bar = tqdm(total=corpus.size, unit="doc", desc=f"write {paths[0].parent.name}", leave=False)
+    bar = progress(total=corpus.size, unit="doc", desc=f"write {paths[0].parent.name}", leave=False)
     try:
         for batch in corpus.batches():
             if schema is None:
@@ -348,6 +348,14 @@ def tool_versions() -> dict[str, str]:
     return versions
 
 
+def built_from_generated_data(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs,
+                              parameters: dict | None = None) -> bool:
+    """Whether a build uses generated data: a synthetic suite, corpus (the source says
+    ``"synthetic": true``) or judge (``judge.json`` says so)."""
+    return bool(spec.synthetic or source.facts.get("synthetic") is True
+                or inputs.judge.synthetic or (parameters or {}).get("synthetic") is True)
+
+
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
                   link: str = DEFAULT_LINK, parameters: dict | None = None,
                   partial: bool = False) -> dict:
@@ -369,7 +377,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
         # One provenance split at a time: its subsets are built, written and dropped before the
         # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
         # input fails before the long corpus write.
-        bar = tqdm(total=len(subsets), desc="subsets", unit="subset", leave=False)
+        bar = progress(total=len(subsets), desc="subsets", unit="subset", leave=False)
         for split in spec.provenance_splits:
             members = [s for s in subsets if spec.provenance_split(s) == split]
             if not members:
@@ -399,7 +407,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
         manifest = {
             "schema": MANIFEST_SCHEMA,
             "suite": spec.name,
-            "synthetic": spec.synthetic,
+            "synthetic": built_from_generated_data(spec, source, inputs, parameters),
             "judge": {"model": inputs.judge.model, "revision": inputs.judge.revision,
                       "short": inputs.judge.short},
             "calibration": {"item_params": f"provenance/item_params.{inputs.judge.short}.json",

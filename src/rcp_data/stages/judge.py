@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rcp_data.core.errors import InputError
+from rcp_data.core.errors import InputError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_json, read_parquet
 from rcp_data.core.layout import criteria_columns
@@ -38,6 +38,7 @@ class JudgeInfo:
     model: str
     revision: str
     short: str
+    synthetic: bool = False          # a generated judge (``"synthetic": true`` in judge.json)
 
     @classmethod
     def read(cls, path: Path) -> JudgeInfo:
@@ -47,7 +48,8 @@ class JudgeInfo:
         for key in ("model", "short"):
             if not data.get(key):
                 raise InputError(f"missing key {key!r}", path=str(path), field=key)
-        return cls(model=data["model"], revision=str(data.get("revision", "")), short=data["short"])
+        return cls(model=data["model"], revision=str(data.get("revision", "")),
+                   short=data["short"], synthetic=data.get("synthetic") is True)
 
 
 def _file_row(frame: pd.DataFrame, i: int) -> int:
@@ -159,7 +161,7 @@ def check_verdicts(criteria: pd.DataFrame, params: ItemParams, *, source: str) -
         ok = vals.isna() | vals.isin([0, 1])
         if not ok.all():
             i = int(np.flatnonzero(~ok.to_numpy())[0])
-            raise InputError(f"verdict {vals.iloc[i]!r} is not 0 or 1", path=source, row=i + 1,
+            raise InputError(f"verdict {shown(vals.iloc[i])} is not 0 or 1", path=source, row=i + 1,
                              field=c)
     extra = [SPLIT_COLUMN] if SPLIT_COLUMN in frame.columns else []
     return frame[["query-id", "call_index", "corpus-id", *crit, "finish_reason", *extra]]
@@ -242,7 +244,7 @@ def ingest_run(run: pd.DataFrame, pool: pd.DataFrame, spec: RunSpec, *, source: 
     bad = ~np.isfinite(scores)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"score {scores[i]!r} is not finite", path=source, row=int(line[i]),
+        raise InputError(f"score {shown(scores[i])} is not finite", path=source, row=int(line[i]),
                          field="score")
     released = set(pool["query-id"])
     run = run[run["query-id"].isin(released)]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from rcp_data.core.errors import InputError
+from rcp_data.core.errors import InputError, shown
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
     bad = ~np.isfinite(scores)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"score {run['score'].iloc[i]!r} is not a finite number",
+        raise InputError(f"score {shown(run['score'].iloc[i])} is not a finite number",
                          path=source, row=int(lines[i]), field="score")
     dup = frame.duplicated(["query-id", "corpus-id"])
     if dup.any():
@@ -67,7 +67,7 @@ def normalize_run(run: pd.DataFrame, retriever: str, *, source: str = "<run>") -
         bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"rank {run['rank'].iloc[i]!r} is not an integer >= 1 (ranks "
+            raise InputError(f"rank {shown(run['rank'].iloc[i])} is not an integer >= 1 (ranks "
                              "count from 1)", path=source, row=int(lines[i]), field="rank")
         out["rank"] = rank.astype(np.int64)
         rep = out.duplicated(["query-id", "rank"])

@@ -11,8 +11,11 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import suite_key
+
+DEMO_SUITE = "demo"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,16 +31,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="gain link (default: the default link, weighted_discrimination)")
     p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option passed to the suite's source reader (repeatable)")
-    p.add_argument("--repo", help="Hub repo the release is for (default: the suite's repo)")
+    p.add_argument("--repo", metavar="OWNER/NAME",
+                   help="Hub repo the release is for (required, except for the demo suite)")
     p.add_argument("--history", type=Path,
                    help="the repo's release history (default: the project's "
                    "release/<suite>.json when it tracks --repo; else a new history)")
-    p.add_argument("--previous-revision",
-                   help="commit sha of the current release when the history does not know it")
+    p.add_argument("--previous-revision", metavar="SHA",
+                   help="commit sha of the repo's current release when the history does not "
+                   "know it (the sha its Hub tag points at)")
     p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
     p.add_argument("--summary", default="", help="one-line summary of the release")
     p.add_argument("--no-prepare", action="store_true",
                    help="write data and provenance only (no releases.json, task file, card)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (out, counts, release, tag, repo) and nothing "
+                   "else on stdout")
     p.set_defaults(func=run)
 
 
@@ -57,6 +65,10 @@ def _history(args: argparse.Namespace, suite: str, repo: str):
 def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
+    spec_name = args.suite
+    if not args.repo and spec_name != DEMO_SUITE and not args.no_prepare:
+        raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
+                         "release is for (only the demo suite defaults to its own repo)")
     require_extra("build")
     import datetime as dt
 
@@ -72,16 +84,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
         k, v = item.split("=", 1)
         options[k] = v
-    spec = load_spec(args.suite)
+    spec = load_spec(spec_name)
     inputs = read_inputs(args.inputs)
     source = read_suite(spec, options)
     manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK)
     totals = {k: sum(c.get(k, 0) for c in manifest["counts"].values()
                      if isinstance(c.get(k, 0), int))
               for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}
-    print(f"built {spec.name} into {args.out}: {len(manifest['counts'])} subsets, "
-          + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
-    result = {"out": str(args.out), **totals}
+    synthetic = " SYNTHETIC" if manifest.get("synthetic") else ""
+    say(args, f"built{synthetic} {spec.name} into {args.out}: {len(manifest['counts'])} "
+        "subsets, " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
+    result = {"out": str(args.out), "suite": spec.name,
+              "synthetic": bool(manifest.get("synthetic")), **totals}
     if not args.no_prepare:
         repo = args.repo or spec.repo
         history = prepare_release(args.out, spec, repo, previous=_history(args, spec.name, repo),
@@ -89,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
                                   date=args.date or dt.date.today().isoformat(),
                                   previous_revision=args.previous_revision)
         current = history.current
-        print(f"prepared release {current.release} ({current.tag}) for {repo}: "
-              "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
+        say(args, f"prepared release {current.release} ({current.tag}) for {repo}: "
+            "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
         result.update(release=current.release, tag=current.tag, repo=repo)
-    print(json.dumps(result))
+    if args.json:
+        print(json.dumps(result))
     return 0

@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.cli.output import say
     from rcp_data.demo.pipeline import run_demo
 
-    return run_demo(args.out)
+    return run_demo(args.out, say=lambda text: say(args, text))

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from rcp_data.core.errors import InputError, SchemaError, UsageError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import read_parquet, read_parquet_schema
+from rcp_data.core.progress import progress as progress_bar
 from rcp_data.stages.calibration.verdicts import VerdictCounts
 
 log = logging.getLogger(__name__)
@@ -154,8 +154,8 @@ def fit_map_arrays(
         tolerance_grad=s.tolerance_grad, tolerance_change=s.tolerance_change,
         history_size=s.history_size, line_search_fn="strong_wolfe",
     )
-    bar = tqdm(total=s.max_iter, desc="calibration fit (L-BFGS)", unit="it",
-               disable=not progress, leave=False)
+    bar = progress_bar(total=s.max_iter, desc="calibration fit (L-BFGS)", unit="it",
+                       disable=not progress, leave=False)
     evals = 0
 
     def closure() -> torch.Tensor:

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.errors import InputError, SchemaError, shown
 from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.core.layout import criteria_columns
 
@@ -140,7 +140,7 @@ def _answers(col: pa.ChunkedArray, name: str, source: str) -> tuple[np.ndarray, 
     if bad.size:
         row = int(bad[0])
         raise InputError(
-            f"answer {values[row]!r} is not 0 or 1 ({bad.size:,} such rows)",
+            f"answer {shown(values[row])} is not 0 or 1 ({bad.size:,} such rows)",
             path=source, row=row, field=name,
         )
     return values.astype(np.int8), missing

@@ -1,0 +1,93 @@
+"""``rcp-data score --dataset DATASET RUN...``: score your own rankings on a release."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rcp_data.core.specs import TIE_RULES, VIEWS
+
+EPILOG = """\
+Runs: a TREC run file (qid Q0 docid rank score tag), a parquet table (query-id, corpus-id,
+score; an optional subset column), or a folder of mteb's saved predictions
+(mteb.evaluate(..., prediction_folder=DIR)).
+
+The candidates are each query's top_ranked list, excluded documents removed, as in the card's
+tables. A run's rows naming other documents are ignored (counted in "ignored_rows"). A
+candidate the run does not score ranks below every scored one. A query the run scores no
+candidate of counts 0 (qrel-nDCG leaves out queries without a positive label, as the card).
+
+--against adds, per published reranker: the mean difference (run minus reranker), the paired
+t-test over queries (scipy.stats.ttest_rel, the paper's test) and a 95% interval from 2000
+query-bootstrap resamples (seed 0).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "score", help="score your own rankings (RCP-nDCG@10 and qrel-nDCG@10) on a release",
+        description="Score one or more rankings against a dataset revision with the engine "
+        "of the card's tables: RCP-nDCG@k and qrel-nDCG@k per subset (or view column) and "
+        "their unweighted mean. Prints the card's table layout, or JSON with --json.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", required=True,
+                   help="release directory, or hf://datasets/OWNER/NAME@REV (downloaded by "
+                   "commit sha)")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="TREC run file, parquet table or mteb prediction folder")
+    p.add_argument("--name", action="append", default=None, metavar="NAME",
+                   help="name of each run, once per RUN in order (default: the file stem)")
+    p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
+                   help="tie rule (default: the suite's paper rule, else doc-id)")
+    p.add_argument("--view", choices=VIEWS, default="subsets",
+                   help="table columns: subsets (default), or native/languages (per domain)")
+    p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    p.add_argument("--depth", type=int, default=None,
+                   help="use only each query's DEPTH best-scored candidates of a run (default: "
+                   "every candidate it scores)")
+    p.add_argument("--against", nargs="+", default=None, metavar="MODEL",
+                   help="published rerankers to compare with (short names or hub ids), or all")
+    p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rcp_data.scoring.replay import load_release, score_queries
+    from rcp_data.scoring.score import score_files
+
+    root, _pin = args.hub_client.local_release(args.dataset)
+    data = load_release(root)
+    result = score_files(data, args.runs, args.name, k=args.k, tie_rule=args.tie_rule,
+                         view=args.view, depth=args.depth)
+    against = None
+    if args.against:
+        from rcp_data.scoring.against import compare_run, resolve_models
+
+        models = resolve_models(data.spec, data.models, args.against)
+        published = score_queries(data, k=args.k, tie_rules=(result.tie_rule,))
+        against = {name: {m: compare_run(result.per_query, published, data.spec, name, m,
+                                         view=args.view) for m in models}
+                   for name in result.names}
+    if args.json:
+        out = result.to_json()
+        if against is not None:
+            from rcp_data.scoring.against import RESAMPLES, SEED, against_json
+
+            out["against"] = against_json(against, data.spec)
+            out["bootstrap"] = {"resamples": RESAMPLES, "seed": SEED, "interval": "95% percentile"}
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    sys.stdout.write(result.markdown())
+    for name in result.names:
+        cov = result.coverage[name]
+        sys.stdout.write(f"\n{name}: {cov.queries_scored} of {cov.queries} queries scored"
+                         + (f" ({cov.queries_missing} count 0)" if cov.queries_missing else "")
+                         + (f"; {cov.ignored_rows} rows outside the candidates ignored"
+                            if cov.ignored_rows else "") + "\n")
+    if against is not None:
+        from rcp_data.scoring.against import against_markdown
+
+        sys.stdout.write("\n" + against_markdown(against, data.spec))
+    return 0

@@ -1,0 +1,321 @@
+"""The card's facts that are not tables: from the suite spec's ``[card]``, the data, the history.
+
+Each function returns text for one place of ``templates/card.md.j2``; none branches on a
+suite's name. Facts of the published suite (its retrievers, a second judge, the upstream
+licence) come from the spec's ``[card]`` (``builders/<suite>.toml`` with ``_card.toml``);
+examples of each suite's quirks come from the release's own tables; the comparison with the
+paper from the replay and ``provenance/paper_values.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from rcp_data import resources
+from rcp_data.core.errors import InputError
+from rcp_data.core.history import History
+from rcp_data.core.io import read_json
+from rcp_data.core.layout import ReleaseDir, read_manifest, subset_file
+from rcp_data.core.specs import RULE_LETTERS, SuiteSpec
+from rcp_data.documents.taskfile import template_text
+
+CARD_KEYS = {"retrievers", "second_judge", "judge_note", "mteb", "external_validation",
+             "citations", "upstream", "instructions", "reference"}
+MAX_EXAMPLES = 4
+
+
+@dataclass(frozen=True)
+class Retriever:
+    key: str
+    name: str
+    url: str = ""
+    kind: str = ""
+    settings: str = ""
+
+    def markdown(self) -> str:
+        name = f"[{self.name}]({self.url})" if self.url else self.name
+        return f"{name} ({self.settings})" if self.settings else name
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """The spec's ``[card]`` section, checked."""
+
+    retrievers: dict[str, Retriever] = field(default_factory=dict)
+    second_judge: str = ""
+    judge_note: str = ""
+    mteb_pr: int | None = None
+    mteb_pr_url: str = ""
+    renamed: str = ""
+    external_validation: str = ""
+    citations: tuple[str, ...] = ()
+    upstream: dict = field(default_factory=dict)
+    instructions: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spec: SuiteSpec) -> CardFacts:
+        raw = dict(spec.card)
+        unknown = sorted(set(raw) - CARD_KEYS)
+        if unknown:
+            raise InputError(f"unknown [card] key(s) {unknown}; known: {sorted(CARD_KEYS)}",
+                             path=spec.path, field="card")
+        retrievers = {}
+        for key, entry in (raw.get("retrievers") or {}).items():
+            if not isinstance(entry, dict) or not entry.get("name"):
+                raise InputError(f"[card.retrievers.{key}] needs a name", path=spec.path,
+                                 field=f"card.retrievers.{key}")
+            retrievers[key] = Retriever(key=key, **entry)
+        mteb = raw.get("mteb") or {}
+        return cls(
+            retrievers=retrievers,
+            second_judge=str(raw.get("second_judge", "")),
+            judge_note=str(raw.get("judge_note", "")),
+            mteb_pr=mteb.get("pr"),
+            mteb_pr_url=str(mteb.get("pr_url", "")),
+            renamed=str(mteb.get("renamed", "")),
+            external_validation=str((raw.get("external_validation") or {}).get("repo", "")),
+            citations=tuple(raw.get("citations") or ()),
+            upstream=dict(raw.get("upstream") or {}),
+            instructions=dict(raw.get("instructions") or {}),
+        )
+
+
+# -- the first stage -----------------------------------------------------------------------------
+def first_stage_step(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool,
+                     has_runs: bool) -> str:
+    """Step 1 of *How the pool was built*: the retrievers, named and linked, and the fusion."""
+    keys = ", ".join(f"`{r}`" for r in spec.pool.retrievers)
+    named = [facts.retrievers[r].markdown() for r in spec.pool.retrievers
+             if r in facts.retrievers]
+    fusion = (f"fused with unweighted reciprocal rank fusion (k = {spec.pool.rrf_k}) in the "
+              f"order {keys}")
+    kept = ("; `provenance-first-stage` holds each run and the fused ranking (`rrf_fused`)."
+            if has_runs else ".")
+    if synthetic:
+        published = (f" The published suite's first stage is {_join(named)}." if named else "")
+        return (f"**First stage and fusion.** The runs stored as {keys} were generated from "
+                f"fixed seeds (SYNTHETIC): no retriever ran.{published} The runs are {fusion}"
+                f"{kept}")
+    if len(named) != len(spec.pool.retrievers):
+        return f"**First stage and fusion.** The runs of {keys} are {fusion}{kept}"
+    return (f"**First stage and fusion.** {_join(named)} each rank the corpus; their runs "
+            f"({keys}) are {fusion}{kept}")
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# -- the judge -----------------------------------------------------------------------------------
+def judge_lines(facts: CardFacts) -> list[str]:
+    """Bullets of the judge section: another judge whose gains are left out, a judge note."""
+    lines = []
+    if facts.judge_note:
+        lines.append(f"This judge is {facts.judge_note}.")
+    if facts.second_judge:
+        lines.append(f"The published suite was also judged by a second LLM "
+                     f"({facts.second_judge}); its gains are in no release of this repository.")
+    return lines
+
+
+# -- query instructions --------------------------------------------------------------------------
+def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: ReleaseDir) -> str | None:
+    """What the card says about query instructions: those the build recorded (carried in the
+    task file, so mteb applies them), else what the spec says of the upstream tasks."""
+    recorded = (read_manifest(rd.root).get("sources") or {}).get("instructions") or {}
+    version = (read_manifest(rd.root).get("sources") or {}).get("mteb")
+    with_column = [s for s in spec.subset_names if rd.has(s, "queries") and "instruction"
+                   in pq.read_schema(rd.root / subset_file(s, "queries")).names]
+    ship = ("`{subset}-queries` has an `instruction` column" if with_column
+            else "no `-instruction` config is shipped")
+    if recorded:
+        n = sum(1 for s in spec.subset_names if s in recorded)
+        of = f" (mteb {version})" if version else ""
+        return (f"**Query instructions.** Each query's instruction is its upstream mteb task's "
+                f"`prompt[\"query\"]`{of}, recorded at build time for {n} of "
+                f"{len(spec.subset_names)} subsets. The task file gives each task that prompt, "
+                f"so mteb applies it; {ship}.")
+    if facts.instructions.get("source") == "mteb":
+        checked = facts.instructions.get("checked")
+        count = f" (compared for all {checked} tasks of the published suite)" if checked else ""
+        return (f"**Query instructions.** The upstream mteb tasks define each query's "
+                f"instruction (`prompt[\"query\"]`){count}. This build recorded none, so its "
+                f"task file carries none; {ship}.")
+    return None
+
+
+# -- examples of the suite's quirks (from the data) ----------------------------------------------
+def copied_self_documents(rd: ReleaseDir) -> list[tuple[str, str, str]]:
+    """``(subset, query, document)`` of excluded documents filed under another id than the
+    query's own: copies of the query's text (e.g. NanoArguAna's self-arguments)."""
+    out = []
+    for s in rd.spec.subset_names:
+        if not rd.has(s, "excluded"):
+            continue
+        table = rd.table(s, "excluded")
+        for q, ids in zip(table["query-id"], table["excluded-corpus-ids"], strict=True):
+            out += [(s, str(q), str(d)) for d in (ids if ids is not None else []) if d != q]
+    return out
+
+
+def deep_queries(rd: ReleaseDir, positive: int) -> dict[str, list[str]]:
+    """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
+    out: dict[str, list[str]] = {}
+    for s in rd.spec.subset_names:
+        qrels = rd.table(s, "qrels", columns=["query-id", "score"])
+        counts = qrels[qrels["score"] >= positive].groupby("query-id").size()
+        deep = sorted(str(q) for q in counts[counts > rd.spec.pool.size].index)
+        if deep:
+            out[s] = deep
+    return out
+
+
+def example_text(pairs: list[tuple[str, str, str]]) -> str:
+    shown = ", ".join(f"`{q}` → `{d}`" for _s, q, d in pairs[:MAX_EXAMPLES])
+    more = f" and {len(pairs) - MAX_EXAMPLES} more" if len(pairs) > MAX_EXAMPLES else ""
+    return shown + more
+
+
+# -- relation to the paper -----------------------------------------------------------------------
+def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
+                   synthetic: bool) -> str:
+    """The *Relation to the paper* paragraph: the paper's release, and how the replayed cells
+    compare with the paper's printed table (``replayed``: ``{metric: DataFrame}`` of fractions,
+    under the paper's tie rule and view)."""
+    from rcp_data.scoring.compare import CellKey, TableSet, compare_tables, load_tables
+
+    rule = f"rule ({RULE_LETTERS[spec.paper_tie_rule]})"
+    if synthetic:
+        return ("**Relation to the paper.** This release is SYNTHETIC: its judge and rerankers "
+                "are generated, so none of its numbers is comparable with the paper's. "
+                + _paper_release_text(spec, history))
+    paper_file = resources.provenance_dir() / "paper_values.json"
+    boards = (read_json(paper_file).get("leaderboards") or {}) if paper_file.exists() else {}
+    if not spec.paper_key or spec.paper_key not in boards:
+        return ("**Relation to the paper.** The paper prints no leaderboard for this suite "
+                "(`rcp-data verify` compares what it does print). "
+                + _paper_release_text(spec, history))
+    cells = {}
+    for metric, table in replayed.items():
+        for model in table.index:
+            for col in table.columns:
+                value = table.at[model, col]
+                if pd.notna(value):
+                    cells[CellKey(metric, 10, spec.paper_tie_rule, spec.paper_view, str(model),
+                                  str(col))] = 100.0 * float(value)
+    mine = TableSet("replay", "replay", spec.name, cells, 0.0)
+    paper = load_tables(paper_file, spec)
+    rows = [r for r in compare_tables(mine, paper, spec).rows if r["tables"] is not None]
+    if not rows:
+        return ("**Relation to the paper.** No reranker of this release is in the paper's "
+                f"{spec.title} table. " + _paper_release_text(spec, history))
+    parts = []
+    for metric, label in (("qrel_ndcg", "qrel-nDCG@10"), ("rcp_ndcg", "RCP-nDCG@10")):
+        mrows = [r for r in rows if r["metric"] == metric]
+        if not mrows:
+            continue
+        body = [r for r in mrows if r["column"] != "mean"]
+        means = [r for r in mrows if r["column"] == "mean"]
+        same = [r for r in body if _prints_as(r)]
+        same_means = [r for r in means if _prints_as(r)]
+        text = (f"{label}: {len(same)} of {len(body)} cells and {len(same_means)} of "
+                f"{len(means)} means print as the paper's")
+        off = [r for r in mrows if not _prints_as(r)]
+        if off:
+            where = pd.Series([spec.column_label(r["column"]) if r["column"] != "mean"
+                               else "Mean" for r in off]).value_counts()
+            listed = ", ".join(f"{c} {n}" for c, n in where.items())
+            text += (f"; the others differ by at most "
+                     f"{max(abs(round(r['tables'], 1) - r['reference']) for r in off):.1f} "
+                     f"({listed})")
+        worst = max(abs(r["tables"] - r["reference"]) for r in mrows)
+        text += f"; the unrounded replay is at most {worst:.2f} points from the printed value"
+        parts.append(text)
+    return (f"**Relation to the paper.** Against the paper's {spec.title} table ({rule}, "
+            f"{len({r['model'] for r in rows})} rerankers): " + ". ".join(parts) + ". "
+            + _paper_release_text(spec, history))
+
+
+def _prints_as(row: dict) -> bool:
+    return abs(round(row["tables"], 1) - row["reference"]) < 1e-6
+
+
+def _paper_release_text(spec: SuiteSpec, history: History) -> str:
+    paper = history.paper
+    current = history.current
+    if not paper or current is None:
+        return "No release of this repository is recorded as the one the paper used."
+    number = paper.get("release")
+    rev = paper.get("revision")
+    text = f"The paper's tables were replayed from release {number}" + (
+        f" (commit `{rev}`)." if rev else ".")
+    if number is not None and current.release != number:
+        text += (f" This card is release {current.release}: {current.summary}".rstrip()
+                 if current.summary else f" This card is release {current.release}.")
+    return text
+
+
+# -- licence and citations -----------------------------------------------------------------------
+def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list[str]:
+    """Paragraphs of *Licence and attribution*."""
+    lines = []
+    up = facts.upstream
+    if spec.synthetic or not up:
+        lines.append(f"Licence: `{spec.license}`. The data is SYNTHETIC and derives from no "
+                     "upstream dataset.")
+    else:
+        restricted = [f"{r['source']} ({', '.join(f'`{s}`' for s in r.get('subsets', []))}) "
+                      f"is licensed for {r['terms']}" for r in up.get("restricted", [])]
+        text = (f"Licence: `{spec.license}`. The data derives from {up['name']}, declared "
+                f"{up['license']} in {up['declared_in']}. The original sources keep their "
+                "own terms, which can be narrower")
+        text += (": " + "; ".join(restricted) + "." if restricted else ".")
+        text += (" Corpus, queries and labels are redistributed unchanged at the pinned "
+                 "upstream revisions. Check the upstream terms before any commercial use.")
+        lines.append(text)
+        if synthetic:
+            lines.append("In this SYNTHETIC build the judge outputs and reranker scores are "
+                         "generated; the upstream terms apply to the upstream data it holds.")
+        else:
+            lines.append("The `provenance-runs` scores come from third-party reranker models "
+                         "and APIs, and the gains from an LLM judge's outputs, so those "
+                         "providers' terms apply as well.")
+    cite = "Please cite RCP-nDCG ([arXiv:2609.35739](https://arxiv.org/abs/2609.35739))"
+    if facts.citations and not spec.synthetic:
+        cite += " together with MTEB and the upstream datasets" if any(
+            "mteb" in k for k in facts.citations) else " together with the upstream datasets"
+    lines.append(cite + ":")
+    return lines
+
+
+def citation_text(facts: CardFacts, spec: SuiteSpec) -> str:
+    """The BibTeX block: RCP-nDCG, then the spec's upstream entries."""
+    text = template_text("rcp_citation.bib").strip()
+    if spec.synthetic:
+        return text + "\n"
+    entries = bib_entries()
+    missing = [k for k in facts.citations if k not in entries]
+    if missing:
+        raise InputError(f"no BibTeX entry {missing[0]!r} in templates/citations.bib",
+                         path=spec.path, field="card.citations")
+    return "\n\n".join([text, *(entries[k] for k in facts.citations)]) + "\n"
+
+
+def bib_entries() -> dict[str, str]:
+    """``{key: entry}`` of ``templates/citations.bib``."""
+    text = template_text("citations.bib")
+    out = {}
+    for chunk in re.split(r"\n(?=@)", text.strip()):
+        m = re.match(r"@\w+\{([^,]+),", chunk)
+        if m:
+            out[m.group(1)] = chunk.strip()
+    return out
+
+
+__all__ = ["CardFacts", "Retriever", "bib_entries", "citation_text", "copied_self_documents",
+           "deep_queries", "example_text", "first_stage_step", "instruction_line",
+           "judge_lines", "licence_lines", "paper_relation"]

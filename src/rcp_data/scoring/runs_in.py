@@ -1,0 +1,120 @@
+"""Reading a user's ranking: a TREC run file, a parquet table or mteb's saved predictions.
+
+Every reader returns one long table ``query-id, corpus-id, score`` (strings, strings, float64)
+with an optional ``subset`` column (mteb predictions name their subset; a parquet table may):
+
+- TREC run file: ``qid Q0 docid rank score [tag]`` per line (the project's one run parser);
+- parquet: columns ``query-id``, ``corpus-id``, ``score`` and optionally ``subset``;
+- mteb's prediction folder (``mteb.evaluate(..., prediction_folder=DIR)``): every
+  ``*_predictions.json`` in it, ``{hf_subset: {split: {query-id: {corpus-id: score}}}}``; only
+  the release's split is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from rcp_data.core.errors import InputError
+from rcp_data.core.io import read_parquet
+from rcp_data.stages.judge import read_run_file
+
+COLUMNS = ["query-id", "corpus-id", "score"]
+PREDICTIONS_GLOB = "*_predictions.json"
+
+
+def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
+    """The ranking in ``path`` (file or mteb prediction folder) as a long table."""
+    path = Path(path)
+    if path.is_dir():
+        return read_mteb_predictions(path, split=split)
+    if not path.exists():
+        raise InputError("run not found (a TREC run file, a parquet table or an mteb "
+                         "prediction folder)", path=str(path))
+    if path.suffix == ".parquet":
+        return _read_parquet_run(path)
+    if path.suffix == ".json":
+        return read_mteb_predictions(path, split=split)
+    frame = read_run_file(path)
+    return _clean(frame[COLUMNS], str(path))
+
+
+def _read_parquet_run(path: Path) -> pd.DataFrame:
+    table = read_parquet(path, required=COLUMNS, what="a run (query-id, corpus-id, score)")
+    keep = COLUMNS + (["subset"] if "subset" in table.column_names else [])
+    frame = table.select(keep).to_pandas()
+    return _clean(frame, str(path))
+
+
+def _clean(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """String ids, finite float scores, no null."""
+    for col in frame.columns:
+        if frame[col].isna().any():
+            row = int(frame[col].isna().to_numpy().nonzero()[0][0])
+            raise InputError("null value", path=source, row=row + 1, field=col)
+    out = frame.astype({"query-id": str, "corpus-id": str})
+    if "subset" in out.columns:
+        out["subset"] = out["subset"].astype(str)
+    try:
+        out["score"] = out["score"].astype("float64")
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"scores are not numbers ({exc})", path=source, field="score") from exc
+    bad = ~out["score"].map(math.isfinite)
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(f"score {float(out['score'].iloc[row])} is not finite", path=source,
+                         row=row + 1, field="score")
+    return out.reset_index(drop=True)
+
+
+def prediction_files(path: Path) -> list[Path]:
+    """The mteb prediction files of a folder (or the one file given)."""
+    if path.is_file():
+        return [path]
+    files = sorted(path.glob(PREDICTIONS_GLOB))
+    if not files:
+        raise InputError(f"no mteb prediction file ({PREDICTIONS_GLOB}) in the folder; save "
+                         "them with mteb.evaluate(..., prediction_folder=DIR)", path=str(path))
+    return files
+
+
+def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
+    """mteb's saved predictions: one row per (subset, query, document) of ``split``."""
+    frames = []
+    seen: dict[str, Path] = {}
+    for file in prediction_files(Path(path)):
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"not an mteb prediction file ({exc})", path=str(file)) from exc
+        if not isinstance(data, dict):
+            raise InputError("not an mteb prediction file (no JSON object)", path=str(file))
+        for subset, splits in data.items():
+            if subset == "mteb_model_meta" or not isinstance(splits, dict):
+                continue
+            part = split if split else (next(iter(splits)) if len(splits) == 1 else None)
+            if part not in splits:
+                continue
+            if subset in seen:
+                raise InputError(f"subset {subset!r} is predicted in two files ({seen[subset]} "
+                                 "and this one); score them as two runs", path=str(file))
+            seen[subset] = file
+            rows = [(q, d, s) for q, docs in splits[part].items() for d, s in docs.items()]
+            frame = pd.DataFrame(rows, columns=COLUMNS)
+            frame.insert(0, "subset", subset)
+            frames.append(_clean(frame, str(file)))
+    if not frames:
+        raise InputError(f"the predictions hold no subset with split {split!r}", path=str(path))
+    return pd.concat(frames, ignore_index=True)
+
+
+def default_name(path: str | Path) -> str:
+    """A run's default name: its file stem (a prediction folder: the folder's name)."""
+    p = Path(path)
+    return p.name if p.is_dir() else p.stem
+
+
+__all__ = ["default_name", "read_mteb_predictions", "read_ranking"]
