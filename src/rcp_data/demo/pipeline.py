@@ -7,6 +7,10 @@
 5. list the releases (Hub refs beside releases.json), verify both releases by tag;
 6. stop the Hub.
 
+Everything is written to a temporary folder beside ``out`` and moved into place at the end
+(:func:`rcp_data.core.outputs.output_dir`): ``out`` must be new or empty, or a demo folder
+written earlier (its ``demo.json``) and ``force`` given.
+
 Every step reaches the embedded Hub through one :class:`HubClient` (no token is sent to it;
 downloads go under the output folder); the environment is left as it is.
 """
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +61,7 @@ def build_demo_releases(out: Path, *, date: str | None = None
     inputs = out / "inputs"
     make_demo_release(v1, work=inputs)
     prepare_release(v1, spec, DEMO_REPO, date=date)
-    print(f"built SYNTHETIC demo release 1 into {v1}")
+    print(f"built SYNTHETIC demo release 1 ({v1.name})")
 
     def build_v2(previous_sha: str) -> Path:
         cal = refit(inputs)
@@ -69,24 +72,34 @@ def build_demo_releases(out: Path, *, date: str | None = None
                             summary="SYNTHETIC demo data. Recalibration: the same verdicts "
                             "refitted (2PL MAP with the Stage A scores); new thetas and gains.")
         diff = diff_releases(v1, v2, spec)
-        print(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
+        print(f"built SYNTHETIC demo release 2 ({v2.name}): {diff.text()}")
         return v2
 
     return v1, build_v2
 
 
-def run_demo(out: Path) -> int:
+def run_demo(out: Path, *, force: bool = False) -> int:
     """The README's main command. Returns the exit code (0: everything verified)."""
-    from rcp_data.hub.server import LocalHub
+    from rcp_data.core.io import write_json
+    from rcp_data.core.outputs import DEMO, output_dir
 
     out = Path(out).resolve()
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    with output_dir(out, DEMO, force=force) as work:
+        write_json({"schema": DEMO.schema, "synthetic": True,
+                    "what": "rcp-data demo: SYNTHETIC releases, builder inputs, local Hub"},
+                   work / DEMO.manifest)
+        code = _run_demo(work)
+    print(f"wrote {out} (releases, builder inputs, the local Hub's repositories)")
+    return code
+
+
+def _run_demo(out: Path) -> int:
+    from rcp_data.hub.server import LocalHub
+
     hub = LocalHub(out / "hub")
     url = hub.start()
     client = HubClient(endpoint=url, token=False, cache_dir=out / "verify-cache")
-    print(f"started the local Hub at {url} (data in {out / 'hub'})")
+    print(f"started the local Hub at {url}")
     try:
         from rcp_data.release.publish import publish
         from rcp_data.release.refs import list_releases, render_listing
