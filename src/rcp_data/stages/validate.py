@@ -86,6 +86,11 @@ def check_numbers(frame: pd.DataFrame, col: str, path: str, *, nulls: bool = Fal
     """Column ``col`` holds numbers (not text or booleans), each finite (null only if
     ``nulls``)."""
     values = frame[col]
+    if len(values) and values.isna().all():   # an all-null column reads back untyped
+        if nulls:
+            return
+        raise InputError(f"{col} null is not a finite number", path=path,
+                         row=file_row(frame, 0), field=col)
     if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
         kinds = sorted({type(v).__name__ for v in values.head(1000)})
         raise SchemaError(f"column {col!r} holds {'/'.join(kinds) or values.dtype} values, "
