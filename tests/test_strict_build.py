@@ -381,3 +381,19 @@ def test_a_spec_without_grades_cannot_build(inputs, tmp_path, capsys, monkeypatc
         f"rcp-data build: error: {builders / 'demo.toml'}, field 'grades': the suite spec "
         "declares no grade range ([source] grades = [lowest, highest])\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_all_null_theta_bt_is_allowed_an_all_null_theta_is_not(tmp_path):
+    from rcp_data.core.errors import InputError
+    from rcp_data.stages.validate import check_thetas
+
+    path = tmp_path / "thetas.parquet"
+    frame = pd.DataFrame({"query-id": ["q1", "q2"], "corpus-id": ["d1", "d1"],
+                          "theta": [0.5, -1.0], "theta_bt": [None, None]})
+    _write(frame, path)
+    check_thetas(_table(path), str(path))                 # theta_bt may be null throughout
+    _write(frame.assign(theta=None), path)
+    with pytest.raises(InputError) as err:
+        check_thetas(_table(path), str(path))
+    assert err.value.message == (f"{path}, row 1, field 'theta': theta null is not a finite "
+                                 "number")
