@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rcp-data demo --out demo-out
+	$(BIN)/rcp-data demo --out demo-out --force
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests builders bench

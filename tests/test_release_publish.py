@@ -221,16 +221,77 @@ def test_tag_on_another_commit_is_refused(tmp_path, api, hub_repo, capsys):
     assert _state(api, hub_repo) == before
 
 
-def test_noop_commit_never_tags_the_old_commit(tmp_path, api, hub_repo, capsys):
+def test_rerun_finishes_a_publish_killed_between_commit_and_tag(tmp_path, api, hub_repo, capsys):
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     assert _publish_cli(v1, hub_repo, "--create-repo") == 0
-    # simulate a publisher that died between its commit and its tag
+    # a publisher that died between its commit and its tag
     api.delete_tag(hub_repo, tag=TAG1, repo_type="dataset")
+    commits, branches, tags = _state(api, hub_repo)
+    assert tags == {}
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 0
+    assert capsys.readouterr().out == (
+        f"{hub_repo}: tagged release 1 as {TAG1} at {commits[0]} (the commit of an earlier, "
+        "interrupted publish of this release)\n")
+    assert _state(api, hub_repo) == (commits, branches, {TAG1: commits[0]})  # no new commit
+
+
+def test_identical_files_committed_by_someone_else_are_never_tagged(tmp_path, api, hub_repo,
+                                                                     capsys):
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    api.create_repo(hub_repo, repo_type="dataset")
+    api.upload_folder(repo_id=hub_repo, folder_path=str(v1), repo_type="dataset",
+                      commit_message="someone's own upload of the same files")
     before = _state(api, hub_repo)
     capsys.readouterr()
     assert _publish_cli(v1, hub_repo) == 1
     assert "nothing to commit" in capsys.readouterr().err
     assert _state(api, hub_repo) == before and before[2] == {}
+
+
+def test_branch_moved_between_plan_and_commit_is_refused(tmp_path, api, client, hub_repo,
+                                                         capsys, monkeypatch):
+    """Without --parent-commit the publisher still commits on the head its plan read: another
+    writer moving the branch in between gets a 412 refusal (exit 1), never an overwrite."""
+    import rcp_data.release.publish as publish_module
+
+    api.create_repo(hub_repo, repo_type="dataset")
+    head = _state(api, hub_repo)[1]["main"]
+    real = publish_module.execute_plan
+
+    def other_writer_first(plan, client=None):
+        assert plan.parent == head                   # the plan was made against the head
+        api.upload_file(path_or_fileobj=b"SYNTHETIC: another writer's file",
+                        path_in_repo="notes/theirs.txt", repo_id=hub_repo,
+                        repo_type="dataset", commit_message="another writer")
+        return real(plan, client)
+
+    monkeypatch.setattr(publish_module, "execute_plan", other_writer_first)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo) == 1
+    err = capsys.readouterr().err
+    assert err == (f"rcp-data release: error: commit on branch main of {hub_repo} with parent "
+                   f"{head}: the branch moved since its head was read, or the given parent is "
+                   "not its head; the Hub refused the commit (412). Nothing was committed or "
+                   "tagged\n")
+    commits, branches, tags = _state(api, hub_repo)
+    assert len(commits) == 2 and commits[1] == head and tags == {}
+    files = set(api.list_repo_files(hub_repo, repo_type="dataset"))
+    assert "notes/theirs.txt" in files and "README.md" not in files   # theirs kept, none of ours
+
+
+def test_publish_never_commits_without_a_parent(tmp_path, api, hub_repo, capsys):
+    api.create_repo(hub_repo, repo_type="dataset")
+    before = _state(api, hub_repo)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo, "--branch", "nowhere") == 2
+    assert capsys.readouterr().err == (
+        f"rcp-data release: error: dataset repo {hub_repo} has no branch 'nowhere' (or it has no "
+        "commit); the publisher commits only on top of a known head. Nothing was committed or "
+        "tagged\n")
+    assert _state(api, hub_repo) == before
 
 
 @pytest.mark.parametrize("damage", ["missing-config-file", "gain-not-link-of-theta"])

@@ -129,6 +129,61 @@ def test_non_integer_grade_names_file_and_line(spec, staged, tmp_path):
         qrels.write_bytes(original)
 
 
+def _cli_build_with_qrels(inputs_dir, tmp_path, capsys, year: int, content: bytes
+                          ) -> tuple[int, str, Path]:
+    """``rcp-data build trecdl`` with year ``year``'s NIST qrels file replaced by ``content``
+    (restored afterwards); returns the exit code, stderr and the qrels path."""
+    from rcp_data.cli import main
+    from rcp_data.sources.trecdl import msmarco_dir
+
+    qrels = msmarco_dir() / f"trec-dl-{year}" / "qrels"
+    original = qrels.read_bytes()
+    out = tmp_path / "out"
+    capsys.readouterr()
+    try:
+        qrels.write_bytes(content)
+        code = main(["-q", "build", "trecdl", "--inputs", str(inputs_dir[0]), "--out", str(out)])
+    finally:
+        qrels.write_bytes(original)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err.split("\r")[-1], qrels  # the line after the progress bars
+
+
+def test_grade_1_5_is_reported_as_the_qrels_line_not_the_queries(staged, inputs_dir, tmp_path,
+                                                                   capsys):
+    """ir_datasets reads a year's judged queries through its qrels: the qrels file is checked
+    first, so a grade 1.5 names the qrels file and line (it once read 'could not read the
+    queries')."""
+    from rcp_data.sources.trecdl import msmarco_dir
+
+    lines = (msmarco_dir() / "trec-dl-2019" / "qrels").read_bytes().split(b"\n")
+    lines[9] = lines[9].rsplit(b" ", 1)[0] + b" 1.5"
+    code, err, qrels = _cli_build_with_qrels(inputs_dir, tmp_path, capsys, 2019,
+                                             b"\n".join(lines))
+    assert (code, err) == (2, f"rcp-data build: error: {qrels}, row 10, field 'grade': grade "
+                              "'1.5' is not an integer\n")
+
+
+def test_empty_qrels_file_is_an_error(staged, inputs_dir, tmp_path, capsys):
+    code, err, qrels = _cli_build_with_qrels(inputs_dir, tmp_path, capsys, 2020, b"")
+    assert (code, err) == (2, f"rcp-data build: error: {qrels}: the qrels file holds no "
+                              "judgements\n")
+
+
+def test_non_utf8_qrels_file_names_its_line(staged, inputs_dir, tmp_path, capsys):
+    from rcp_data.sources.trecdl import msmarco_dir
+
+    lines = (msmarco_dir() / "trec-dl-2020" / "qrels").read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b" 0 ", b" \xe9 ", 1)
+    code, err, qrels = _cli_build_with_qrels(inputs_dir, tmp_path, capsys, 2020,
+                                             b"\n".join(lines))
+    at = lines[3].index(b"\xe9")
+    assert (code, err) == (2, f"rcp-data build: error: {qrels}, row 4: not UTF-8 text "
+                              f"(invalid continuation byte at byte {at})\n")
+
+
 def test_unmarked_collection_is_refused_not_deleted(spec, staged):
     from rcp_data.sources.trecdl import msmarco_dir, read_suite, stage_collection
 

@@ -5,14 +5,23 @@ which adds its parser and sets ``func`` (taking the parsed args, returning an ex
 The one Hub client of the run is built here, from the environment (``$HF_ENDPOINT``, the
 token's usual places, ``--cache-dir`` where a command has it), and handed to the commands as
 ``args.hub_client``.
+
+:func:`main` is the one error boundary: every failure of a command becomes one line on stderr,
+``rcp-data <command>: error: <message>``, and the exit code of :data:`EXIT_CODES` (``-v`` adds
+the traceback). A stdout whose reader has gone (``rcp-data verify ... | head``) swallows the
+rest of the output quietly and the command ends with its own code.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
-import logging
+import io
+import os
 import sys
+import traceback
+from collections.abc import Iterator
 
 from rcp_data import __version__
 from rcp_data.cli.extras import MissingExtra, extra_of
@@ -67,23 +76,90 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    args.hub_client = HubClient.from_env(cache_dir=getattr(args, "cache_dir", None))
+    with _quiet_when_stdout_closes():
+        return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed command; every failure becomes one line on stderr and its exit code."""
     try:
+        args.hub_client = HubClient.from_env(cache_dir=getattr(args, "cache_dir", None))
         return int(args.func(args) or 0)
-    except RcpDataError as exc:
-        print(f"rcp-data {args.command}: error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except ModuleNotFoundError as exc:
-        extra = extra_of(exc.name)
-        if extra is None:
-            raise
-        logging.getLogger(__name__).debug("missing module", exc_info=True)
-        print(f"rcp-data {args.command}: error: {MissingExtra(extra, exc.name).message}",
-              file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"rcp-data {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the one error boundary: no traceback unless -v
+        code, message = describe_error(exc)
+        if args.verbose:
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f"rcp-data {args.command}: error: {message}", file=sys.stderr)
+        return code
+
+
+def describe_error(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one-line message of a failure."""
+    if isinstance(exc, RcpDataError):
+        code, message = exc.exit_code, exc.message
+    elif isinstance(exc, ModuleNotFoundError) and extra_of(exc.name) is not None:
+        code, message = 2, MissingExtra(extra_of(exc.name) or "", exc.name or "").message
+    elif isinstance(exc, OSError):
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f)
+        code, message = 2, f"{exc.strerror or exc}{f': {where}' if where else ''}"
+    elif isinstance(exc, MemoryError):
+        code, message = 2, "out of memory"
+    else:
+        code, message = 2, (f"unexpected {type(exc).__name__}: {exc} (this is a bug; run with "
+                            "-v for the traceback and report it)")
+    return code, " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
+class _QuietStdout:
+    """``sys.stdout`` for one command: once its reader is gone (EPIPE), output is dropped.
+
+    The descriptor is pointed at /dev/null so that the interpreter's last flush cannot fail
+    either; the command goes on and ends with its own exit code.
+    """
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.reader_gone = True
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _quiet_when_stdout_closes() -> Iterator[None]:
+    stream = sys.stdout
+    sys.stdout = _QuietStdout(stream)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _QuietStdout):
+            sys.stdout.flush()
+        sys.stdout = stream
 
 
 if __name__ == "__main__":

@@ -16,13 +16,15 @@ import argparse
 import logging
 import sys
 
-EXIT_CODES = """\
-exit codes:
-  0    done (verify: every check passed)
-  1    a check failed, or an operation was refused (a moved branch, a failing release)
-  2    the command could not run: bad usage or input, a missing extra, the Hub unreachable
-  130  interrupted
-"""
+EXIT_CODES = """exit codes:
+  0    it ran, and every check it made passed
+  1    a check failed, or an operation was refused on purpose (e.g. the Hub branch moved
+       since the publish was planned, a tag exists elsewhere, a release fails verification)
+  2    it could not run: bad input or usage (each named by file, row and field where it has
+       them), an output that would overwrite user data, a file or the Hub unreachable
+  130  interrupted (Ctrl-C)
+Errors are one line on stderr ('rcp-data COMMAND: error: ...'); -v adds the traceback. A
+closed stdout (e.g. '| head') ends the output quietly; the code is the command's own."""
 NOISY_LOGGERS = ("httpx", "httpcore", "urllib3", "filelock", "fsspec")
 
 

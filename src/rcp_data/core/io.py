@@ -2,7 +2,8 @@
 
 Every write here is atomic: the content goes to a temporary file (or folder) beside the target
 and is renamed into place only when complete, so a reader never sees half a file and an error
-leaves the target as it was and no temporary behind.
+leaves the target as it was and no temporary behind. A temporary carries its writer's pid, so
+what a killed writer left is removed by the next writer of the same target.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,10 +61,70 @@ def write_json(data: object, path: str | Path) -> None:
 
 
 # -- atomic writes -------------------------------------------------------------------------------
+# A temporary beside ``target`` is named ``.<target name>.tmp-<pid>-<random>[suffix]``; a target
+# being replaced is parked as ``.<target name>.old-<pid>-<random>`` for the instant of the swap.
+# The writer's pid in the name lets the next writer of the same target tell what a killed run
+# left behind (:func:`clean_stale_temporaries`).
+def _beside(target: Path, kind: str, suffix: str = "") -> Path:
+    return target.with_name(f".{target.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}{suffix}")
+
+
+def _leftover_pattern(target: Path) -> re.Pattern[str]:
+    return re.compile(rf"^\.{re.escape(target.name)}\.(tmp|old)-(\d+)-[0-9a-f]{{8}}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (this process counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True          # someone else's process
+    except (OverflowError, ValueError, OSError):
+        return False         # not a pid this machine can have
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def clean_stale_temporaries(target: str | Path) -> list[Path]:
+    """Remove what a killed writer of ``target`` left beside it; return what was removed.
+
+    Temporaries (``.<name>.tmp-<pid>-*``) whose writer is no longer running are deleted. A
+    parked old target (``.<name>.old-<pid>-*``, the writer killed mid-swap) is moved back when
+    ``target`` is missing, else deleted. Anything of a live writer is left alone.
+    """
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    pattern = _leftover_pattern(target)
+    removed = []
+    for entry in sorted(target.parent.iterdir()):
+        m = pattern.match(entry.name)
+        if not m or pid_alive(int(m.group(2))):
+            continue
+        if m.group(1) == "old" and not os.path.lexists(target):
+            os.replace(entry, target)
+            log.warning("restored %s from %s (its writer was killed mid-swap)", target, entry)
+            continue
+        _remove(entry)
+        removed.append(entry)
+        log.info("removed %s (left by a writer that is no longer running)", entry)
+    return removed
+
+
 def _temp_file_beside(target: Path, suffix: str) -> Path:
     """Create an empty, unique hidden file beside ``target`` (mode as the umask allows)."""
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp{suffix}")
+        tmp = _beside(target, "tmp", suffix)
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except FileExistsError:
@@ -78,10 +139,12 @@ def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
 
     Whatever the block writes to the path (any writer: text, bytes, parquet, a copy) replaces
     ``target`` in one rename; on any error the temporary is removed and ``target`` is untouched.
-    ``suffix`` ends the temporary name (for writers that go by the extension).
+    ``suffix`` ends the temporary name (for writers that go by the extension). Temporaries a
+    killed writer left beside ``target`` are removed first (:func:`clean_stale_temporaries`).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temporaries(target)
     tmp = _temp_file_beside(target, suffix)
     try:
         yield tmp
@@ -105,24 +168,39 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary directory beside ``target``; move it into place only on success.
 
-    On any error the temporary directory is removed and ``target`` is left as it was.
+    The temporary is ``.<name>.tmp-<pid>-<random>``: on any error (also an error of the final
+    move) it is removed and ``target`` is left as it was; after a kill, the next writer of
+    ``target`` removes it (:func:`clean_stale_temporaries`). An existing ``target`` is replaced:
+    callers decide whether it may be (:mod:`rcp_data.core.outputs`).
     """
     target = Path(target).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    clean_stale_temporaries(target)
+    tmp = _beside(target, "tmp")
+    tmp.mkdir()
     try:
         yield tmp
+        _swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
     log.info("wrote %s", target)
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` onto ``target``; an existing target is parked, then deleted."""
+    old = None
+    if os.path.lexists(target):
+        old = _beside(target, "old")
+        os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        _remove(old)
 
 
 # -- parquet -------------------------------------------------------------------------------------
@@ -224,6 +302,7 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
 
 __all__ = [
     "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text", "check_schema",
+    "clean_stale_temporaries", "pid_alive",
     "dumps_json", "loads_json", "read_json", "read_parquet", "read_parquet_schema",
     "SchemaDiff", "schema_diff",
     "types_compatible", "write_json",

@@ -95,6 +95,7 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 # Paths of the top-level release files.
 RELEASES_JSON = "provenance/releases.json"
 BUILD_MANIFEST = "provenance/build_manifest.json"
+MANIFEST_SCHEMA = "rcp-data.build-manifest/1"   # the build manifest's "schema"
 TASK_FILE = "rcp_ndcg_tasks.py"
 CARD_FILE = "README.md"
 

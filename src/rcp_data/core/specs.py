@@ -137,6 +137,24 @@ class SuiteSpec:
         """Hub model id of a short name or hub id."""
         return self.rerankers.get(name, name)
 
+    # -- upstream data ---------------------------------------------------------------------
+    @property
+    def grades(self) -> tuple[int, int]:
+        """The range of the upstream grades, ``[source] grades = [lowest, highest]``."""
+        if "grades" not in self.source:
+            raise InputError("the suite spec declares no grade range ([source] grades = "
+                             "[lowest, highest])", path=self.path, field="grades")
+        return _grade_range(self.source["grades"], self.path)
+
+    def allows_empty_documents(self, subset: str) -> bool:
+        """Whether documents of ``subset`` may have empty text upstream: ``[source]
+        allow_empty_documents`` is true (every subset) or lists subset or domain names."""
+        allowed = self.source.get("allow_empty_documents", False)
+        if isinstance(allowed, bool):
+            return allowed
+        sub = self.subset(subset)
+        return sub.name in allowed or (sub.domain is not None and sub.domain in allowed)
+
     # -- layout --------------------------------------------------------------------------
     def provenance_split(self, subset: str) -> str:
         if self.corpus.provenance_split == "domain":
@@ -219,6 +237,31 @@ def _merged(base: dict, over: dict) -> dict:
     return out
 
 
+def _grade_range(raw: object, path: str) -> tuple[int, int]:
+    ok = (isinstance(raw, list) and len(raw) == 2
+          and all(isinstance(g, int) and not isinstance(g, bool) for g in raw) and raw[0] <= raw[1])
+    if not ok:
+        raise InputError(f"[source] grades must be [lowest, highest] integers, got {raw!r}",
+                         path=path, field="grades")
+    return raw[0], raw[1]
+
+
+def _check_source(source: dict, names: set[str], path: str) -> None:
+    """The ``[source]`` keys every stage relies on, checked when the spec is read."""
+    if "grades" in source:
+        _grade_range(source["grades"], path)
+    allowed = source.get("allow_empty_documents", False)
+    if isinstance(allowed, bool):
+        return
+    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
+        raise InputError("[source] allow_empty_documents must be true, false or a list of "
+                         "subset or domain names", path=path, field="allow_empty_documents")
+    unknown = sorted(set(allowed) - names)
+    if unknown:
+        raise InputError(f"[source] allow_empty_documents names unknown subsets {unknown}",
+                         path=path, field="allow_empty_documents")
+
+
 def _tuple(v) -> tuple:
     return tuple(v) if isinstance(v, list) else v
 
@@ -269,12 +312,14 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         raise InputError(
             f"paper_tie_rule must be one of {TIE_RULES}", path=str(path), field="paper_tie_rule"
         )
+    source = dict(raw.get("source", {}))
+    _check_source(source, {s.name for s in subsets} | {d.name for d in domains}, str(path))
     return SuiteSpec(
         subsets=subsets,
         rerankers=rerankers,
         pool=pool,
         corpus=corpus,
-        source=dict(raw.get("source", {})),
+        source=source,
         upstream=dict(raw.get("upstream", {})),
         card=card,
         domains=domains,

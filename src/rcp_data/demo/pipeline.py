@@ -7,6 +7,10 @@
 5. list the releases (Hub refs beside releases.json), verify both releases by tag;
 6. stop the Hub.
 
+Everything is written to a temporary folder beside ``out`` and moved into place at the end
+(:func:`rcp_data.core.outputs.output_dir`): ``out`` must be new or empty, or a demo folder
+written earlier (its ``demo.json``) and ``force`` given.
+
 Every step reaches the embedded Hub through one :class:`HubClient` (no token is sent to it;
 downloads go under the output folder); the environment is left as it is.
 """
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,15 +79,25 @@ def build_demo_releases(out: Path, *, date: str | None = None,
     return v1, build_v2
 
 
-def run_demo(out: Path, *, say: Callable[[str], None] = print) -> int:
+def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = print) -> int:
     """The README's main command. Returns the exit code (0: everything verified); ``say``
     prints each status line (the CLI passes one that ``-q`` silences)."""
-    from rcp_data.hub.server import LocalHub
+    from rcp_data.core.io import write_json
+    from rcp_data.core.outputs import DEMO, output_dir
 
     out = Path(out).resolve()
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    with output_dir(out, DEMO, force=force) as work:
+        write_json({"schema": DEMO.schema, "synthetic": True,
+                    "what": "rcp-data demo: SYNTHETIC releases, builder inputs, local Hub"},
+                   work / DEMO.manifest)
+        code = _run_demo(work, say)
+    say(f"wrote {out} (releases, builder inputs, the local Hub's repositories)")
+    return code
+
+
+def _run_demo(out: Path, say: Callable[[str], None]) -> int:
+    from rcp_data.hub.server import LocalHub
+
     hub = LocalHub(out / "hub")
     url = hub.start()
     client = HubClient(endpoint=url, token=False, cache_dir=out / "verify-cache")

@@ -102,8 +102,11 @@ def make_sources(spec: SuiteSpec | None = None, seed: int = SEED) -> tuple[Suite
             ["query-id", "corpus-id"], kind="stable").reset_index(drop=True)
         corpus = pd.DataFrame({"id": dids, "title": "", "text": texts})
         queries = pd.DataFrame({"id": qids, "text": qtexts})
-        subsets[sub.name] = SubsetSource(sub.name, CorpusReader.from_frame(corpus), queries, qrels,
-                                         excluded, notes={"synthetic": True})
+        where = f"the SYNTHETIC {{}} of demo subset {sub.name}"
+        subsets[sub.name] = SubsetSource(
+            sub.name, CorpusReader.from_frame(corpus, source=where.format("corpus")), queries,
+            qrels, excluded, notes={"synthetic": True},
+            origins={t: where.format(t) for t in ("queries", "qrels", "excluded")})
         latents[sub.name] = DemoLatent(qids, dids, rel)
     facts = {"synthetic": True, "generator": "rcp_data.demo.suite", "seed": seed}
     return SuiteSource(spec.name, subsets, facts), latents

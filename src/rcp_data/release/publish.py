@@ -5,10 +5,14 @@ Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``)
 1. Check the release directory (``check.py``); refuse before any upload if it fails.
 2. Read the branch head and the tags; build an explicit operation list against that head:
    an add for every release file, a delete for every file on the branch the release lacks.
-3. ONE ``create_commit`` with ``parent_commit`` = that head (optimistic concurrency: a branch
-   that moved meanwhile answers 412 and nothing is committed).
+3. ONE ``create_commit`` with ``parent_commit`` = that head, always: the ``--parent-commit``
+   given, else the head read in step 2 (optimistic concurrency: a branch that moved meanwhile
+   answers 412, exit 1, and nothing is committed). A branch without a head is refused, so no
+   commit is ever made without a parent to check.
 4. ``create_tag("v<N>-<judge slug>", revision=<that commit>)`` without ``exist_ok``; a 409 is
-   accepted only if the tag already points at this very commit.
+   accepted only if the tag already points at this very commit. A run killed between commit
+   and tag is finished by the next run: a branch head that is this publisher's own commit of
+   exactly this release (its message names the release and a publish run) is tagged.
 
 It never force-pushes, squashes, deletes or moves a tag. Re-running a published release changes
 nothing and succeeds. The Hub is the :class:`HubClient` passed in (default: built from the
@@ -122,6 +126,7 @@ class PublishPlan:
     changed: list[str]
     deleted: list[str]
     already_tagged: str | None = None   # the commit the tag names, when already published
+    resume: str | None = None           # this release's own untagged commit (a killed run)
     endpoint: str = ""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -214,6 +219,10 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
     heads = {b.name: b.target_commit for b in refs.branches}
     tags = {t.name: t.target_commit for t in refs.tags}
     head = heads.get(branch)
+    if head is None:
+        raise UsageError(f"dataset repo {repo} has no branch {branch!r} (or it has no commit); "
+                         "the publisher commits only on top of a known head. Nothing was "
+                         "committed or tagged")
     if parent_commit and not same_commit(parent_commit, head):
         raise RefusedError(f"branch {branch} is at {head}, not at the expected parent "
                            f"{parent_commit}: it moved; nothing was committed or tagged")
@@ -236,6 +245,10 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
                 "Nothing was committed or tagged")
         plan.already_tagged = target
         return plan
+    if plan.noop and _own_commit_of(api, plan, head):
+        plan.already_tagged = None
+        plan.resume = head
+        return plan
     if plan.noop:
         raise RefusedError(
             f"nothing to commit: branch {branch} at {head} already holds exactly these files, "
@@ -255,6 +268,13 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
         log.info(msg)
         return PublishResult("already-published", plan.repo, plan.tag, plan.already_tagged,
                              plan.parent, messages=[msg])
+    if plan.resume:
+        _tag(client, plan, plan.resume)
+        msg = (f"{plan.repo}: tagged release {rel.release} as {plan.tag} at {plan.resume} "
+               "(the commit of an earlier, interrupted publish of this release)")
+        log.info(msg)
+        return PublishResult("published", plan.repo, plan.tag, plan.resume, plan.parent,
+                             messages=[msg])
     log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
              plan.repo, rel.release, plan.endpoint, plan.branch, len(plan.changed),
              len(plan.deleted), plan.parent)
@@ -262,7 +282,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
                    "provenance/releases.json gives this release \"revision\": null, meaning "
                    f"this commit.\n\npublish run: {plan.run_id}").strip()
     commit = client.commit(plan.repo, plan.operations(), branch=plan.branch, parent=plan.parent,
-                           message=f"Release {rel.release} ({plan.tag})",
+                           message=commit_title(rel),
                            description=description)
     with client.errors(f"checking commit {commit} of {plan.repo}"):
         _check_own_commit(client.api, plan, commit)
@@ -271,6 +291,19 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
     log.info(msg)
     return PublishResult("published", plan.repo, plan.tag, commit, plan.parent,
                          changed=len(plan.changed), deleted=len(plan.deleted), messages=[msg])
+
+
+def commit_title(release: Release) -> str:
+    """The title of the commit that publishes ``release``."""
+    return f"Release {release.release} ({release.tag})"
+
+
+def _own_commit_of(api: HfApi, plan: PublishPlan, head: str) -> bool:
+    """Whether ``head`` (whose files equal the release's) is this publisher's own commit of
+    this release: its title names the release and its message a publish run."""
+    entry = api.list_repo_commits(plan.repo, repo_type=REPO_TYPE, revision=head)[0]
+    text = f"{entry.title}\n{entry.message or ''}"
+    return entry.title == commit_title(plan.release) and "publish run: " in text
 
 
 def _check_own_commit(api: HfApi, plan: PublishPlan, commit: str) -> None:

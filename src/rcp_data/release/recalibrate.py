@@ -18,7 +18,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
-from rcp_data.core.io import atomic_dir, write_json
+from rcp_data.core.io import write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -31,6 +31,7 @@ from rcp_data.core.layout import (
     subset_file,
     write_parquet,
 )
+from rcp_data.core.outputs import RELEASE, Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 
 log = logging.getLogger(__name__)
@@ -39,12 +40,15 @@ log = logging.getLogger(__name__)
 def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemParams, *,
                         thetas: pd.DataFrame | None = None, summary: str = "",
                         date: str | None = None, previous_revision: str | None = None,
-                        link: str | None = None) -> dict:
+                        link: str | None = None, force: bool = False,
+                        inputs: Inputs | None = None) -> dict:
     """Write release N+1 into ``out`` from release N in ``prev``; return the new history entry.
 
     ``thetas`` (``query-id, corpus-id, theta``; optional ``split``) replaces the judged pairs'
     thetas; every judged pair of the release must get one. The card and the task file are
-    rendered for release N+1 from its data, so ``out`` is publishable as it stands.
+    rendered for release N+1 from its data, so ``out`` is publishable as it stands. ``out``
+    must be new or empty, or a release folder written earlier and ``force`` given, and apart
+    from ``prev`` and ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
     """
     from rcp_data.core.history import add_release, read_history, write_history
     from rcp_data.release.prepare import render_release_files, synthetic_summary
@@ -56,7 +60,8 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
                          path=str(Path(prev) / RELEASES_JSON))
     link = link or current.link
     rel = ReleaseDir(Path(prev), spec)
-    with atomic_dir(Path(out)) as tmp:
+    where = {"RELEASE_DIR": prev, **(inputs or {})}
+    with output_dir(Path(out), RELEASE, inputs=where, force=force) as tmp:
         shutil.copytree(prev, tmp, dirs_exist_ok=True)
         for stale in (CARD_FILE, TASK_FILE):
             (tmp / stale).unlink(missing_ok=True)

@@ -245,6 +245,9 @@ def load_tables(path: str | Path, spec: SuiteSpec | str | None = None) -> TableS
         raise InputError("file not found", path=str(path)) from exc
     except IsADirectoryError:
         return load_tables(path / "README.md", spec)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); expected a replay "
+                         "JSON, a card or paper values", path=str(path)) from None
     data = loads_json(text, source=str(path)) if text.lstrip().startswith("{") else None
     if isinstance(data, dict) and "leaderboards" in data:
         return _paper_tables(data, path, spec)

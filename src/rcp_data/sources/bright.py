@@ -175,7 +175,8 @@ def read_subset(sub: SubsetSpec, *, gold_field: str = "gold_ids") -> SubsetSourc
         log.info("%s: %d queries exclude %d documents (%d listed; %d repeats folded)", sub.name,
                  len(excluded), n_excluded_pairs, ex_listed, ex_repeats)
     return SubsetSource(sub.name, irds.corpus_reader(sub.source, scan), queries, qrels,
-                        excluded, notes)
+                        excluded, notes, dict.fromkeys(("queries", "qrels", "excluded"),
+                                                       examples_file))
 
 
 @cache

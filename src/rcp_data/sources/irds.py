@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.progress import progress
-from rcp_data.sources.base import CorpusReader
+from rcp_data.sources.base import CorpusFacts, CorpusReader
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,9 @@ class CorpusScan:
     """What one pass over an upstream corpus found.
 
     ``ids`` in upstream order, each once; ``repeats``: rows repeating an earlier id with the same
-    text (folded: the first is kept); ``empty_ids``: documents whose text is empty or blank.
+    text (folded: the first is kept); ``empty_ids``: documents whose text is empty or blank
+    (the first at upstream row ``first_empty_row``); ``missing_id_row``: the first row without
+    an id.
     """
 
     dataset_id: str
@@ -120,6 +122,8 @@ class CorpusScan:
     empty_ids: list[str] = field(default_factory=list)
     repeats: int = 0
     rows: int = 0
+    first_empty_row: int | None = None
+    missing_id_row: int | None = None
 
     def __post_init__(self) -> None:
         self._set = set(self.ids)
@@ -134,6 +138,11 @@ class CorpusScan:
         """Which of ``ids`` are corpus documents (vectorised membership)."""
         return ids.isin(self._set)
 
+    def facts(self) -> CorpusFacts:
+        """The scan as the reader contract's :class:`CorpusFacts` (repeats are folded here)."""
+        return CorpusFacts(len(self.ids), tuple(self.empty_ids), self.first_empty_row, None,
+                           self.missing_id_row, self.path)
+
 
 def scan_corpus(dataset, dataset_id: str, path: str) -> CorpusScan:
     """One pass over ``docs_iter()``: ids, empty documents, repeated ids.
@@ -146,10 +155,13 @@ def scan_corpus(dataset, dataset_id: str, path: str) -> CorpusScan:
     empty: list[str] = []
     repeats = 0
     rows = 0
+    first_empty = missing_id = None
     with upstream(dataset_id, "corpus", path):
         bar = progress(dataset.docs_iter(), desc=f"scan {dataset_id}", unit="doc", leave=False)
         for rows, doc in enumerate(bar, start=1):
-            doc_id, text = str(doc.doc_id), doc.text or ""
+            doc_id, text = str(doc.doc_id or ""), doc.text or ""
+            if not doc_id:
+                missing_id = missing_id or rows
             digest = _digest(text)
             seen = first.get(doc_id)
             if seen is not None:
@@ -163,7 +175,8 @@ def scan_corpus(dataset, dataset_id: str, path: str) -> CorpusScan:
             ids.append(doc_id)
             if not text.strip():
                 empty.append(doc_id)
-    scan = CorpusScan(dataset_id, path, ids, empty, repeats, rows)
+                first_empty = first_empty or rows
+    scan = CorpusScan(dataset_id, path, ids, empty, repeats, rows, first_empty, missing_id)
     log.info("%s: %d documents read (%d rows; %d repeated ids folded; %d empty)", dataset_id,
              len(ids), rows, repeats, len(empty))
     return scan
@@ -197,7 +210,8 @@ def corpus_reader(dataset_id: str, scan: CorpusScan, *, group: str | None = None
         if ids:
             yield _batch(ids, texts)
 
-    return CorpusReader(_batches, group=group, size=len(scan), schema=CORPUS_SCHEMA)
+    return CorpusReader(_batches, group=group, size=len(scan), schema=CORPUS_SCHEMA,
+                        facts_of=scan.facts, source=scan.path)
 
 
 def _batch(ids: list[str], texts: list[str]) -> pa.RecordBatch:

@@ -125,7 +125,9 @@ def read_subset(sub: SubsetSpec, *, grade_positive: int = 1) -> SubsetSource:
                  sub.name, len(scan.empty_ids), notes["empty_positive_documents"])
     log.info("%s (%s): %d queries, %d qrels, %d documents", sub.name, sub.source, len(queries),
              len(qrels), len(scan))
-    return SubsetSource(sub.name, corpus, queries, qrels, excluded, notes)
+    origins = {"queries": queries_file, "qrels": qrels_file,
+               "excluded": f"{docs_file} (the self-argument rule)"}
+    return SubsetSource(sub.name, corpus, queries, qrels, excluded, notes, origins)
 
 
 def _check_qrels(qrels: pd.DataFrame, query_ids: set[str], scan: irds.CorpusScan, path: str,

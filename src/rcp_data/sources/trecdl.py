@@ -39,7 +39,7 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources import irds, irds_cache
-from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
+from rcp_data.sources.base import CorpusFacts, CorpusReader, SubsetSource, SuiteSource
 from rcp_data.sources.irds_cache import irds_home
 from rcp_data.sources.text_repair import count_changed, repair_array, repair_settings
 
@@ -261,41 +261,76 @@ def corpus_reader(facts: dict, *, size: int, batch_rows: int = BATCH_ROWS,
                      changed, n, raw_name, " (each equal to the project's repair)"
                      if verify_repair else "")
 
-    return CorpusReader(_batches, group=group, size=size, schema=CORPUS_SCHEMA,
-                        contains=_IdIndex(collection_path()))
+    index = _IdIndex(collection_path())
+    return CorpusReader(_batches, group=group, size=size, schema=CORPUS_SCHEMA, contains=index,
+                        facts_of=index.facts, source=str(collection_path()))
 
 
 class _IdIndex:
-    """Membership in the collection's ids, read once from ``collection.tsv``'s first column
-    (Arrow's CSV reader: seconds for 8.8M lines, no docs_iter pass)."""
+    """Membership in the collection's ids and the corpus facts, read once from
+    ``collection.tsv`` (:func:`scan_collection`: seconds for 8.8M lines, no docs_iter pass)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._ids: pa.Array | None = None
+        self._facts: CorpusFacts | None = None
+
+    def _scan(self) -> None:
+        if self._ids is None:
+            self._facts, self._ids = scan_collection(self.path)
 
     def __call__(self, values: pa.Array) -> pa.Array:
         import pyarrow.compute as pc
 
-        if self._ids is None:
-            self._ids = read_collection_ids(self.path)
+        self._scan()
         return pc.is_in(values, value_set=self._ids)
 
+    def facts(self) -> CorpusFacts:
+        self._scan()
+        assert self._facts is not None
+        return self._facts
 
-def read_collection_ids(path: Path) -> pa.Array:
-    """The id column of an ``id<TAB>text`` file (lines split at ``\\n`` only, like
-    :func:`count_lines`), read in large chunks."""
+
+def scan_collection(path: Path) -> tuple[CorpusFacts, pa.Array]:
+    """The facts and the id column of an ``id<TAB>text`` file (lines split at ``\\n`` only,
+    like :func:`count_lines`), read in large chunks."""
+    import pyarrow.compute as pc
+
     chunks: list[pa.Array] = []
+    empty: list[str] = []
+    first_empty = missing = None
+    row = 0
     rest = b""
+
+    def take(lines: list[bytes]) -> None:
+        nonlocal first_empty, missing, row
+        ids = []
+        for line in lines:
+            row += 1
+            pid, _, text = line.partition(b"\t")
+            ids.append(pid)
+            if not pid:
+                missing = missing or row
+            elif not text.strip():
+                empty.append(pid.decode("utf-8", "replace"))
+                first_empty = first_empty or row
+        chunks.append(pa.array(ids, pa.binary()))
+
     with open(path, "rb") as fh:
         while block := fh.read(1 << 25):
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
-            chunks.append(pa.array([line.partition(b"\t")[0] for line in lines], pa.binary()))
+            take(lines)
     if rest:
-        chunks.append(pa.array([rest.partition(b"\t")[0]], pa.binary()))
-    if not chunks:
-        return pa.array([], pa.string())
-    return pa.concat_arrays(chunks).cast(pa.string())
+        take([rest])
+    ids = pa.concat_arrays(chunks).cast(pa.string()) if chunks else pa.array([], pa.string())
+    repeated = None
+    if pc.count_distinct(ids).as_py() != len(ids):
+        dup = pd.Series(ids.to_numpy(zero_copy_only=False)).duplicated().to_numpy()
+        i = int(dup.argmax())
+        repeated = (i + 1, ids[i].as_py())
+    facts = CorpusFacts(len(ids), tuple(empty), first_empty, repeated, missing, str(path))
+    return facts, ids
 
 
 def _compare_raw(raw: Iterator, raw_name: str, ids: list[str], texts: list[str], offset: int,
@@ -343,54 +378,65 @@ def _qrels_path(ds) -> str:
 def read_qrels(dataset_id: str, grades: tuple[int, int] = (0, 3)) -> pd.DataFrame:
     """NIST qrels ``query-id, corpus-id, score`` (int grade within ``grades``).
 
-    A line ir_datasets cannot parse, a grade outside ``grades`` or a repeated (query, passage)
-    is an InputError naming the qrels file and line.
+    The qrels file is checked line by line (:func:`check_qrels_file`), so a bad line (not
+    UTF-8, a grade 1.5 or outside ``grades``, a repeated pair) is an InputError naming the
+    qrels file and line, and a file without judgements is one too.
     """
     ds = irds.load(dataset_id)
     try:
         rows = [(str(r.query_id), str(r.doc_id), int(r.relevance)) for r in ds.qrels_iter()]
     except (ValueError, RuntimeError) as exc:
         path = _qrels_path(ds)
-        raise _bad_qrels_line(path, grades) or InputError(
-            f"ir_datasets could not read the qrels of {dataset_id} ({exc})", path=path) from exc
-    frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"])
-    lo, hi = grades
-    bad = (frame["score"] < lo) | (frame["score"] > hi)
-    dup = frame.duplicated(["query-id", "corpus-id"])
-    if bad.any() or dup.any():
-        path = _qrels_path(ds)
-        raise _bad_qrels_line(path, grades) or InputError(
-            "qrels have a grade outside the range or a repeated pair", path=path)
-    return frame.astype({"score": "int64"})
+        if os.path.exists(path):
+            check_qrels_file(path, grades)
+        raise InputError(f"ir_datasets could not read the qrels of {dataset_id} ({exc})",
+                         path=path) from exc
+    path = _qrels_path(ds)
+    if os.path.exists(path):
+        check_qrels_file(path, grades)
+    if not rows:
+        raise InputError(f"the qrels of {dataset_id} hold no judgements", path=path)
+    return pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]).astype(
+        {"score": "int64"})
 
 
-def _bad_qrels_line(path: str, grades: tuple[int, int]) -> InputError | None:
-    """The first bad line of a TREC qrels file, as an InputError naming file and line."""
-    if not os.path.exists(path):
-        return None
+def check_qrels_file(path: str, grades: tuple[int, int]) -> int:
+    """Check a TREC qrels file (``qid iteration docid grade`` per line); return its lines.
+
+    Raises an InputError naming the file and line for text that is not UTF-8, a line of
+    another shape, a grade that is not an integer or outside ``grades``, a (query, passage)
+    labelled twice, and a file without any judgement.
+    """
     seen: set[tuple[str, str]] = set()
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            if line == "\n":
-                continue
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 path=path, row=n) from None
             cols = line.split()
+            if not cols:
+                continue
             if len(cols) != 4:
-                return InputError(f"expected 'qid iteration docid grade', got {line.strip()!r}",
-                                  path=path, row=n)
+                raise InputError(f"expected 'qid iteration docid grade', got {line.strip()!r}",
+                                 path=path, row=n)
             try:
                 grade = int(cols[3])
             except ValueError:
-                return InputError(f"grade {cols[3]!r} is not an integer", path=path, row=n,
-                                  field="grade")
+                raise InputError(f"grade {cols[3]!r} is not an integer", path=path, row=n,
+                                 field="grade") from None
             if not grades[0] <= grade <= grades[1]:
-                return InputError(f"grade {grade} is outside {grades[0]}..{grades[1]}",
-                                  path=path, row=n, field="grade")
+                raise InputError(f"grade {grade} is outside {grades[0]}..{grades[1]}",
+                                 path=path, row=n, field="grade")
             key = (cols[0], cols[2])
             if key in seen:
-                return InputError(f"query {cols[0]!r}, passage {cols[2]!r} is labelled twice",
-                                  path=path, row=n)
+                raise InputError(f"query {cols[0]!r}, passage {cols[2]!r} is labelled twice",
+                                 path=path, row=n)
             seen.add(key)
-    return None
+    if not seen:
+        raise InputError("the qrels file holds no judgements", path=path)
+    return len(seen)
 
 
 def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
@@ -402,7 +448,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"unknown TREC-DL source option(s) {unknown}; known: {sorted(known)}")
-    grades = tuple(int(g) for g in spec.source.get("grades", [0, 3]))
+    grades = spec.grades
     coll = _check_cache(_truthy(options.get("allow_download", "0")))
     size = count_lines(coll)
     raw = Path(options["raw_collection"]) if options.get("raw_collection") else None
@@ -423,8 +469,8 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
                            group=spec.corpus.group or "msmarco_passage")
     subsets: dict[str, SubsetSource] = {}
     for sub in progress(spec.subsets, desc="read trecdl", unit="subset", leave=False):
+        qrels = read_qrels(sub.source, grades)  # first: ir_datasets' judged queries read them
         queries = read_queries(sub.source)
-        qrels = read_qrels(sub.source, grades)
         qids = set(queries["id"])
         unjudged = sorted(set(qrels["query-id"]) - qids)
         if unjudged:
@@ -434,7 +480,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
             "nist_labels": int(len(qrels)),
             "nist_positives": int((qrels["score"] >= int(spec.source.get("grade_positive", 1)))
                                   .sum()),
-        })
+        }, origins={"queries": sub.source, "qrels": _qrels_path(irds.load(sub.source))})
         log.info("%s (%s): %d queries, %d NIST labels", sub.name, sub.source, len(queries),
                  len(qrels))
     facts = {

@@ -25,7 +25,13 @@ import pyarrow as pa
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import DomainSpec, SuiteSpec
-from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
+from rcp_data.sources.base import (
+    CorpusFacts,
+    CorpusReader,
+    SubsetSource,
+    SuiteSource,
+    scan_batches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +96,13 @@ def _domain_corpus(domain: DomainSpec, languages: list[str], root: Path | None,
             )
 
     ocr_frame = pd.DataFrame({"id": ids, "text": [text_by_id[i] for i in ids]})
-    return CorpusReader(batches, group=domain.name, size=len(ids), schema=schema), ocr_frame
+    table = pa.Table.from_pandas(ocr_frame, preserve_index=False)
+
+    def facts() -> CorpusFacts:  # from the ids and OCR texts in memory: no pass over images
+        return scan_batches(iter(table.to_batches()), domain.source)[0]
+
+    return CorpusReader(batches, group=domain.name, size=len(ids), schema=schema,
+                        facts_of=facts, source=domain.source), ocr_frame
 
 
 def _queries(domain: DomainSpec, languages: list[str], root: Path | None,
@@ -175,7 +187,8 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
             sub_qrels = qrels[qrels["query-id"].isin(set(sub_q["id"]))].reset_index(drop=True)
             sub_notes = {"empty_ids": notes["empty_ids"], "questions": int(len(sub_q)),
                          "empty_ocr_pages": notes["empty_ocr_pages"]}
-            subsets[name] = SubsetSource(name, corpus, sub_q, sub_qrels, None, sub_notes)
+            subsets[name] = SubsetSource(name, corpus, sub_q, sub_qrels, None, sub_notes,
+                                         {"queries": domain.source, "qrels": domain.source})
         log.info("read ViDoRe v3 %s: %d pages, %d questions over %d languages, %d qrels", domain.name,
                  corpus.size, len(queries), len(languages), len(qrels))
     return SuiteSource(spec.name, subsets, json.loads(json.dumps(facts)))

@@ -2,7 +2,13 @@
 
 Stages (each plain tables in, plain tables out): first stage (given runs, BM25 when absent)
 -> RRF fusion -> pools -> judge attach (thetas, gains, verdicts, runs) -> layout writer.
-The release directory is written to a temporary folder and moved into place at the end.
+
+Order of work: the output folder is checked (:mod:`rcp_data.core.outputs`: never an existing
+folder of the user's, never the inputs), then every input (:mod:`rcp_data.stages.validate`);
+only then is the release written, to a temporary folder beside ``out`` that is moved into place
+in one rename at the very end, after everything that can fail (``finish``, e.g. the card,
+runs inside it too). On any error the temporary folder is deleted; after a kill, the next
+build of the same ``out`` deletes it.
 """
 
 from __future__ import annotations
@@ -10,19 +16,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import DEFAULT_LINK, ItemParams
-from rcp_data.core.io import atomic_dir, read_parquet, write_json
+from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
+from rcp_data.core.io import read_parquet, write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
+    MANIFEST_SCHEMA,
     SCHEMAS,
     corpus_record,
     judge_criteria_schema,
@@ -31,6 +40,7 @@ from rcp_data.core.layout import (
     subset_file,
     write_parquet,
 )
+from rcp_data.core.outputs import RELEASE, check_output_dir, output_dir
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
@@ -40,15 +50,16 @@ from rcp_data.stages.judge import (
     attach_gains,
     check_verdicts,
     for_split,
+    ids_as_text,
     ingest_run,
     read_run_file,
     read_runs_json,
 )
 from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
+from rcp_data.stages.validate import COMPUTED_RETRIEVERS, validate_build
 
 log = logging.getLogger(__name__)
 
-MANIFEST_SCHEMA = "rcp-data.build-manifest/1"
 CORPUS_SHARD_ROWS = 1_000_000
 
 
@@ -146,7 +157,7 @@ def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: Ite
 
 def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
     frame = read_parquet(path, required=required, what="a builder input table").to_pandas()
-    return frame.astype({"query-id": str, "corpus-id": str})
+    return ids_as_text(frame)
 
 
 @dataclass
@@ -171,7 +182,7 @@ def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) 
     parts = []
     for retriever in spec.pool.retrievers:
         run = inputs.first_stage.get(retriever)
-        if run is None and retriever == "bm25":
+        if run is None and retriever in COMPUTED_RETRIEVERS:
             from rcp_data.stages.bm25 import (
                 bm25_run,  # optional stage: only when no BM25 run is given
             )
@@ -206,7 +217,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
             excluded_map[str(q)] = set(map(str, ids))
     runs = first_stage_for(source, inputs, spec)
     fused = rrf_fuse(runs, spec.pool.retrievers, k=spec.pool.rrf_k)
-    never = set(source.notes.get("empty_ids", []))
+    never = set(source.corpus.facts().empty_ids)  # empty texts (validated: the spec allows them)
     pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
                        grade_positive=int(spec.source.get("grade_positive", 1)),
                        excluded=excluded_map, never_pool=never)
@@ -253,6 +264,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
         "queries_without_positive": int(len(set(qids) - set(qrels_up.loc[qrels_up["score"] > 0,
                                                                            "query-id"]))),
         "verdict_rows": int(len(crit)),
+        **({"empty_documents": len(never)} if spec.corpus_group(source.name) is None else {}),
         **{k: v for k, v in source.notes.items() if k != "empty_ids"},
     }
     log.info("subset %s: %d queries, %d pool pairs (%d injected), %d qrels rows", source.name,
@@ -358,11 +370,15 @@ def built_from_generated_data(spec: SuiteSpec, source: SuiteSource, inputs: Buil
 
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
                   link: str = DEFAULT_LINK, parameters: dict | None = None,
-                  partial: bool = False) -> dict:
+                  partial: bool = False, force: bool = False,
+                  finish: Callable[[Path], None] | None = None) -> dict:
     """Build the whole release directory ``out`` atomically; return the build manifest.
 
     With ``partial``, only the subsets the source provides are built (tests, trial builds);
-    otherwise every subset of the suite must be there.
+    otherwise every subset of the suite must be there. ``out`` must be new or empty, or (with
+    ``force``) a release folder built earlier, and apart from ``inputs.root``. ``finish`` is
+    called with the finished temporary folder before it is moved into place (the CLI adds
+    releases.json, the task file and the card there).
     """
     subsets = [s for s in spec.subset_names if s in source.subsets]
     missing = [s for s in spec.subset_names if s not in source.subsets]
@@ -372,8 +388,12 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                          "declare")
     if missing and not partial:
         raise InputError(f"the source has no data for subset(s) {missing} of suite {spec.name!r}")
+    where = {"--inputs": inputs.root}
+    check_output_dir(out, RELEASE, inputs=where, force=force)
+    validate_build(spec, source, inputs, subsets)
+    gain(np.zeros(1), inputs.item_params, link)  # an unknown link fails here, before writing
     counts: dict[str, dict] = {}
-    with atomic_dir(Path(out)) as tmp:
+    with output_dir(out, RELEASE, inputs=where, force=force) as tmp:
         # One provenance split at a time: its subsets are built, written and dropped before the
         # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
         # input fails before the long corpus write.
@@ -429,6 +449,8 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             "corpus_files": corpus_record(tmp),
         }
         write_json(manifest, tmp / BUILD_MANIFEST)
+        if finish is not None:
+            finish(tmp)
     log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)
     return manifest
 

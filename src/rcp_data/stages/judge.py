@@ -24,6 +24,17 @@ log = logging.getLogger(__name__)
 SPLIT_COLUMN = "split"
 
 
+def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "corpus-id")
+                ) -> pd.DataFrame:
+    """``frame`` with its id columns as text; a null id stays null (for the checks to name)."""
+    frame = frame.copy()
+    for col in columns:
+        if col in frame.columns:
+            values = frame[col]
+            frame[col] = values.astype(object).where(values.isna(), values.astype(str))
+    return frame
+
+
 def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
     """Rows of a builder-input table that belong to provenance split ``split``."""
     if SPLIT_COLUMN not in frame.columns:
@@ -183,9 +194,18 @@ def read_runs_json(path: Path) -> list[RunSpec]:
         raise InputError("runs.json must be a JSON list of runs", path=str(path))
     specs = []
     for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(f"a run must be a JSON object, got {entry!r}", path=str(path),
+                             row=i + 1)
         for key in ("file", "model"):
             if key not in entry:
                 raise InputError(f"missing key {key!r}", path=str(path), row=i + 1, field=key)
+            if not isinstance(entry[key], str) or not entry[key].strip():
+                raise InputError(f"{key} {entry[key]!r} is not a name", path=str(path),
+                                 row=i + 1, field=key)
+        if Path(entry["file"]).name != entry["file"] or entry["file"].startswith("."):
+            raise InputError(f"file {entry['file']!r} must name a file inside runs/",
+                             path=str(path), row=i + 1, field="file")
         if any(s.model == entry["model"] for s in specs):
             raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
                              row=i + 1, field="model")
@@ -205,12 +225,17 @@ def read_run_file(path: Path) -> pd.DataFrame:
                              what="a run").to_pandas()
         keep = ["query-id", "corpus-id", "score"] + [c for c in ("rank", SPLIT_COLUMN)
                                                      if c in frame.columns]
-        frame = frame[keep].astype({"query-id": str, "corpus-id": str})
+        frame = ids_as_text(frame[keep])
         frame["_line"] = np.arange(1, len(frame) + 1)
         return frame
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 path=str(path), row=n) from None
             parts = line.split()
             if not parts:
                 continue

@@ -2,7 +2,9 @@
 
 The release directory is publishable as it comes out: data and provenance, then
 ``provenance/releases.json`` (the repo's history with this release appended as current), the
-mteb task file and the card (``--no-prepare`` stops after the data).
+mteb task file and the card (``--no-prepare`` stops after the data). All of it is written to a
+temporary folder beside ``--out`` and moved into place only when complete; ``--out`` must be new
+or empty, or a release folder built earlier and ``--force`` given, and apart from ``--inputs``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
+from rcp_data.core.outputs import RELEASE, check_output_dir
 from rcp_data.core.specs import suite_key
 
 DEMO_SUITE = "demo"
@@ -26,7 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="suite name (demo, trecdl, nanobeir, bright, vidore-v3)")
     p.add_argument("--inputs", type=Path, required=True,
                    help="builder inputs folder (judge/, first_stage/, runs/)")
-    p.add_argument("--out", type=Path, required=True, help="release directory to write")
+    p.add_argument("--out", type=Path, required=True,
+                   help="release directory to write (new or empty; apart from --inputs)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out when it holds a release folder built earlier")
     p.add_argument("--link", default=None,
                    help="gain link (default: the default link, weighted_discrimination)")
     p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
@@ -85,9 +91,21 @@ def run(args: argparse.Namespace) -> int:
         k, v = item.split("=", 1)
         options[k] = v
     spec = load_spec(spec_name)
+    check_output_dir(args.out, RELEASE, inputs={"--inputs": args.inputs}, force=args.force)
+    repo = args.repo or spec.repo
+    previous = None if args.no_prepare else _history(args, spec.name, repo)
     inputs = read_inputs(args.inputs)
     source = read_suite(spec, options)
-    manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK)
+    prepared: dict = {}
+
+    def prepare(tmp: Path) -> None:  # inside the temporary folder: nothing can fail after it
+        prepared["history"] = prepare_release(
+            tmp, spec, repo, previous=previous, summary=args.summary,
+            date=args.date or dt.date.today().isoformat(),
+            previous_revision=args.previous_revision)
+
+    manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK,
+                             force=args.force, finish=None if args.no_prepare else prepare)
     totals = {k: sum(c.get(k, 0) for c in manifest["counts"].values()
                      if isinstance(c.get(k, 0), int))
               for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}
@@ -96,13 +114,8 @@ def run(args: argparse.Namespace) -> int:
         "subsets, " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
     result = {"out": str(args.out), "suite": spec.name,
               "synthetic": bool(manifest.get("synthetic")), **totals}
-    if not args.no_prepare:
-        repo = args.repo or spec.repo
-        history = prepare_release(args.out, spec, repo, previous=_history(args, spec.name, repo),
-                                  summary=args.summary,
-                                  date=args.date or dt.date.today().isoformat(),
-                                  previous_revision=args.previous_revision)
-        current = history.current
+    if prepared:
+        current = prepared["history"].current
         say(args, f"prepared release {current.release} ({current.tag}) for {repo}: "
             "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
         result.update(release=current.release, tag=current.tag, repo=repo)

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
+from rcp_data.core.outputs import CALIBRATION, check_output_dir
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--thetas", type=Path,
                    help="Stage A table parquet with query-id, corpus-id, theta_bt "
                         "(required unless --rubric-only)")
-    p.add_argument("--out", required=True, type=Path, help="output folder (replaced atomically)")
+    p.add_argument("--out", required=True, type=Path,
+                   help="output folder (new or empty; written atomically)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out when it holds a calibration written earlier")
     p.add_argument("--rubric-only", action="store_true",
                    help="2PL marginal ML without tournament scores (document = respondent)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -45,8 +49,11 @@ def handler(args: argparse.Namespace) -> int:
 
     if args.thetas is None and not args.rubric_only:
         raise UsageError("--thetas is required for the MAP fit (or pass --rubric-only)")
+    # before the fit: a refused --out costs nothing
+    check_output_dir(args.out, CALIBRATION, force=args.force,
+                     inputs={"--criteria": args.criteria, "--thetas": args.thetas})
     cal = calibrate_files(args.criteria, args.thetas, args.out, rubric_only=args.rubric_only,
-                          device=args.device, progress=not args.no_progress)
+                          device=args.device, progress=not args.no_progress, force=args.force)
     d = cal.diagnostics
     rr = d["reading_rule"]
     gamma = ", ".join(f"{g:.3f}" for g in cal.params.gamma)

@@ -1,9 +1,10 @@
 """``rcp-data card``: render a release's card and task file, or regenerate them on the Hub.
 
 - ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md`` and
-  ``rcp_ndcg_tasks.py`` into the release directory (with ``--out``: only the card, to FILE;
-  ``--out -`` prints it). RELEASE_DIR may be ``hf://datasets/OWNER/NAME@REV``: the snapshot
-  ``card regenerate`` reads (no corpus), rendered to ``--out``.
+  ``rcp_ndcg_tasks.py`` into the release directory, which must be one (it has
+  ``provenance/releases.json`` or a build manifest); with ``--out``: only the card, to FILE
+  (a new file outside RELEASE_DIR, or an existing one with ``--force``; ``--out -`` prints it).
+  Every file is written atomically.
 - ``card regenerate --repo OWNER/NAME --revision REV [--branch main]``: read the repo at REV,
   write in the commit shas known by now (from the Hub's tags), and publish ONE commit on the
   branch that changes only ``README.md``, ``rcp_ndcg_tasks.py`` and ``provenance/releases.json``.
@@ -18,7 +19,9 @@ import sys
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
-from rcp_data.core.layout import release_spec
+from rcp_data.core.io import atomic_write_text
+from rcp_data.core.layout import RELEASES_JSON, release_spec
+from rcp_data.core.outputs import RELEASE, check_output_file, writable
 from rcp_data.core.specs import suite_key
 from rcp_data.documents.card import render_release_files, write_release_files
 from rcp_data.release.regenerate import REGENERATED_FILES, Regenerated, regenerate
@@ -49,6 +52,11 @@ def _release_root(args: argparse.Namespace) -> Path:
 
 def _render(args: argparse.Namespace) -> int:
     root = _release_root(args)
+    if args.out and args.out != "-":
+        out = check_output_file(args.out, inputs={"RELEASE_DIR": root}, force=args.force)
+    elif not args.out and not ((root / RELEASES_JSON).is_file() or RELEASE.written_here(root)):
+        raise UsageError(f"{root} is not a release directory (it has neither {RELEASES_JSON} "
+                         f"nor {RELEASE.manifest}); nothing was written")
     spec = release_spec(root, args.suite, hint="; pass --suite")
     if args.out:
         from rcp_data.documents.card import render_card
@@ -57,9 +65,8 @@ def _render(args: argparse.Namespace) -> int:
         if args.out == "-":
             sys.stdout.write(text)
         else:
-            out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
+            with writable(out):
+                atomic_write_text(out, text)
             print(f"wrote {out}")
         return 0
     for path in write_release_files(root, spec=spec, repo=args.repo):
@@ -86,6 +93,7 @@ def register(subparsers) -> None:
                    help="a release directory, or hf://datasets/OWNER/NAME@REV (read without "
                    "its corpus; needs --out)")
     r.add_argument("--out", help="write only the card, to this file ('-' = stdout)")
+    r.add_argument("--force", action="store_true", help="replace an existing --out file")
     r.add_argument("--repo", help="Hub repo id the card names (default: releases.json or spec)")
     r.add_argument("--suite", type=suite_key, help="suite name (default: read from the release)")
     r.set_defaults(func=_render)

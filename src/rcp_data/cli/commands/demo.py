@@ -14,7 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "release 2), publish both to an embedded local Hub as tagged revisions, list them, "
         "verify both by tag, and stop the Hub.",
     )
-    p.add_argument("--out", type=Path, default=Path("demo-out"), help="working folder")
+    p.add_argument("--out", type=Path, default=Path("demo-out"),
+                   help="folder to write (new or empty; default demo-out)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out when it holds a demo written earlier")
     p.set_defaults(func=run)
 
 
@@ -22,4 +25,4 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.output import say
     from rcp_data.demo.pipeline import run_demo
 
-    return run_demo(args.out, say=lambda text: say(args, text))
+    return run_demo(args.out, force=args.force, say=lambda text: say(args, text))

@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
     p.add_argument("--fit", type=Path, required=True,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
-    p.add_argument("--out", type=Path, required=True, help="release directory to write")
+    p.add_argument("--out", type=Path, required=True,
+                   help="release directory to write (new or empty; apart from the inputs)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out when it holds a release folder written earlier")
     p.add_argument("--previous-revision", help="commit sha of release N (when its releases.json "
                    "still says 'this commit')")
     p.add_argument("--summary", default="", help="one-line summary of the release")
@@ -31,19 +34,26 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("calibrate")
-    import pandas as pd
-
     from rcp_data.core.gains import ItemParams
+    from rcp_data.core.io import read_parquet
     from rcp_data.core.layout import release_spec
+    from rcp_data.core.outputs import RELEASE, check_output_dir
     from rcp_data.release.recalibrate import diff_releases, recalibrate_release
     from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
+    from rcp_data.stages.validate import check_thetas
 
+    inputs = {"RELEASE_DIR": args.release_dir, "--fit": args.fit}
+    check_output_dir(args.out, RELEASE, inputs=inputs, force=args.force)
     spec = release_spec(args.release_dir)
     params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
-    thetas = pd.read_parquet(args.fit / THETAS_FILE)
+    thetas_path = args.fit / THETAS_FILE
+    thetas = read_parquet(thetas_path, required=("query-id", "corpus-id", "theta"),
+                          what="the refit's thetas").to_pandas()
+    check_thetas(thetas, str(thetas_path))
     entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,
                                 summary=args.summary, date=args.date,
-                                previous_revision=args.previous_revision)
+                                previous_revision=args.previous_revision, force=args.force,
+                                inputs={"--fit": args.fit})
     diff = diff_releases(args.release_dir, args.out, spec)
     if args.json:
         print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))

@@ -19,15 +19,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "leaving correct text byte-identical. The output is written atomically.",
     )
     r.add_argument("--input", type=Path, required=True, help="TSV file: id<TAB>text per line")
-    r.add_argument("--output", type=Path, required=True, help="TSV file to write")
+    r.add_argument("--output", type=Path, required=True,
+                   help="TSV file to write (a new file; an existing one only with --force)")
+    r.add_argument("--force", action="store_true", help="replace an existing --output file")
     r.add_argument("--json", action="store_true",
                    help='print {"documents": N, "repaired": M} as JSON')
     r.set_defaults(func=run_repair)
 
 
 def run_repair(args: argparse.Namespace) -> int:
+    from rcp_data.core.outputs import check_output_file
     from rcp_data.sources.text_repair import repair_tsv
 
+    check_output_file(args.output, flag="--output", inputs={"--input": args.input},
+                      force=args.force)
     stats = repair_tsv(args.input, args.output)
     if args.json:
         print(json.dumps(stats.as_dict()))

@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.io import atomic_dir, write_json
+from rcp_data.core.io import write_json
 from rcp_data.core.layout import write_parquet
+from rcp_data.core.outputs import CALIBRATION, Inputs, output_dir
 from rcp_data.stages.calibration.diagnostics import fit_diagnostics
 from rcp_data.stages.calibration.fit import MapSettings, fit_map, read_thetas
 from rcp_data.stages.calibration.rubric import RubricSettings, fit_rubric
@@ -102,16 +103,22 @@ def item_params_dict(cal: Calibration) -> dict:
     return d
 
 
-def write_calibration(cal: Calibration, out: str | Path) -> Path:
-    """Write item_params.json, thetas.parquet (+ queries.parquet), diagnostics.json atomically."""
+def write_calibration(cal: Calibration, out: str | Path, *, inputs: Inputs | None = None,
+                      force: bool = False) -> Path:
+    """Write item_params.json, thetas.parquet (+ queries.parquet), diagnostics.json atomically.
+
+    ``out`` must be new or empty, or a calibration folder written earlier and ``force`` given,
+    and apart from ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
+    """
     out = Path(out)
-    with atomic_dir(out) as tmp:
+    with output_dir(out, CALIBRATION, inputs=inputs, force=force) as tmp:
         write_json(item_params_dict(cal), tmp / ITEM_PARAMS_FILE)
         schema = RUBRIC_THETA_SCHEMA if "theta_sd" in cal.thetas.columns else THETA_SCHEMA
         write_parquet(cal.thetas[schema.names], tmp / THETAS_FILE, schema)
         if cal.queries is not None:
             write_parquet(cal.queries[QUERY_SCHEMA.names], tmp / QUERIES_FILE, QUERY_SCHEMA)
-        write_json(_jsonable(cal.diagnostics), tmp / DIAGNOSTICS_FILE)
+        write_json({"schema": CALIBRATION.schema, **_jsonable(cal.diagnostics)},
+                   tmp / DIAGNOSTICS_FILE)
     log.info("wrote %s: item parameters, %s thetas%s, diagnostics", out,
              f"{len(cal.thetas):,}",
              "" if cal.queries is None else f", {len(cal.queries):,} queries")
@@ -132,8 +139,9 @@ def _jsonable(obj):
 
 def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | Path, *,
                     rubric_only: bool = False, device: str = "cpu",
-                    progress: bool = True) -> Calibration:
+                    progress: bool = True, force: bool = False) -> Calibration:
     """Read the verdict table (and theta table), fit, write ``out``; returns the calibration."""
+    inputs = {"--criteria": criteria, "--thetas": thetas}
     counts = count_verdicts(read_verdicts(criteria), source=str(criteria))
     table = read_thetas(thetas) if thetas is not None else None
     try:
@@ -143,5 +151,5 @@ def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | 
         if exc.path is not None:
             raise
         raise InputError(exc.message, path=str(criteria)) from exc
-    write_calibration(cal, out)
+    write_calibration(cal, out, inputs=inputs, force=force)
     return cal

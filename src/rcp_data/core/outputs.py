@@ -1,0 +1,167 @@
+"""Where a command may write: outputs never destroy user data.
+
+Every command that writes a folder (``build``, ``calibrate``, ``recalibrate``, ``demo``) goes
+through :func:`output_dir`, and every command that writes a named file (``text repair``,
+``card render --out``) through :func:`check_output_file`:
+
+- an output folder must not exist, or be empty, or be a folder of the same kind this tool wrote
+  earlier (recognised by its manifest, :class:`OutputKind`) and ``force`` given;
+- an output file must not be a folder, and an existing file is replaced only with ``force``;
+- an output may never be, contain, or sit inside one of the command's inputs.
+
+These checks run before anything is written. The folder is then written to a temporary
+``.<name>.tmp-<pid>-<random>`` beside it and moved into place in one rename at the very end
+(:func:`rcp_data.core.io.atomic_dir`): on any error the temporary is deleted, and if the process
+is killed, the next run writing the same output deletes every temporary whose pid is no longer
+running (and puts back an old output parked mid-swap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json
+from rcp_data.core.layout import BUILD_MANIFEST, MANIFEST_SCHEMA
+
+Inputs = Mapping[str, str | Path | None]
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """A kind of folder this tool writes, recognised by the ``schema`` of its JSON manifest."""
+
+    what: str          # e.g. "release folder"
+    manifest: str      # path of the manifest inside the folder
+    schema: str        # the manifest's "schema" value
+
+    def written_here(self, folder: Path) -> bool:
+        """Whether ``folder`` is a folder of this kind that rcp-data wrote."""
+        path = Path(folder) / self.manifest
+        if not path.is_file():
+            return False
+        try:
+            data = read_json(path)
+        except InputError:
+            return False
+        return isinstance(data, dict) and data.get("schema") == self.schema
+
+
+RELEASE = OutputKind("release folder", BUILD_MANIFEST, MANIFEST_SCHEMA)
+CALIBRATION = OutputKind("calibration folder", "diagnostics.json", "rcp-data.calibration/1")
+DEMO = OutputKind("demo folder", "demo.json", "rcp-data.demo/1")
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    return inner != outer and outer in inner.parents
+
+
+def _check_apart(out: Path, flag: str, inputs: Inputs) -> None:
+    """Refuse an output that is, contains or sits inside an input."""
+    mine = _real(out)
+    for label, path in inputs.items():
+        if path is None:
+            continue
+        theirs = _real(path)
+        if mine == theirs:
+            how = "is"
+        elif _inside(mine, theirs):
+            how = "sits inside"
+        elif _inside(theirs, mine):
+            how = "contains"
+        else:
+            continue
+        raise UsageError(f"{flag} {out} {how} the input {label} {path}; write the output "
+                         "somewhere apart from the inputs (nothing was written)")
+
+
+def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
+                     inputs: Inputs | None = None, force: bool = False) -> Path:
+    """Raise :class:`UsageError` unless ``out`` may be written as a ``kind`` folder (see the
+    module docstring); return it."""
+    out = Path(out)
+    _check_apart(out, flag, inputs or {})
+    clean_stale_temporaries(out)  # first: it may put back an output parked by a killed run
+    if not os.path.lexists(out):
+        return out
+    if not out.is_dir():
+        raise UsageError(f"{flag} {out} exists and is not a folder; nothing was written")
+    if not any(out.iterdir()):
+        return out
+    if not kind.written_here(out):
+        raise UsageError(f"{flag} {out} is a folder with files that rcp-data did not write "
+                         f"(no {kind.manifest} of a {kind.what}); choose a new or empty folder "
+                         "(nothing was written)")
+    if not force:
+        raise UsageError(f"{flag} {out} holds a {kind.what} written earlier; pass --force to "
+                         "replace it (nothing was written)")
+    return out
+
+
+@contextlib.contextmanager
+def output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
+               inputs: Inputs | None = None, force: bool = False) -> Iterator[Path]:
+    """Check ``out`` (:func:`check_output_dir`), then yield a temporary folder beside it that
+    replaces ``out`` in one rename when the block succeeds (deleted when it fails)."""
+    out = check_output_dir(out, kind, flag=flag, inputs=inputs, force=force)
+    with writable(out), atomic_dir(out) as tmp:
+        yield tmp
+
+
+def check_output_file(out: str | Path, *, flag: str = "--out", inputs: Inputs | None = None,
+                      force: bool = False) -> Path:
+    """Raise :class:`UsageError` unless file ``out`` may be written; return it."""
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"{flag} {out} is a folder; name the file to write (nothing was "
+                         "written)")
+    _check_apart(out, flag, inputs or {})
+    if os.path.lexists(out) and not force:
+        raise UsageError(f"{flag} {out} exists; pass --force to replace it (nothing was "
+                         "written)")
+    clean_stale_temporaries(out)
+    return out
+
+
+def _concerns(exc: OSError, out: Path) -> bool:
+    """Whether an OS error names ``out``, its temporaries or something inside them."""
+    real = _real(out)
+    for name in (exc.filename, exc.filename2):
+        if not name:
+            continue
+        path = _real(name)
+        top = next((p for p in (path, *path.parents) if p.parent == real.parent), None)
+        if top is not None and (top.name == real.name or top.name.startswith(f".{real.name}.")):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def writable(out: str | Path) -> Iterator[None]:
+    """Turn the operating system's refusal to write ``out`` (or its temporaries) into one clear
+    UsageError; other OS errors pass through."""
+    out = Path(out)
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _REFUSALS or not _concerns(exc, out):
+            raise
+        raise UsageError(f"cannot write {out}: {exc.strerror} ({exc.filename}); nothing was "
+                         "written") from exc
+
+
+_REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
+             errno.EISDIR)
+
+
+__all__ = ["CALIBRATION", "DEMO", "RELEASE", "Inputs", "OutputKind", "check_output_dir",
+           "check_output_file", "output_dir", "writable"]
