@@ -142,7 +142,8 @@ def _cli_build_with_qrels(inputs_dir, tmp_path, capsys, year: int, content: byte
     capsys.readouterr()
     try:
         qrels.write_bytes(content)
-        code = main(["-q", "build", "trecdl", "--inputs", str(inputs_dir[0]), "--out", str(out)])
+        code = main(["-q", "build", "trecdl", "--inputs", str(inputs_dir[0]), "--out", str(out),
+                     "--repo", "rcp-test/trecdl-bad-qrels"])
     finally:
         qrels.write_bytes(original)
     assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -9,8 +9,9 @@ A commit is atomic: objects are written first, then the branch moves with a comp
 ``git update-ref <ref> <new> <old>`` under a per-repository lock, so concurrent writers on one
 ``parentCommit`` get exactly one winner.
 
-After a crash: ``recover()`` (run at start-up) removes the server's temporary files
-(``.tmp/hub-*``) and ref locks left by a killed git; a lock found later while moving a ref is
+After a crash: ``recover()`` (run at start-up, once ``lock_root()`` holds the root, so the
+server that wrote there is gone) removes the server's temporary files (``.tmp/hub-*``) and every
+ref lock, all left by a killed writer whatever their age; a lock found later while moving a ref is
 removed once it is ``STALE_LOCK_SECONDS`` old (no git holds a ref lock that long), so a dead
 writer's ``refs/heads/main.lock`` never turns commits into 412s. ``lock_root()`` makes sure one
 server at a time serves a root.
@@ -194,7 +195,7 @@ class GitStore:
                 removed += 1
         for repo in self._repositories():
             for lock in [*repo.glob("refs/**/*.lock"), repo / "packed-refs.lock", repo / "HEAD.lock"]:
-                if lock.is_file() and self._stale(lock):
+                if lock.is_file():
                     lock.unlink(missing_ok=True)
                     removed += 1
         if removed:
