@@ -11,7 +11,14 @@ import logging
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.history import SCHEMA, History, add_release, read_history, write_history
+from rcp_data.core.history import (
+    SCHEMA,
+    History,
+    add_release,
+    calibration_record,
+    read_history,
+    write_history,
+)
 from rcp_data.core.layout import RELEASES_JSON, ReleaseDir
 from rcp_data.core.specs import SuiteSpec
 
@@ -35,8 +42,7 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
     return add_release(
         history,
         judge={"model": judge["model"], "revision": judge.get("revision")},
-        calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
-                     "link": calibration.get("link", "weighted_discrimination")},
+        calibration=calibration_record(calibration),
         summary=summary or (f"{'SYNTHETIC demo data. ' if spec.synthetic else ''}"
                             f"Judge {judge['model']}, 2PL IRT calibration, "
                             f"{calibration.get('link', 'weighted_discrimination')} gains."),

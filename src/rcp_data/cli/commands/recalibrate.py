@@ -10,14 +10,26 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "recalibrate", help="make release N+1 from a refit (new gains), with a diff report",
-        description="Write release N+1 of RELEASE_DIR with the item parameters and thetas of a "
-        "`rcp-data calibrate` output folder: same data, new theta and gain, the previous "
-        "release marked superseded in provenance/releases.json. Prints how many gains changed "
-        "and how many printed table cells moved. Render the card and task file afterwards with "
-        "`rcp-data card render`.")
+        description="Write release N+1 of RELEASE_DIR: same data, new theta and gain, the "
+        "previous release marked superseded in provenance/releases.json. The refit is either "
+        "a `rcp-data calibrate` output folder (--fit), or is run here from the judge's raw "
+        "answers: the Stage A tournament read under --rule and refitted, then the 2PL MAP. The "
+        "answers default to those RELEASE_DIR ships (provenance-judge-tournament, "
+        "provenance-judge-criteria); --tournament and --criteria read other tables. Prints how "
+        "many gains changed and how many printed table cells moved. Render the card and task "
+        "file afterwards with `rcp-data card render`.")
     p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
-    p.add_argument("--fit", type=Path, required=True,
+    p.add_argument("--fit", type=Path,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
+    p.add_argument("--rule", choices=("complete", "hard-fallback"),
+                   help="refit from the raw answers, reading the Stage A tournament with this "
+                        "rule (default: the rule release N recorded)")
+    p.add_argument("--tournament", type=Path,
+                   help="Stage A answers parquet (default: the release's own)")
+    p.add_argument("--criteria", type=Path,
+                   help="Stage B verdict parquet (default: the release's own)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where a refit runs (default cpu)")
     p.add_argument("--out", type=Path, required=True, help="release directory to write")
     p.add_argument("--previous-revision", help="commit sha of release N (when its releases.json "
                    "still says 'this commit')")
@@ -44,11 +56,26 @@ def run(args: argparse.Namespace) -> int:
     if suite is None:
         raise UsageError(f"cannot tell the suite of {args.release_dir} (no build manifest)")
     spec = load_spec(suite)
-    params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
-    thetas = pd.read_parquet(args.fit / THETAS_FILE)
+    raw = args.rule is not None or args.tournament is not None or args.criteria is not None
+    if (args.fit is None) == (not raw):
+        raise UsageError("give a calibrate output (--fit) or refit from the raw answers "
+                         "(--rule, --tournament, --criteria), not both and not neither")
+    if args.fit is not None:
+        params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
+        thetas = pd.read_parquet(args.fit / THETAS_FILE)
+    else:
+        from rcp_data.release.recalibrate import refit_from_release
+        from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+        cal = refit_from_release(args.release_dir, spec, stage_a_rule=args.rule,
+                                 tournament=args.tournament, criteria=args.criteria,
+                                 device=args.device)
+        params, thetas = fitted_item_params(cal), cal.thetas
+    rules = params.extra.get("reading_rules")
     entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,
                                 summary=args.summary, date=args.date,
-                                previous_revision=args.previous_revision)
+                                previous_revision=args.previous_revision,
+                                reading_rules=rules if isinstance(rules, dict) else None)
     diff = diff_releases(args.release_dir, args.out, spec)
     if args.json:
         print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))
