@@ -82,6 +82,7 @@ class BtObjective:
         self.weight = as_t(weight)
         self.lengths = as_t(counts, torch.long)
         self.linear, self.inv = as_t(linear), as_t(inv)
+        self.ridge_mask = as_t(slot * ridge)  # the ridge on real documents, not the padding
         self._source = (stats, queries, query_start, ridge)
 
     def evaluate(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,9 +95,9 @@ class BtObjective:
         del ws
         pair_loss = torch.segment_reduce(torch.nn.functional.softplus(d).mul_(self.weight), "sum",
                                          lengths=self.lengths, unsafe=True, initial=0.0)
-        value = ((pair_loss + (self.linear * theta).sum(1)) * self.inv
-                 + 0.5 * self.ridge * (theta * theta).sum(1))
-        g = (grad.view_as(theta) + self.linear) * self.inv[:, None] + self.ridge * theta
+        shrink = self.ridge_mask * theta
+        value = (pair_loss + (self.linear * theta).sum(1)) * self.inv + 0.5 * (shrink * theta).sum(1)
+        g = (grad.view_as(theta) + self.linear) * self.inv[:, None] + shrink
         return value, g
 
     def restrict(self, keep: torch.Tensor) -> BtObjective:

@@ -80,6 +80,9 @@ def calibrate(counts: VerdictCounts, thetas: pd.DataFrame | None, *, rubric_only
             "iterations": info.iterations, "converged": info.converged,
             "objective": info.objective, "seconds": info.seconds,
             "count_patterns": info.n_patterns,
+            "ability_grid": {"step": info.grid_step, "points": info.grid_points,
+                             "rounds": info.grid_rounds,
+                             "rule": "trapezoid, step <= 0.5 / max raw gamma"},
             "raw_scale": {"gamma": info.gamma_raw.tolist(), "beta": info.beta_raw.tolist(),
                           "scale": info.scale, "shift": info.shift},
         }, notes=fit.notes)

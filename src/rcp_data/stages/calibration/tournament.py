@@ -163,7 +163,7 @@ def _ints(col: pa.ChunkedArray, fill: int, source: str = "", name: str = "") -> 
         values = np.where(np.isnan(values), fill, values)
         bad = np.flatnonzero(values != np.round(values))
         if bad.size:
-            raise InputError(f"{name} {values[bad[0]]!r} is not a whole number", path=source,
+            raise InputError(f"{name} {float(values[bad[0]]):g} is not a whole number", path=source,
                              row=int(bad[0]) + 1, field=name)
     return values.astype(np.int64)
 
