@@ -64,21 +64,29 @@ class BtObjective:
         sizes = np.diff(query_start)[queries]
         self.dmax = dmax = max(int(sizes.max()) if len(sizes) else 1, 1)
         first = query_start[queries]
-        counts = (stats.pair_start[queries + 1] - stats.pair_start[queries])
-        pair_rows = _ranges(stats.pair_start[queries], counts)
-        block = np.repeat(np.arange(self.n_blocks), counts)
-        lo = stats.lo[pair_rows] - first[block] + block * dmax
-        hi = stats.hi[pair_rows] - first[block] + block * dmax
-        weight = stats.weight[pair_rows]
+        counts = stats.pair_start[queries + 1] - stats.pair_start[queries]
+        # each document's place in the padded (B, dmax) layout
+        index = np.int32 if self.n_blocks * dmax < 2**31 - 1 else np.int64
+        docs = _ranges(first, sizes)
+        flat = np.full(len(stats.linear), -1, dtype=index)
+        flat[docs] = (np.repeat(np.arange(self.n_blocks, dtype=np.int64) * dmax - first, sizes)
+                      + docs).astype(index)
+        everything = len(queries) == len(query_start) - 1 and np.array_equal(
+            queries, np.arange(len(queries)))
+        rows = slice(None) if everything else _ranges(stats.pair_start[queries], counts)
+        lo, hi = flat[stats.lo[rows]], flat[stats.hi[rows]]
+        weight = stats.weight[rows]
+        del rows, flat
         slot = (np.arange(dmax)[None, :] < sizes[:, None])
         doc = np.where(slot, first[:, None] + np.arange(dmax)[None, :], 0)
         linear = np.where(slot, stats.linear[doc], 0.0)
         inv = 1.0 / np.maximum(stats.weight_sum[queries], np.finfo(float).tiny)
         as_t = lambda a, dt=torch.float64: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
         # int32 places (gathers are faster); pairs sorted by lo, so lo's sums are segments
-        index = torch.int32 if self.n_blocks * dmax < 2**31 else torch.long
-        self.lo, self.hi = as_t(lo, index), as_t(hi, index)
+        torch_index = torch.int32 if index is np.int32 else torch.long
+        self.lo, self.hi = as_t(lo, torch_index), as_t(hi, torch_index)
         self.lo_lengths = as_t(np.bincount(lo, minlength=self.n_blocks * dmax), torch.long)
+        del lo, hi
         self.weight = as_t(weight)
         self.lengths = as_t(counts, torch.long)
         self.linear, self.inv = as_t(linear), as_t(inv)
@@ -93,8 +101,11 @@ class BtObjective:
         grad = torch.segment_reduce(ws, "sum", lengths=self.lo_lengths, unsafe=True, initial=0.0)
         grad.index_add_(0, self.hi, ws, alpha=-1)
         del ws
-        pair_loss = torch.segment_reduce(torch.nn.functional.softplus(d).mul_(self.weight), "sum",
-                                         lengths=self.lengths, unsafe=True, initial=0.0)
+        sp = torch.nn.functional.softplus(d)
+        del d
+        pair_loss = torch.segment_reduce(sp.mul_(self.weight), "sum", lengths=self.lengths,
+                                         unsafe=True, initial=0.0)
+        del sp
         shrink = self.ridge_mask * theta
         value = (pair_loss + (self.linear * theta).sum(1)) * self.inv + 0.5 * (shrink * theta).sum(1)
         g = (grad.view_as(theta) + self.linear) * self.inv[:, None] + shrink
@@ -165,6 +176,7 @@ def fit_bt_arrays(stats: PairStats, query_start: np.ndarray, *,
     return {"theta": theta, "observed": observed, "loss": res.value,
             "iterations": res.iterations, "converged": res.converged,
             "grad_max": res.grad_max, "evaluations": res.evaluations,
+            "partial_evaluations": res.partial_evaluations,
             "seconds": res.seconds, "device": str(dev)}
 
 
@@ -229,7 +241,9 @@ def fit_stage_a(t: Tournament, *, rule: str = DEFAULT_RULE, settings: BtSettings
                 "not_converged_queries": t.n_queries - n_conv,
                 "iterations_max": int(fit["iterations"].max()),
                 "iterations_median": float(np.median(fit["iterations"])),
-                "evaluations": fit["evaluations"], "loss_median": float(np.median(fit["loss"])),
+                "evaluations": fit["evaluations"],
+                "partial_evaluations": fit["partial_evaluations"],
+                "loss_median": float(np.median(fit["loss"])),
                 "grad_max": float(fit["grad_max"].max()),
                 "seconds_read": t1 - t0, "seconds_fit": fit["seconds"]},
         "spearman_theta_bt_mean_score": _quantiles(rho),

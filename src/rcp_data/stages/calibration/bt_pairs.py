@@ -23,7 +23,6 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from rcp_data.stages.calibration.tournament import FALLBACK, SOFT, Tournament
 
@@ -37,7 +36,7 @@ CHUNK_BINS = 1 << 24  # dense (query, lo, hi) bins per chunk of queries
 class PairStats:
     """Sufficient statistics of the BT loss: distinct pairs (query-major) and per-document terms."""
 
-    lo: np.ndarray  # (P,) document, lo < hi, sorted by (lo, hi)
+    lo: np.ndarray  # (P,) document (int32 below 2^31 documents), lo < hi, sorted by (lo, hi)
     hi: np.ndarray  # (P,)
     weight: np.ndarray  # (P,) summed observation weight
     pair_start: np.ndarray  # (Q + 1,) first pair of each query
@@ -58,22 +57,26 @@ def _observations(t: Tournament, status: np.ndarray, windows: np.ndarray, w: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(lo, hi, p, weight)`` of every pair of the given windows of size ``w``, ``lo < hi``
     as keys ``query * dmax + place`` (``row_key`` holds them for the rows from
-    ``first_row``), ``p`` the label that ``lo`` wins."""
+    ``first_row``), ``p`` the label that ``lo`` wins. Each window's rows are put in key order
+    first, so that every pair ``i < j`` of places is already ``lo, hi``."""
     rows = t.window_start[windows][:, None] + np.arange(w)
-    i, j = np.triu_indices(w, 1)
     keys = row_key[rows - first_row]
-    a, b = keys[:, i].ravel(), keys[:, j].ravel()
+    order = np.argsort(keys, axis=1)
+    keys = np.take_along_axis(keys, order, axis=1)
+    rows = np.take_along_axis(rows, order, axis=1)
+    i, j = np.triu_indices(w, 1)
     soft = status[windows] == SOFT
     p = np.empty((len(windows), len(i)))
     if soft.any():
-        s = t.row_score[rows[soft]]
-        p[soft] = np.clip(expit(s[:, i] - s[:, j]), *LABEL_CLIP)
+        # sigmoid(s_i - s_j) = e_i / (e_i + e_j), e = exp(s): one exp per row, not per pair
+        e = np.exp(t.row_score[rows[soft]])
+        ei = e[:, i]
+        p[soft] = np.clip(ei / (ei + e[:, j]), *LABEL_CLIP)
     if (~soft).any():
         r = t.row_rank[rows[~soft]]
         p[~soft] = r[:, i] < r[:, j]
-    p = p.ravel()
     weight = np.repeat(np.where(soft, 2.0 / w, 1.0), len(i))
-    return np.minimum(a, b), np.maximum(a, b), np.where(a < b, p, 1.0 - p), weight
+    return keys[:, i].ravel(), keys[:, j].ravel(), p.ravel(), weight
 
 
 def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
@@ -84,8 +87,8 @@ def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
     per_chunk = max(1, CHUNK_BINS // (dmax * dmax))
     linear = np.zeros(n_docs)
     weight_sum = np.zeros(n_queries)
-    row_query = np.repeat(t.window_query, t.window_size)
-    row_pos = t.row_doc - t.query_start[row_query]
+    row_query = np.repeat(t.window_query.astype(np.int32), t.window_size)
+    row_pos = (t.row_doc - t.query_start[row_query]).astype(np.int32)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     n_obs = 0
     window_bounds = np.searchsorted(t.window_query, np.arange(n_queries + 1))
@@ -96,7 +99,7 @@ def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
         windows = windows[entered[windows]]
         sizes = t.window_size[windows]
         r0, r1 = t.window_start[window_bounds[q0]], t.window_start[window_bounds[q1]]
-        row_key = (row_query[r0:r1] - q0) * dmax + row_pos[r0:r1]
+        row_key = (row_query[r0:r1].astype(np.int64) - q0) * dmax + row_pos[r0:r1]
         dense = np.zeros(nq * dmax * dmax)
         c = np.zeros(nq * dmax)
         for w in np.unique(sizes[sizes >= 2]):
@@ -116,10 +119,14 @@ def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
         qloc, rest = np.divmod(nz, dmax * dmax)
         plo, phi = np.divmod(rest, dmax)
         first = t.query_start[q0 + qloc]
-        parts.append((first + plo, first + phi, dense[nz]))
-    lo = np.concatenate([x[0] for x in parts]) if parts else np.zeros(0, np.int64)
-    hi = np.concatenate([x[1] for x in parts]) if parts else np.zeros(0, np.int64)
+        index = np.int32 if n_docs < 2**31 - 1 else np.int64
+        parts.append(((first + plo).astype(index), (first + phi).astype(index), dense[nz]))
+        del dense, nz, qloc, rest, plo, phi, first
+    del row_query, row_pos
+    lo = np.concatenate([x[0] for x in parts]) if parts else np.zeros(0, np.int32)
+    hi = np.concatenate([x[1] for x in parts]) if parts else np.zeros(0, np.int32)
     weight = np.concatenate([x[2] for x in parts]) if parts else np.zeros(0)
+    del parts
     pair_start = np.searchsorted(t.doc_query[lo] if len(lo) else lo, np.arange(n_queries + 1))
     row_entered = np.repeat(entered, t.window_size)
     doc_windows = np.bincount(t.row_doc[row_entered], minlength=n_docs)
@@ -128,7 +135,6 @@ def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
     score_count = np.bincount(t.row_doc[row_soft], minlength=n_docs)
     log.info("Stage A: %s observations -> %s distinct pairs of %s documents", f"{n_obs:,}",
              f"{len(lo):,}", f"{n_docs:,}")
-    return PairStats(lo.astype(np.int64), hi.astype(np.int64), weight,
-                     pair_start.astype(np.int64), linear, weight_sum, n_obs, doc_windows,
-                     score_sum, score_count)
+    return PairStats(lo, hi, weight, pair_start.astype(np.int64), linear, weight_sum, n_obs,
+                     doc_windows, score_sum, score_count)
 

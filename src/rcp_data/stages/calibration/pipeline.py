@@ -162,7 +162,8 @@ def stage_a_thetas(tournament: str | Path, *, rule: str = DEFAULT_RULE, device: 
     from rcp_data.stages.calibration.bt import fit_stage_a
     from rcp_data.stages.calibration.tournament import load_tournament, read_tournament
 
-    t = load_tournament(read_tournament(tournament), source=str(tournament))
+    t = load_tournament(read_tournament(tournament, for_fit=True), source=str(tournament))
+    pa.default_memory_pool().release_unused()  # the table is encoded: give its memory back
     return fit_stage_a(t, rule=rule, device=device)
 
 

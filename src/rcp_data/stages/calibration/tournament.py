@@ -99,26 +99,28 @@ class WindowReading:
         return self.status <= FALLBACK
 
 
-def read_tournament(path: str | Path) -> pa.Table:
-    """Read a tournament parquet (ids dictionary-encoded; 31M rows stay small)."""
+def read_tournament(path: str | Path, *, for_fit: bool = False) -> pa.Table:
+    """Read a tournament parquet (ids dictionary-encoded; 31M rows stay small). ``for_fit``:
+    without ``finish_reason``, which the fit does not read."""
     path = Path(path)
     if not path.exists():
         raise InputError("missing file (expected the Stage A tournament table)", path=str(path))
     try:
         names = pq.read_schema(path).names
         _require_columns(names, str(path))
+        columns = [c for c in names if not (for_fit and c == "finish_reason")]
         dict_cols = [c for c in ("query-id", "corpus-id", "phase", "finish_reason", SPLIT)
-                     if c in names]
-        table = pq.read_table(path, read_dictionary=dict_cols)
+                     if c in columns]
+        table = pq.read_table(path, columns=columns, read_dictionary=dict_cols)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
     log.info("read %s tournament rows from %s", f"{table.num_rows:,}", path)
     return table
 
 
-def _require_columns(names: list[str], source: str) -> None:
+def _require_columns(names: list[str], source: str, *, fit_only: bool = False) -> None:
     for name in SCHEMAS["judge_tournament"].names:
-        if name not in names:
+        if name not in names and not (fit_only and name == "finish_reason"):
             raise SchemaError(f"missing column {name!r} (has {', '.join(names)})",
                               path=source, field=name)
 
@@ -186,7 +188,8 @@ def load_tournament(table: pa.Table | pd.DataFrame, *, source: str = "<tournamen
     """Check a tournament table and encode it (see the module docstring)."""
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
-    _require_columns(table.column_names, source)
+    # a table read for the fit alone comes without finish_reason (read_tournament checked it)
+    _require_columns(table.column_names, source, fit_only=True)
     _check_types(table, source)
     n = table.num_rows
     if n == 0:
@@ -197,31 +200,39 @@ def load_tournament(table: pa.Table | pd.DataFrame, *, source: str = "<tournamen
     if has_split:
         _first_null(table, SPLIT, source)
 
-    # queries: (split, query-id) in byte order; documents: query by query, corpus-id order
+    # queries: (split, query-id) in byte order; documents: query by query, corpus-id order.
+    # 31M rows at ViDoRe scale: intermediate arrays are dropped as soon as they are used.
     qrank, qinv, qdict = _dict_keys(table.column("query-id"))
-    key = qrank
     if has_split:
         srank, sinv, sdict = _dict_keys(table.column(SPLIT))
-        key = srank * len(qdict) + qrank
-    row_query, qkeys = pd.factorize(key, sort=True)
+        qrank = srank * len(qdict) + qrank
+        del srank
+    row_query, qkeys = pd.factorize(qrank, sort=True)
+    del qrank
     query_id = _strings(qdict, qinv[qkeys % len(qdict)])
     query_split = _strings(sdict, sinv[qkeys // len(qdict)]) if has_split else None
     drank, dinv, ddict = _dict_keys(table.column("corpus-id"))
-    row_doc, dkeys = pd.factorize(row_query.astype(np.int64) * len(ddict) + drank, sort=True)
+    drank += row_query.astype(np.int64) * len(ddict)
+    row_doc, dkeys = pd.factorize(drank, sort=True)
+    del drank
     doc_id = _strings(ddict, dinv[dkeys % len(ddict)])
     query_start = np.searchsorted(dkeys // len(ddict), np.arange(len(qkeys) + 1))
 
-    calls = table.column("call_index").to_numpy().astype(np.int64)
-    call_code, call_values = pd.factorize(calls, sort=True)
-    row_window, wkeys = pd.factorize(row_query.astype(np.int64) * len(call_values) + call_code,
-                                     sort=True)
+    call_code, call_values = pd.factorize(table.column("call_index").to_numpy(), sort=True)
+    call_values = np.asarray(call_values, dtype=np.int64)
+    key = row_query.astype(np.int64) * len(call_values) + call_code
+    del call_code, row_query
+    row_window, wkeys = pd.factorize(key, sort=True)
+    del key
     position = table.column("position").to_numpy().astype(np.int64)
     if (position < 0).any():
         row = int(np.flatnonzero(position < 0)[0])
         raise InputError(f"position {position[row]} is negative (0-based place as shown)",
                          path=source, row=row + 1, field="position")
-    order = np.argsort(row_window.astype(np.int64) * (int(position.max()) + 1) + position,
-                       kind="stable")
+    key = row_window.astype(np.int64) * (int(position.max()) + 1) + position
+    order = np.argsort(key, kind="stable")
+    del key
+    order = order.astype(_index_type(n))
     row_window = row_window[order]
     position = position[order]
     n_windows = len(wkeys)
@@ -230,11 +241,14 @@ def load_tournament(table: pa.Table | pd.DataFrame, *, source: str = "<tournamen
     t = Tournament(
         query_id=query_id, query_split=query_split, doc_id=doc_id, query_start=query_start,
         window_start=window_start, window_query=(wkeys // len(call_values)).astype(np.int64),
-        window_call=call_values[wkeys % len(call_values)].astype(np.int64),
-        window_phase=np.zeros(n_windows, dtype=np.int8), row_doc=row_doc[order].astype(np.int64),
+        window_call=call_values[wkeys % len(call_values)],
+        window_phase=np.zeros(n_windows, dtype=np.int8),
+        row_doc=row_doc[order].astype(_index_type(len(doc_id))),
         row_score=_scores(table.column("score"))[order],
-        row_rank=_ints(table.column("judge_rank"), 0, source, "judge_rank")[order],
+        row_rank=_ints(table.column("judge_rank"), 0, source, "judge_rank")[order].astype(
+            np.int32),
         row_file=order, source=source)
+    del row_doc
     _check_positions(t, row_window, position)
     t = replace(t, window_phase=_phases(t, table.column("phase"), order, row_window))
     _check_ranks(t, table.column("judge_rank"), order)
@@ -242,6 +256,11 @@ def load_tournament(table: pa.Table | pd.DataFrame, *, source: str = "<tournamen
     log.info("tournament: %s rows, %s windows, %s documents of %s queries", f"{n:,}",
              f"{n_windows:,}", f"{t.n_docs:,}", f"{t.n_queries:,}")
     return t
+
+
+def _index_type(n: int) -> type:
+    """int32 for indices below 2^31 (halves the row arrays at ViDoRe scale), else int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def _scores(col: pa.ChunkedArray) -> np.ndarray:
