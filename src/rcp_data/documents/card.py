@@ -7,6 +7,7 @@ runs replayed by :mod:`rcp_data.scoring.replay`) or taken from the release histo
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -585,6 +586,18 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
     return steps
 
 
+def _stage_a_counts(params_path: Path) -> dict:
+    """The Stage A reading counts the calibration recorded in its item parameters, if any."""
+    if not params_path.is_file():
+        return {}
+    try:
+        reading = json.loads(params_path.read_text(encoding="utf-8")).get("reading") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    counts = reading.get("stage_a") if isinstance(reading, dict) else None
+    return counts if isinstance(counts, dict) and "windows_total" in counts else {}
+
+
 def tournament_step(spec: SuiteSpec, rd: ReleaseDir) -> str:
     """The Stage A paragraph: the answers shipped, the reading rule, the refit they allow."""
     splits = [s for s in spec.provenance_splits if rd.has_provenance("judge_tournament", s)]
@@ -592,13 +605,22 @@ def tournament_step(spec: SuiteSpec, rd: ReleaseDir) -> str:
         return ""
     rows = sum(pq.read_metadata(rd.root / provenance_file("judge_tournament", s)).num_rows
                for s in splits)
-    rules = (rd.manifest().get("calibration") or {}).get("reading_rules") or {}
-    rule = rules.get("stage_a")
+    calibration = rd.manifest().get("calibration") or {}
+    rule = (calibration.get("reading_rules") or {}).get("stage_a")
     read = (f" The answers were read with the `{rule}` rule" + (
         ": a window enters only if every document it shows has a score in [-5, 5] and a "
         "rank." if rule == "complete" else ": as `complete`, plus windows without readable "
         "scores but with a complete ranking, as hard preferences of weight 1."
         if rule == "hard-fallback" else ".")) if rule else ""
+    counts = _stage_a_counts(rd.root / str(calibration.get("item_params", "")))
+    if counts:
+        fallback = (f" ({_n(counts['windows_fallback'])} as hard preferences)"
+                    if counts.get("windows_fallback") else "")
+        cause = counts.get("windows_left_out_by_cause", {})
+        read += (f" Of {_n(counts['windows_total'])} windows, {_n(counts['windows_used'])} "
+                 f"entered{fallback} and {_n(counts['windows_left_out'])} were left out "
+                 f"({_n(cause.get('unreadable', 0))} unreadable, "
+                 f"{_n(cause.get('partial', 0))} partial).")
     return (f"**Stage A.** `provenance-judge-tournament` holds the judge's {_n(rows)} tournament "
             "rows (one per document shown in a window) and `provenance-judge-bt` the "
             "Bradley-Terry scores fitted from them (soft preferences from every pair of a "
