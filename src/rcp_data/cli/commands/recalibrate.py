@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "answers: the Stage A tournament read under --rule and refitted, then the 2PL MAP. The "
         "answers default to those RELEASE_DIR ships (provenance-judge-tournament, "
         "provenance-judge-criteria); --tournament and --criteria read other tables. Prints how "
-        "many gains changed and how many printed table cells moved. Render the card and task "
-        "file afterwards with `rcp-data card render`.")
+        "many gains changed and how many printed table cells moved. The card and the task "
+        "file of release N+1 are rendered into --out.")
     p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
     p.add_argument("--fit", type=Path,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
