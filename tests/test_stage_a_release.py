@@ -194,9 +194,7 @@ def test_published_release_refits_from_its_snapshot(built, local_hub, tmp_path):
     """Publish to the local Hub, download strictly by sha, refit from the snapshot alone."""
     import uuid
 
-    from huggingface_hub import HfApi
-
-    from rcp_data.core.hub_client import download_snapshot
+    from rcp_data.core.hub_client import HubClient
     from rcp_data.release.publish import publish
 
     repo = f"rcp-test/stage-a-{uuid.uuid4().hex[:8]}"
@@ -205,8 +203,9 @@ def test_published_release_refits_from_its_snapshot(built, local_hub, tmp_path):
     for stale in ("README.md", "rcp_ndcg_tasks.py", "provenance/releases.json"):
         (release / stale).unlink()
     prepare_release(release, load_spec("demo"), repo, date="2026-11-30")
-    result = publish(release, repo, api=HfApi(endpoint=local_hub.url), create_repo=True)
-    snapshot = download_snapshot(repo, result.commit, cache_dir=tmp_path / "cache")
+    client = HubClient(local_hub.url, cache_dir=tmp_path / "cache")
+    result = publish(release, repo, client=client, create_repo=True)
+    snapshot = client.download(repo, result.commit)
     assert (snapshot / "provenance/judge_tournament/alpha.parquet").exists()
     checks = _by_name(refit_checks(snapshot))
     assert all(c.status == "ok" for c in checks.values()), checks
