@@ -11,7 +11,7 @@ from scipy.special import expit
 
 from rcp_data.core.errors import InputError
 from rcp_data.stages.calibration.pipeline import calibrate
-from rcp_data.stages.calibration.rubric import fit_rubric_arrays
+from rcp_data.stages.calibration.rubric import RubricSettings, fit_rubric_arrays
 from rcp_data.stages.calibration.verdicts import count_verdicts
 
 # Stated tolerance against girth's MML (its EM stops at a 1e-3 change in discrimination and
@@ -114,3 +114,41 @@ def test_documents_failing_everything_get_a_finite_prior_driven_ability():
     assert np.ptp(r.theta[:50]) == 0 and r.theta[:50].max() == r.theta.min()
     # the posterior mean of an all-fail document under N(0, 1) lies below the prior mean
     assert r.theta_raw[0] < 0
+
+
+# -- the integral over ability is converged ----------------------------------------------------
+REFINED = RubricSettings(slope_step=0.125, max_step=0.0625, half_width=14.0, beta_margin=12.0)
+COARSE = RubricSettings(slope_step=3.0, max_step=0.3)  # about the old 61-node rule's spacing
+
+
+def _moved(a, b) -> float:
+    """The largest change of any estimate between two fits (raw and reported scale)."""
+    return max(float(np.abs(getattr(a, k) - getattr(b, k)).max())
+               for k in ("gamma_raw", "beta_raw", "gamma", "beta", "theta", "theta_sd"))
+
+
+def test_real_sample_estimates_are_those_of_the_converged_integral(real_sample):
+    counts = count_verdicts(real_sample)
+    fit = fit_rubric_arrays(counts.n, counts.passes)
+    assert fit.gamma_raw.max() > 8  # steep criteria: the case a fixed rule could not resolve
+    assert fit.grid_step * fit.gamma_raw.max() <= 0.5 + 1e-9
+    finer = fit_rubric_arrays(counts.n, counts.passes, settings=REFINED)
+    assert finer.grid_points > 2 * fit.grid_points
+    assert _moved(fit, finer) <= 1e-4
+    # a grid as coarse as the old Gauss-Hermite rule's moves the estimates by far more
+    assert _moved(fit, fit_rubric_arrays(counts.n, counts.passes, settings=COARSE)) > 1e-2
+
+
+def test_simulated_steep_items_are_converged_and_recovered():
+    rng = np.random.default_rng(9)
+    gamma = np.array([12.0, 9.0, 6.0, 3.0, 1.5])
+    beta = np.array([-1.2, -0.3, 0.4, 1.0, 1.7])
+    theta = rng.normal(size=4000)
+    n = rng.integers(1, 5, 4000)
+    passes = rng.binomial(n[:, None], expit(gamma * (theta[:, None] - beta)))  # SYNTHETIC
+    fit = fit_rubric_arrays(n, passes)
+    finer = fit_rubric_arrays(n, passes, settings=REFINED)
+    assert _moved(fit, finer) <= 1e-4
+    assert fit.converged and fit.grid_step <= 0.5 / fit.gamma_raw.max() + 1e-12
+    np.testing.assert_allclose(fit.beta_raw, beta, atol=0.08)
+    assert np.abs(np.log(fit.gamma_raw / gamma)).max() < 0.25

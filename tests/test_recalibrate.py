@@ -17,11 +17,9 @@ from rcp_data.core.history import read_history
 from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
 from rcp_data.release.prepare import prepare_release
-from rcp_data.release.recalibrate import diff_releases, recalibrate_release
+from rcp_data.release.recalibrate import diff_releases, recalibrate_release, refit_from_release
 from rcp_data.scoring.compare import load_tables
 from rcp_data.scoring.replay import replay_release
-from rcp_data.stages.calibration.pipeline import calibrate
-from rcp_data.stages.calibration.verdicts import count_verdicts, read_verdicts
 
 SHA1 = "1" * 40
 
@@ -36,16 +34,16 @@ def v1(tmp_path_factory, demo_data) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def refit(v1):
-    _, inputs = v1
-    counts = count_verdicts(read_verdicts(inputs / "judge/criteria.parquet"))
-    return calibrate(counts, pd.read_parquet(inputs / "judge/thetas.parquet"), progress=False)
+    """Release 1's own answers re-read with the complete rule (release 1 read hard-fallback)."""
+    return refit_from_release(v1[0], load_spec("demo"), stage_a_rule="complete")
 
 
 @pytest.fixture(scope="module")
 def v2(v1, refit, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("recal2") / "v2"
     recalibrate_release(v1[0], out, load_spec("demo"), refit.params, thetas=refit.thetas,
-                        previous_revision=SHA1, date="2026-11-30")
+                        previous_revision=SHA1, date="2026-11-30",
+                        reading_rules=refit.reading_rules)
     return out
 
 
@@ -112,8 +110,8 @@ def test_cli_calibrate_then_recalibrate(v1, tmp_path, capsys):
 
     release, inputs = v1
     assert main(["calibrate", "--criteria", str(inputs / "judge/criteria.parquet"),
-                 "--thetas", str(inputs / "judge/thetas.parquet"), "--out",
-                 str(tmp_path / "fit")]) == 0
+                 "--tournament", str(inputs / "judge/tournament.parquet"), "--rule", "complete",
+                 "--out", str(tmp_path / "fit")]) == 0
     capsys.readouterr()
     assert main(["recalibrate", str(release), "--fit", str(tmp_path / "fit"), "--out",
                  str(tmp_path / "v2"), "--previous-revision", SHA1, "--json"]) == 0

@@ -312,6 +312,18 @@ def _check_calibration(where: str, calibration: object) -> list[str]:
     return problems
 
 
+def calibration_record(calibration: Mapping) -> dict:
+    """The releases.json ``calibration`` of a release from its build manifest's calibration:
+    method, item parameters, link, and the reading rules the judge's answers were read with
+    (``{"stage_a": "complete" | "hard-fallback", "stage_b": "complete"}``) when recorded."""
+    out = {"method": "2pl-irt", "item_params": calibration["item_params"],
+           "link": calibration.get("link", "weighted_discrimination")}
+    rules = calibration.get("reading_rules")
+    if isinstance(rules, Mapping) and rules:
+        out["reading_rules"] = dict(rules)
+    return out
+
+
 # -- changing a history ------------------------------------------------------------------------
 def add_release(history: History, *, judge: Mapping, calibration: Mapping, summary: str = "",
                 date: str | None = None, previous_revision: str | None = None,

@@ -26,12 +26,19 @@ LIST_STR = pa.list_(pa.string())
 
 SUBSET_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
 PROVENANCE_KINDS = ("pool", "first_stage", "runs", "judge_criteria")
+# Provenance a release carries when its judge run gave it (this project's addition, issue 17):
+# the Stage A answers and the Bradley-Terry scores fitted from them, so a refit needs nothing
+# outside the release. Not required of a release; checked when present.
+OPTIONAL_PROVENANCE_KINDS = ("judge_tournament", "judge_bt")
 PROVENANCE_CONFIG = {
     "pool": "provenance-pool",
     "first_stage": "provenance-first-stage",
     "runs": "provenance-runs",
     "judge_criteria": "provenance-judge-criteria",
+    "judge_tournament": "provenance-judge-tournament",
+    "judge_bt": "provenance-judge-bt",
 }
+TOURNAMENT_PHASES = ("random", "stratified", "adaptive", "other")
 
 SCHEMAS: dict[str, pa.Schema] = {
     "corpus": pa.schema([("id", STR), ("title", STR), ("text", STR)]),
@@ -82,6 +89,21 @@ SCHEMAS: dict[str, pa.Schema] = {
     "judge_criteria": pa.schema(
         [("query-id", STR), ("call_index", pa.int64()), ("corpus-id", STR), ("finish_reason", STR)]
     ),
+    # Stage A: one row per document shown in a window (one window = one call_index per query)
+    "judge_tournament": pa.schema(
+        [
+            ("query-id", STR),
+            ("call_index", pa.int64()),
+            ("phase", STR),  # random | stratified | adaptive | other
+            ("position", pa.int64()),  # 0-based place as shown
+            ("corpus-id", STR),
+            ("judge_rank", pa.int64()),  # 1-based place in the answer, null if absent
+            ("score", pa.float64()),  # the judge's score in [-5, 5], null if absent
+            ("finish_reason", STR),
+        ]
+    ),
+    # Stage A Bradley-Terry scores, centred per query (0: no observation under the rule)
+    "judge_bt": pa.schema([("query-id", STR), ("corpus-id", STR), ("theta_bt", pa.float64())]),
 }
 
 # Columns a published release may lack (the published repos differ; the verifier reports them).

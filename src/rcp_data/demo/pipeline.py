@@ -1,7 +1,8 @@
 """The demo job (README's main command): build -> publish -> verify, on SYNTHETIC data.
 
 1. build release 1 of the bundled demo suite, add releases.json, the task file and the card;
-2. refit the judge's verdicts (2PL MAP) and build release 2 from it: same data, new gains;
+2. re-read the judge's Stage A answers that release 1 ships with the stricter ``complete``
+   rule, refit Stage A and the 2PL MAP, and build release 2 from it: same data, new gains;
 3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions;
 4. regenerate the card (a commit that writes in the shas known now; no tag moves);
 5. list the releases (Hub refs beside releases.json), verify both releases by tag;
@@ -30,18 +31,12 @@ log = logging.getLogger(__name__)
 DEMO_REPO = "rcp-data/rcp-ndcg-demo"
 
 
-def refit(inputs: Path):
-    """Refit the demo judge's Stage B verdicts with its Stage A scores (release 2's gains)."""
-    import pandas as pd
+def refit(release: Path):
+    """Release 2's calibration: release 1's own answers, Stage A re-read with ``complete``."""
+    from rcp_data.demo.suite import RELEASE_2_RULE
+    from rcp_data.release.recalibrate import refit_from_release
 
-    from rcp_data.stages.calibration.pipeline import calibrate
-    from rcp_data.stages.calibration.verdicts import count_verdicts, read_verdicts
-
-    counts = count_verdicts(read_verdicts(inputs / "judge/criteria.parquet"),
-                            source=str(inputs / "judge/criteria.parquet"))
-    thetas = pd.read_parquet(inputs / "judge/thetas.parquet")
-    cal = calibrate(counts, thetas, progress=False)
-    return cal
+    return refit_from_release(release, load_spec("demo"), stage_a_rule=RELEASE_2_RULE)
 
 
 def build_demo_releases(out: Path, *, date: str | None = None,
@@ -65,13 +60,18 @@ def build_demo_releases(out: Path, *, date: str | None = None,
     say(f"built SYNTHETIC demo release 1 into {v1}")
 
     def build_v2(previous_sha: str) -> Path:
-        cal = refit(inputs)
-        say(f"refitted the demo judge's verdicts: gamma={[round(g, 3) for g in cal.params.gamma]} "
-              f"beta={[round(b, 3) for b in cal.params.beta]}")
-        recalibrate_release(v1, v2, spec, cal.params, thetas=cal.thetas, date=date,
-                            previous_revision=previous_sha,
-                            summary="SYNTHETIC demo data. Recalibration: the same verdicts "
-                            "refitted (2PL MAP with the Stage A scores); new thetas and gains.")
+        from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+        cal = refit(v1)
+        rules = cal.reading_rules
+        say(f"re-read the demo judge's answers ({rules}) and refitted: gamma="
+              f"{[round(g, 3) for g in cal.params.gamma]} beta="
+              f"{[round(b, 3) for b in cal.params.beta]}")
+        recalibrate_release(v1, v2, spec, fitted_item_params(cal), thetas=cal.thetas, date=date,
+                            previous_revision=previous_sha, reading_rules=rules,
+                            summary="SYNTHETIC demo data. Recalibration: the same answers "
+                            f"re-read (Stage A rule {rules.get('stage_a')}) and refitted "
+                            "(Bradley-Terry, then 2PL MAP); new theta_bt, thetas and gains.")
         diff = diff_releases(v1, v2, spec)
         say(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
         return v2

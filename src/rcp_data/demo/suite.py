@@ -6,8 +6,12 @@ covers the cases the real suites have: tied reranker scores, excluded self-docum
 the query's own id, one byte-identical copy), a query with more positives than its pool holds
 (positives outside the pool), and a query without any positive label.
 
-Release 1 and release 2 share all data; release 2 is a recalibration (item parameters refitted
-from the same verdicts), so only ``gain`` and ``theta`` differ.
+The judge's answers are simulated and then fitted as a real run is: a Stage A tournament on the
+window schedule of paper App. C.2 (:mod:`rcp_data.stages.calibration.schedule`; some answers
+unreadable or cut off), Stage B verdicts from a 2PL, then the Bradley-Terry fit and the 2PL MAP.
+Release 1 reads the tournament with the ``hard-fallback`` rule (as ViDoRe release 1); release 2
+is a recalibration that re-reads the same answers with ``complete`` (as ViDoRe release 2), so
+only ``theta_bt``, ``theta`` and ``gain`` differ.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.build import build_release, read_inputs, write_builder_inputs
+from rcp_data.stages.calibration.schedule import ScheduleSettings, simulate_tournament
 from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)
@@ -33,6 +38,12 @@ N_QUERIES = 12
 N_DOCS = 240
 FIRST_STAGE_DEPTH = 40
 DEMO_JUDGE = {"model": "rcp-data/synthetic-judge-7b", "revision": "demo", "short": "synth"}
+RELEASE_1_RULE = "hard-fallback"  # how release 1 reads the Stage A answers
+RELEASE_2_RULE = "complete"
+# the demo's Stage A schedule: its pools hold 20 documents, so fewer windows than the paper's
+DEMO_SCHEDULE = ScheduleSettings(window=10, random_windows=6, stratified_windows=6, batches=3,
+                                 batch_windows=2, judge_noise=0.6, unreadable=0.05,
+                                 partial=0.04)
 TRUE_PARAMS = ItemParams(gamma=(1.4, 1.1, 0.9, 0.8, 0.8), beta=(-1.6, -0.6, 0.2, 1.0, 1.9))
 WORDS = ["synthetic", "river", "stone", "lamp", "orbit", "maple", "copper", "signal", "harbor", "violet", "engine", "quartz", "meadow", "cipher", "lantern", "glacier", "pixel", "ember", "falcon", "canyon", "thunder", "willow", "prism", "atlas", "beacon", "cobalt", "delta", "fable", "garnet", "horizon", "ivory", "jasmine", "kelvin", "lumen", "marble", "nectar", "onyx", "pepper", "quill", "raven", "saffron", "tundra", "umbra", "velvet", "walnut", "xenon", "yarrow", "zephyr"]
 
@@ -122,14 +133,41 @@ def _first_stage(lat: DemoLatent, rng: np.random.Generator, noise: float, name: 
     return normalize_run(frame, name)
 
 
+def _judge_answers(pools: list[tuple[pd.DataFrame, np.ndarray]], seed: int):
+    """SYNTHETIC Stage A answers for every pool, fitted (rule of release 1) with the verdicts."""
+    qids, docs, rel = [], [], []
+    for pool, true in pools:
+        for q, idx in pool.groupby("query-id", sort=False).indices.items():
+            qids.append(q)
+            docs.append(pool["corpus-id"].to_numpy()[idx].tolist())
+            rel.append(true[idx])
+    return simulate_tournament(qids, docs, rel, settings=DEMO_SCHEDULE, seed=seed)
+
+
+def calibrate_demo(tournament, criteria: pd.DataFrame, rule: str):
+    """Stage A (under ``rule``) and the 2PL MAP on the demo judge's answers."""
+    from rcp_data.stages.calibration.bt import fit_stage_a
+    from rcp_data.stages.calibration.pipeline import attach_stage_a, calibrate
+    from rcp_data.stages.calibration.tournament import load_tournament
+    from rcp_data.stages.calibration.verdicts import count_verdicts
+
+    stage_a = fit_stage_a(load_tournament(tournament, source="judge/tournament.parquet"),
+                          rule=rule)
+    cal = calibrate(count_verdicts(criteria, source="judge/criteria.parquet"), stage_a.thetas,
+                    progress=False, thetas_source="judge/tournament.parquet")
+    attach_stage_a(cal, stage_a)
+    return cal
+
+
 def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLatent], out: Path,
                  *, seed: int = SEED) -> Path:
     """Write a synthetic judge run in the builder-input layout (release 1)."""
+    from rcp_data.stages.calibration.pipeline import fitted_item_params
+
     rng = np.random.default_rng(seed + 7)
     out = Path(out)
     fs_parts: dict[str, list[pd.DataFrame]] = {r: [] for r in spec.pool.retrievers}
-    theta_rows, verdict_rows, run_rows = [], [], {}
-    models = list(spec.rerankers.values()) + ["rcp-data/synthetic-judge-7b:theta"]
+    verdict_rows, run_rows, pools = [], {}, []
     for name, lat in latents.items():
         sub = source.subsets[name]
         runs = {r: _first_stage(lat, rng, 0.8 + 0.3 * i, r)
@@ -149,15 +187,7 @@ def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLa
         qi = pool["query-id"].map(q_index).to_numpy()
         di = pool["corpus-id"].map(doc_index).to_numpy()
         true = lat.relevance[qi, di]
-        # the judge's Stage A score is a per-query affine view of the truth plus noise
-        tau = {q: rng.uniform(0.6, 1.6) for q in lat.queries}
-        alpha = {q: rng.normal(0, 0.8) for q in lat.queries}
-        t = pool["query-id"].map(tau).to_numpy()
-        a = pool["query-id"].map(alpha).to_numpy()
-        theta_bt = (true - a) / t + rng.normal(0, 0.15, size=len(pool))
-        theta = np.round(t * theta_bt + a, 6)
-        theta_rows.append(pd.DataFrame({"query-id": pool["query-id"], "corpus-id": pool["corpus-id"],
-                                        "theta": theta, "theta_bt": theta_bt}))
+        pools.append((pool, true))
         # Stage B: each document seen in 2-3 windows of up to 10 documents
         call = 0
         for q, grp in pool.groupby("query-id", sort=False):
@@ -173,30 +203,33 @@ def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLa
                         verdict_rows.append((q, call, ids[j], *v.tolist(), "stop"))
                     call += 1
         # rerankers: noisy views of the truth; the coarse one rounds (many ties)
-        for m_i, model in enumerate(models):
-            if model.endswith(":theta"):
-                score = theta
-            else:
-                score = true + rng.normal(0, 0.5 + 0.25 * m_i, size=len(pool))
-                if "coarse" in model:
-                    score = np.round(score)
+        for m_i, model in enumerate(spec.rerankers.values()):
+            score = true + rng.normal(0, 0.5 + 0.25 * m_i, size=len(pool))
+            if "coarse" in model:
+                score = np.round(score)
             frame = pd.DataFrame({"query-id": pool["query-id"], "corpus-id": pool["corpus-id"],
                                   "score": np.round(score, 6)})
             frame = frame.iloc[rng.permutation(len(frame))].sort_values("query-id", kind="stable")
             run_rows.setdefault(model, []).append(frame)
-    fitted = ItemParams(gamma=tuple(round(g * 1.02, 6) for g in TRUE_PARAMS.gamma),
-                        beta=tuple(round(b + 0.03, 6) for b in TRUE_PARAMS.beta),
-                        extra={"note": "SYNTHETIC demo item parameters"})
     crit = pd.DataFrame(verdict_rows, columns=["query-id", "call_index", "corpus-id",
                                                "C1", "C2", "C3", "C4", "C5", "finish_reason"])
     crit = crit.astype({f"C{i}": np.int8 for i in range(1, 6)} | {"call_index": np.int64})
+    tournament = _judge_answers(pools, seed + 11)
+    cal = calibrate_demo(tournament, crit, RELEASE_1_RULE)
+    # the judge itself as a run: its calibrated theta (flagged is_judge)
+    thetas = cal.thetas[["query-id", "corpus-id", "theta", "theta_bt"]]
+    judge_run = thetas[["query-id", "corpus-id"]].assign(score=thetas["theta"].to_numpy())
+    run_rows["rcp-data/synthetic-judge-7b:theta"] = [
+        judge_run.iloc[rng.permutation(len(judge_run))].sort_values("query-id", kind="stable")]
+    params = fitted_item_params(cal, note="SYNTHETIC demo item parameters (fitted from "
+                                "SYNTHETIC answers)")
     columns = ["query-id", "corpus-id", "score", "rank"]
     write_builder_inputs(
-        out, spec, judge=DEMO_JUDGE, params=fitted,
-        thetas=pd.concat(theta_rows, ignore_index=True), criteria=crit,
+        out, spec, judge=DEMO_JUDGE, params=params, thetas=thetas, criteria=crit,
         first_stage={r: pd.concat(parts, ignore_index=True)[columns]
                      for r, parts in fs_parts.items()},
-        runs={m: pd.concat(parts, ignore_index=True) for m, parts in run_rows.items()})
+        runs={m: pd.concat(parts, ignore_index=True) for m, parts in run_rows.items()},
+        tournament=tournament)
     log.info("wrote SYNTHETIC demo builder inputs to %s", out)
     return out
 

@@ -7,6 +7,7 @@ runs replayed by :mod:`rcp_data.scoring.replay`) or taken from the release histo
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,20 @@ import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams, link_name
-from rcp_data.core.history import History, Release, judge_slug, read_history, release_tag
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.history import (
+    History,
+    Release,
+    calibration_record,
+    judge_slug,
+    read_history,
+    release_tag,
+)
 from rcp_data.core.io import atomic_write_text
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
+    OPTIONAL_PROVENANCE_KINDS,
     PROVENANCE_CONFIG,
     PROVENANCE_KINDS,
     RELEASES_JSON,
@@ -130,8 +139,7 @@ def release_history(root: Path, spec: SuiteSpec, *, repo: str | None = None) -> 
         revision=None,
         data_revision=None,
         judge={"model": judge["model"], "revision": judge.get("revision")},
-        calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
-                     "link": link_name(calibration)},
+        calibration=calibration_record(calibration),
         status="current",
     )
     return History(repo=repo or spec.repo, releases=(release,))
@@ -155,7 +163,7 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
                     raise InputError(f"missing {kind} table of subset {s!r}", path=str(root / path))
             configs.append({"config_name": f"{s}-{kind}",
                             "data_files": [{"split": spec.split, "path": path}]})
-    for kind in PROVENANCE_KINDS:
+    for kind in (*PROVENANCE_KINDS, *OPTIONAL_PROVENANCE_KINDS):
         files = [{"split": split, "path": provenance_file(kind, split)}
                  for split in spec.provenance_splits
                  if (root / provenance_file(kind, split)).exists()]
@@ -595,9 +603,16 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
     prov_notes = {"pool": "pool order, fused score, injection, exclusion and judging flags",
                   "first_stage": "each retriever's run and the fused one (`rrf_fused`)",
                   "runs": "every reranker's score for every candidate",
-                  "judge_criteria": "the judge's raw per-call criterion verdicts"}
+                  "judge_criteria": "the judge's raw per-call criterion verdicts",
+                  "judge_tournament": "the judge's raw Stage A answers: one row per document "
+                                      "shown in a listwise window (`phase`, `position` as "
+                                      "shown, `judge_rank` and `score` in [-5, 5] as "
+                                      "answered, null when missing)",
+                  "judge_bt": "the Stage A Bradley-Terry scores `theta_bt` fitted from "
+                              "`provenance-judge-tournament` (centred per query), the input "
+                              "of the 2PL fit"}
     split_by = "domain" if spec.corpus.provenance_split == "domain" else "subset"
-    for kind in PROVENANCE_KINDS:
+    for kind in (*PROVENANCE_KINDS, *OPTIONAL_PROVENANCE_KINDS):
         files = [root / provenance_file(kind, s) for s in spec.provenance_splits
                  if (root / provenance_file(kind, s)).exists()]
         if files:
@@ -631,7 +646,52 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir,
     steps.append(f"**Judging.** {_n(judged)} pool pairs were judged: a listwise tournament, "
                  f"then pointwise binary criteria ({_n(crit_rows)} verdict rows in "
                  "`provenance-judge-criteria`), then the 2PL fit that gives `theta`.")
+    step_a = tournament_step(spec, rd)
+    if step_a:
+        steps.append(step_a)
     return steps
+
+
+def _stage_a_counts(params_path: Path) -> dict:
+    """The Stage A reading counts the calibration recorded in its item parameters, if any."""
+    if not params_path.is_file():
+        return {}
+    try:
+        reading = json.loads(params_path.read_text(encoding="utf-8")).get("reading") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    counts = reading.get("stage_a") if isinstance(reading, dict) else None
+    return counts if isinstance(counts, dict) and "windows_total" in counts else {}
+
+
+def tournament_step(spec: SuiteSpec, rd: ReleaseDir) -> str:
+    """The Stage A paragraph: the answers shipped, the reading rule, the refit they allow."""
+    splits = [s for s in spec.provenance_splits if rd.has_provenance("judge_tournament", s)]
+    if not splits:
+        return ""
+    rows = sum(pq.read_metadata(rd.root / provenance_file("judge_tournament", s)).num_rows
+               for s in splits)
+    calibration = rd.manifest().get("calibration") or {}
+    rule = (calibration.get("reading_rules") or {}).get("stage_a")
+    read = (f" The answers were read with the `{rule}` rule" + (
+        ": a window enters only if every document it shows has a score in [-5, 5] and a "
+        "rank." if rule == "complete" else ": as `complete`, plus windows without readable "
+        "scores but with a complete ranking, as hard preferences of weight 1."
+        if rule == "hard-fallback" else ".")) if rule else ""
+    counts = _stage_a_counts(rd.root / str(calibration.get("item_params", "")))
+    if counts:
+        fallback = (f" ({_n(counts['windows_fallback'])} as hard preferences)"
+                    if counts.get("windows_fallback") else "")
+        cause = counts.get("windows_left_out_by_cause", {})
+        read += (f" Of {_n(counts['windows_total'])} windows, {_n(counts['windows_used'])} "
+                 f"entered{fallback} and {_n(counts['windows_left_out'])} were left out "
+                 f"({_n(cause.get('unreadable', 0))} unreadable, "
+                 f"{_n(cause.get('partial', 0))} partial).")
+    return (f"**Stage A.** `provenance-judge-tournament` holds the judge's {_n(rows)} tournament "
+            "rows (one per document shown in a window) and `provenance-judge-bt` the "
+            "Bradley-Terry scores fitted from them (soft preferences from every pair of a "
+            "window, weight 2/w; ridge 1e-4; L-BFGS, at most 250 iterations per query)."
+            f"{read} Both fits can be re-run from this revision alone.")
 
 
 def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir, *,

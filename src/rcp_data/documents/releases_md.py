@@ -26,7 +26,11 @@ HUB_URL = "https://huggingface.co"
 
 def _calibration_text(calibration: dict) -> tuple[str, str]:
     method = str(calibration.get("method", ""))
-    return CALIBRATION_METHODS.get(method, method), str(calibration.get("item_params", ""))
+    text = CALIBRATION_METHODS.get(method, method)
+    rules = calibration.get("reading_rules") or {}
+    if isinstance(rules, dict) and rules.get("stage_a"):
+        text += f" (Stage A read {rules['stage_a']})"
+    return text, str(calibration.get("item_params", ""))
 
 
 def release_table_rows(history: History) -> list[dict]:

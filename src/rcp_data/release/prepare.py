@@ -12,7 +12,14 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import link_name
-from rcp_data.core.history import SCHEMA, History, add_release, read_history, write_history
+from rcp_data.core.history import (
+    SCHEMA,
+    History,
+    add_release,
+    calibration_record,
+    read_history,
+    write_history,
+)
 from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, release_is_synthetic
 from rcp_data.core.specs import SuiteSpec
 
@@ -47,8 +54,7 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
     return add_release(
         history,
         judge={"model": judge["model"], "revision": judge.get("revision")},
-        calibration={"method": "2pl-irt", "item_params": calibration["item_params"],
-                     "link": link_name(calibration)},
+        calibration=calibration_record(calibration),
         summary=synthetic_summary(summary or f"Judge {judge['model']}, 2PL IRT calibration, "
                                              f"{link_name(calibration)} gains.", synthetic),
         date=date,

@@ -1,9 +1,12 @@
 """Recalibration releases: release N+1 from a refit of the same judge's answers.
 
-Data, pools, runs and verdicts are unchanged; ``theta`` (when the refit gives new thetas) and
-``gain`` of every judged pair change, the item parameters are replaced, the history gains a
-release and marks the previous one superseded. :func:`diff_releases` reports how far the gains
-and the printed table cells moved.
+Data, pools, runs, verdicts and Stage A answers are unchanged; ``theta`` (when the refit gives
+new thetas) and ``gain`` of every judged pair change, so do ``theta_bt`` (``provenance-judge-bt``)
+when the refit re-read the Stage A answers, the item parameters are replaced, the history gains
+a release (recording the reading rules) and marks the previous one superseded.
+:func:`refit_from_release` re-reads a release's own answers under another rule (the one command
+from raw answers to release N+1); :func:`diff_releases` reports how far the gains and the
+printed table cells moved.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from rcp_data.core.layout import (
     SCHEMAS,
     TASK_FILE,
     ReleaseDir,
+    provenance_file,
     read_manifest,
     release_is_synthetic,
     subset_file,
@@ -41,14 +45,16 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
                         thetas: pd.DataFrame | None = None, summary: str = "",
                         date: str | None = None, previous_revision: str | None = None,
                         link: str | None = None, force: bool = False,
-                        inputs: Inputs | None = None) -> dict:
+                        inputs: Inputs | None = None, reading_rules: dict | None = None) -> dict:
     """Write release N+1 into ``out`` from release N in ``prev``; return the new history entry.
 
-    ``thetas`` (``query-id, corpus-id, theta``; optional ``split``) replaces the judged pairs'
-    thetas; every judged pair of the release must get one. The card and the task file are
-    rendered for release N+1 from its data, so ``out`` is publishable as it stands. ``out``
-    must be new or empty, or a release folder written earlier and ``force`` given, and apart
-    from ``prev`` and ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
+    ``thetas`` (``query-id, corpus-id, theta``; optional ``split`` and ``theta_bt``) replaces the
+    judged pairs' thetas (and the Stage A scores of ``provenance-judge-bt``); every judged pair
+    of the release must get one. ``reading_rules`` (``{"stage_a": ..., "stage_b": ...}``) are
+    recorded in the new release's calibration. The card and the task file are rendered for
+    release N+1 from its data, so ``out`` is publishable as it stands. ``out`` must be new or
+    empty, or a release folder written earlier and ``force`` given, and apart from ``prev`` and
+    ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
     """
     from rcp_data.core.history import add_release, read_history, write_history
     from rcp_data.release.prepare import render_release_files, synthetic_summary
@@ -89,10 +95,15 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             qrels["theta"] = theta
             qrels["gain"] = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
             write_parquet(qrels, tmp / subset_file(subset, "qrels"), SCHEMAS["qrels"])
+        if thetas is not None and "theta_bt" in thetas.columns:
+            _write_theta_bt(tmp, rel, spec, thetas)
         params.write(tmp / current.item_params)
+        calibration = dict(current.calibration)
+        if reading_rules:
+            calibration["reading_rules"] = dict(reading_rules)
         synthetic = current.synthetic or release_is_synthetic(tmp, synthetic_suite=spec.synthetic)
         new_history = add_release(
-            history, judge=current.judge, calibration=current.calibration,
+            history, judge=current.judge, calibration=calibration,
             summary=synthetic_summary(summary or "Recalibration of the same judge's answers.",
                                       synthetic),
             date=date, previous_revision=previous_revision,
@@ -102,11 +113,49 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             manifest = read_manifest(tmp)
             manifest["recalibration"] = {"from_release": current.release, "link": link,
                                          "item_params": params.to_dict()}
+            if reading_rules:
+                manifest["recalibration"]["reading_rules"] = dict(reading_rules)
+                manifest.setdefault("calibration", {})["reading_rules"] = dict(reading_rules)
             write_json(manifest, tmp / BUILD_MANIFEST)
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)
     return new_history.releases[-1].to_dict()
+
+
+def _write_theta_bt(tmp: Path, rel: ReleaseDir, spec: SuiteSpec, thetas: pd.DataFrame) -> None:
+    """``provenance-judge-bt`` of every provenance split from the refit's ``theta_bt``."""
+    from rcp_data.stages.judge import bt_rows
+
+    for split in spec.provenance_splits:
+        if not rel.has_provenance("pool", split):
+            continue
+        mine = thetas
+        if "split" in thetas.columns:
+            mine = thetas[thetas["split"] == split]
+        pool = rel.provenance("pool", split, columns=["query-id", "corpus-id"])
+        bt = bt_rows(mine, pool)
+        if bt is not None and len(bt):
+            write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
+
+
+def refit_from_release(release: Path, spec: SuiteSpec, *, stage_a_rule: str | None = None,
+                       tournament: Path | None = None, criteria: Path | None = None,
+                       device: str = "cpu"):
+    """Refit Stage A (under ``stage_a_rule``, default the recorded rule) and the 2PL from the
+    answers release ``release`` ships, or from the raw tables given instead; returns the
+    calibration (thetas with ``split``)."""
+    from rcp_data.stages.calibration.refit import (
+        read_release_answers,
+        refit_release,
+        with_raw_answers,
+    )
+
+    answers = read_release_answers(release, spec)
+    if tournament is not None or criteria is not None:
+        answers = with_raw_answers(answers, spec, tournament=tournament, criteria=criteria)
+    cal, _ = refit_release(answers, stage_a_rule=stage_a_rule, device=device)
+    return cal
 
 
 @dataclass

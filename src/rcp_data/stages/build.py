@@ -48,18 +48,22 @@ from rcp_data.stages.judge import (
     JudgeInfo,
     RunSpec,
     attach_gains,
+    bt_rows,
     check_verdicts,
     for_split,
     ids_as_text,
     ingest_run,
     read_run_file,
     read_runs_json,
+    table_for_split,
+    tournament_rows,
 )
 from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 from rcp_data.stages.validate import COMPUTED_RETRIEVERS, validate_build
 
 log = logging.getLogger(__name__)
 
+TOURNAMENT_FILE = "tournament.parquet"
 CORPUS_SHARD_ROWS = 1_000_000
 
 
@@ -75,6 +79,7 @@ class BuildInputs:
     runs: list[tuple[RunSpec, pd.DataFrame]]
     files: list[Path] = field(default_factory=list)
     root: Path | None = None
+    tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
 
     def only_split(self, split: str) -> BuildInputs:
         """The rows of one provenance split (tables with a ``split`` column are filtered once
@@ -87,7 +92,15 @@ class BuildInputs:
 
         return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
                        first_stage={k: keep(v) for k, v in self.first_stage.items()},
-                       runs=[(spec, keep(frame)) for spec, frame in self.runs])
+                       runs=[(spec, keep(frame)) for spec, frame in self.runs],
+                       tournament=None if self.tournament is None else table_for_split(
+                           self.tournament, split))
+
+    @property
+    def reading_rules(self) -> dict:
+        """The reading rules the calibration recorded in its item parameters (may be empty)."""
+        rules = self.item_params.extra.get("reading_rules")
+        return dict(rules) if isinstance(rules, dict) else {}
 
 
 def read_inputs(root: Path) -> BuildInputs:
@@ -103,6 +116,13 @@ def read_inputs(root: Path) -> BuildInputs:
     criteria = check_verdicts(criteria, params, source=str(judge_dir / "criteria.parquet"))
     files = [judge_dir / n for n in ("judge.json", "item_params.json", "thetas.parquet",
                                      "criteria.parquet")]
+    tournament = None
+    if (judge_dir / TOURNAMENT_FILE).exists():
+        from rcp_data.stages.calibration.tournament import load_tournament, read_tournament
+
+        tournament = read_tournament(judge_dir / TOURNAMENT_FILE)
+        load_tournament(tournament, source=str(judge_dir / TOURNAMENT_FILE))  # the checks
+        files.append(judge_dir / TOURNAMENT_FILE)
     first_stage: dict[str, pd.DataFrame] = {}
     fs_dir = root / "first_stage"
     for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
@@ -119,9 +139,12 @@ def read_inputs(root: Path) -> BuildInputs:
         runs.append((spec, read_run_file(path)))
         files.append(path)
     files.append(runs_json)
-    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %d first-stage runs, "
-             "%d reranker runs", root, len(thetas), len(criteria), len(first_stage), len(runs))
-    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root)
+    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %s tournament rows, "
+             "%d first-stage runs, %d reranker runs", root, len(thetas), len(criteria),
+             "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
+             len(runs))
+    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
+                       tournament)
 
 
 def run_file_name(model: str) -> str:
@@ -132,7 +155,8 @@ def run_file_name(model: str) -> str:
 def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: ItemParams,
                          thetas: pd.DataFrame, criteria: pd.DataFrame,
                          first_stage: dict[str, pd.DataFrame],
-                         runs: dict[str, pd.DataFrame]) -> Path:
+                         runs: dict[str, pd.DataFrame],
+                         tournament: pa.Table | pd.DataFrame | None = None) -> Path:
     """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
     ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
     out = Path(out)
@@ -142,6 +166,8 @@ def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: Ite
     params.write(judge_dir / "item_params.json")
     write_parquet(thetas, judge_dir / "thetas.parquet")
     write_parquet(criteria, judge_dir / "criteria.parquet")
+    if tournament is not None:
+        write_parquet(tournament, judge_dir / TOURNAMENT_FILE)
     for retriever, frame in first_stage.items():
         write_parquet(frame, out / "first_stage" / f"{retriever}.parquet")
     entries = []
@@ -174,6 +200,8 @@ class SubsetBuild:
     runs: pd.DataFrame
     criteria: pd.DataFrame
     counts: dict = field(default_factory=dict)
+    tournament: pa.Table | None = None
+    bt: pd.DataFrame | None = None
 
 
 def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
@@ -253,6 +281,11 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
         raise InputError(f"{len(stray)} verdict row(s) name documents outside the pool, e.g. "
                          f"query {r['query-id']!r}, document {r['corpus-id']!r}", path=src,
                          field="corpus-id")
+    tournament = None
+    if inputs.tournament is not None:
+        src = str(inputs.root / "judge" / TOURNAMENT_FILE) if inputs.root else "tournament"
+        tournament = tournament_rows(inputs.tournament, qids, pool, source=src)
+    bt = bt_rows(thetas[thetas["query-id"].astype(str).isin(set(qids))], pool)
     counts = {
         "queries": len(qids),
         "pool_pairs": int(len(pool)),
@@ -265,12 +298,13 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
                                                                            "query-id"]))),
         "verdict_rows": int(len(crit)),
         **({"empty_documents": len(never)} if spec.corpus_group(source.name) is None else {}),
+        **({} if tournament is None else {"tournament_rows": tournament.num_rows}),
         **{k: v for k, v in source.notes.items() if k != "empty_ids"},
     }
     log.info("subset %s: %d queries, %d pool pairs (%d injected), %d qrels rows", source.name,
              counts["queries"], counts["pool_pairs"], counts["gt_injected"], counts["qrels_rows"])
     return SubsetBuild(source.name, queries, qrels, top_ranked, excluded, pool, first_stage,
-                       runs_out, crit, counts)
+                       runs_out, crit, counts, tournament, bt)
 
 
 def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
@@ -431,7 +465,9 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             "judge": {"model": inputs.judge.model, "revision": inputs.judge.revision,
                       "short": inputs.judge.short},
             "calibration": {"item_params": f"provenance/item_params.{inputs.judge.short}.json",
-                            "link": link},
+                            "link": link,
+                            **({"reading_rules": inputs.reading_rules}
+                               if inputs.reading_rules else {})},
             "inputs": [
                 {"path": str(p.relative_to(inputs.root)) if inputs.root else p.name,
                  "size": p.stat().st_size, "sha256": sha256_file(p)}
@@ -480,6 +516,13 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
     crit = pd.concat([b.criteria for b in members], ignore_index=True)
     write_parquet(crit, tmp / provenance_file("judge_criteria", split),
                   judge_criteria_schema(n_criteria))
+    if any(b.tournament is not None for b in members):
+        rows = pa.concat_tables([b.tournament for b in members if b.tournament is not None])
+        write_parquet(rows, tmp / provenance_file("judge_tournament", split),
+                      SCHEMAS["judge_tournament"])
+    if any(b.bt is not None for b in members):
+        bt = pd.concat([b.bt for b in members if b.bt is not None], ignore_index=True)
+        write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
 
 
 __all__ = ["BuildInputs", "SubsetBuild", "build_release", "build_subset", "read_inputs",

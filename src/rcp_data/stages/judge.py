@@ -11,11 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_json, read_parquet
-from rcp_data.core.layout import criteria_columns
+from rcp_data.core.layout import SCHEMAS, criteria_columns
+from rcp_data.stages.calibration.verdicts import dictionary_codes
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,14 @@ def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
     if SPLIT_COLUMN not in frame.columns:
         return frame
     return frame[frame[SPLIT_COLUMN].astype(str) == split]
+
+
+def table_for_split(table: pa.Table, split: str) -> pa.Table:
+    """:func:`for_split` of an arrow table."""
+    if SPLIT_COLUMN not in table.column_names:
+        return table
+    col = pc.cast(table.column(SPLIT_COLUMN), pa.string())
+    return table.filter(pc.equal(col, split))
 
 
 @dataclass(frozen=True)
@@ -307,3 +318,40 @@ def ingest_run(run: pd.DataFrame, pool: pd.DataFrame, spec: RunSpec, *, source: 
         .astype(np.int64)
     )
     return out
+
+
+def tournament_rows(table: pa.Table, query_ids: list[str], pool: pd.DataFrame, *,
+                    source: str) -> pa.Table:
+    """The Stage A rows of the released queries ``query_ids``, in the published layout.
+
+    Every document they show must be in its query's pool (an error names the first that is
+    not). Queries the release does not carry (e.g. extra queries the judge covered) are left
+    out; the table keeps its row order.
+    """
+    codes, dictionary = dictionary_codes(table.column("query-id"))
+    wanted = np.asarray(pc.is_in(dictionary, value_set=pa.array(query_ids, pa.string()))
+                        .to_numpy(zero_copy_only=False), dtype=bool)
+    rows = table.filter(pa.array(wanted[codes])) if len(dictionary) else table
+    mine = pd.DataFrame({"query-id": pc.cast(rows.column("query-id"), pa.string()).to_numpy(
+        zero_copy_only=False), "corpus-id": pc.cast(rows.column("corpus-id"), pa.string())
+        .to_numpy(zero_copy_only=False)})
+    check = mine.merge(pool[["query-id", "corpus-id"]].drop_duplicates(), how="left",
+                       indicator=True)
+    stray = np.flatnonzero((check["_merge"] == "left_only").to_numpy())
+    if stray.size:
+        r = mine.iloc[int(stray[0])]
+        raise InputError(f"{stray.size} tournament row(s) show documents outside the pool, e.g. "
+                         f"query {r['query-id']!r}, document {r['corpus-id']!r}", path=source,
+                         field="corpus-id")
+    schema = SCHEMAS["judge_tournament"]
+    return pa.table([pc.cast(rows.column(f.name), f.type) for f in schema], schema=schema)
+
+
+def bt_rows(thetas: pd.DataFrame, pool: pd.DataFrame) -> pd.DataFrame | None:
+    """The Stage A Bradley-Terry scores of the pool's documents (None without ``theta_bt``)."""
+    if "theta_bt" not in thetas.columns:
+        return None
+    th = thetas[["query-id", "corpus-id", "theta_bt"]].astype({"query-id": str, "corpus-id": str})
+    keys = pool[["query-id", "corpus-id"]].drop_duplicates()
+    out = keys.merge(th, how="inner", on=["query-id", "corpus-id"], sort=False)
+    return out[out["theta_bt"].notna()].reset_index(drop=True)

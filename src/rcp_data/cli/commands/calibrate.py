@@ -11,6 +11,10 @@ from rcp_data.core.outputs import CALIBRATION, check_output_dir
 
 log = logging.getLogger(__name__)
 
+# the reading rules of rcp_data.stages.calibration.reading (not imported here: it needs torch)
+STAGE_A_RULES = ("complete", "hard-fallback")
+DEFAULT_RULE = "complete"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -18,17 +22,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fit the 2PL calibration (item parameters, thetas, diagnostics) from verdicts",
         description=(
             "Fit the 2PL calibration of the paper (Sec. 3.3, App. C.3) by MAP from the judge's "
-            "Stage B verdict table and its Stage A Bradley-Terry scores (theta_bt), or, with "
-            "--rubric-only, by marginal maximum likelihood from the verdicts alone. Writes "
-            "item_params.json, thetas.parquet (query-id, corpus-id, theta, theta_bt), "
-            "queries.parquet (tau, alpha; MAP only) and diagnostics.json into --out."
+            "Stage B verdict table and Stage A: either its Bradley-Terry scores (--thetas) or "
+            "its raw tournament answers (--tournament), read under a reading rule (--rule) and "
+            "fitted first (Sec. 3.1, App. C.2: ridge 1e-4, L-BFGS, at most 250 iterations per "
+            "query). With --rubric-only, marginal maximum likelihood from the verdicts alone. "
+            "Writes item_params.json (with the reading rules), thetas.parquet (query-id, "
+            "corpus-id, theta, theta_bt), queries.parquet (tau, alpha; MAP only), "
+            "stage_a_queries.parquet (with --tournament) and diagnostics.json into --out."
         ),
     )
     p.add_argument("--criteria", required=True, type=Path,
                    help="verdict table parquet: query-id, call_index, corpus-id, C1..Cn")
     p.add_argument("--thetas", type=Path,
-                   help="Stage A table parquet with query-id, corpus-id, theta_bt "
-                        "(required unless --rubric-only)")
+                   help="Stage A table parquet with query-id, corpus-id, theta_bt")
+    p.add_argument("--tournament", type=Path,
+                   help="Stage A answers parquet (query-id, call_index, phase, position, "
+                        "corpus-id, judge_rank, score, finish_reason): fit theta_bt first")
+    p.add_argument("--rule", choices=STAGE_A_RULES, default=DEFAULT_RULE,
+                   help="how the tournament answers are read (default complete: a window "
+                        "enters only if every shown document has a score in [-5, 5] and a "
+                        "rank; hard-fallback: also unreadable windows with a complete ranking, "
+                        "as hard preferences)")
     p.add_argument("--out", required=True, type=Path,
                    help="output folder (new or empty; written atomically)")
     p.add_argument("--force", action="store_true",
@@ -36,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rubric-only", action="store_true",
                    help="2PL marginal ML without tournament scores (document = respondent)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where the MAP fit runs (default cpu)")
+                   help="where the Stage A and MAP fits run (default cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=handler)
 
@@ -47,15 +61,29 @@ def handler(args: argparse.Namespace) -> int:
     require_extra("calibrate")
     from rcp_data.stages.calibration.pipeline import calibrate_files
 
-    if args.thetas is None and not args.rubric_only:
-        raise UsageError("--thetas is required for the MAP fit (or pass --rubric-only)")
+    if args.thetas is None and args.tournament is None and not args.rubric_only:
+        raise UsageError("--thetas is required for the MAP fit (or --tournament to fit Stage A "
+                         "from the raw answers, or --rubric-only)")
     # before the fit: a refused --out costs nothing
     check_output_dir(args.out, CALIBRATION, force=args.force,
-                     inputs={"--criteria": args.criteria, "--thetas": args.thetas})
+                     inputs={"--criteria": args.criteria, "--thetas": args.thetas,
+                             "--tournament": args.tournament})
     cal = calibrate_files(args.criteria, args.thetas, args.out, rubric_only=args.rubric_only,
-                          device=args.device, progress=not args.no_progress, force=args.force)
+                          device=args.device, progress=not args.no_progress, force=args.force,
+                          tournament=args.tournament, rule=args.rule)
     d = cal.diagnostics
     rr = d["reading_rule"]
+    if "stage_a" in d:
+        a = d["stage_a"]
+        sp = a["spearman_theta_bt_mean_score"]
+        print(f"Stage A ({a['reading']['rule']}): {a['queries']:,} queries, "
+              f"{a['documents']:,} documents; windows used {a['reading']['windows_used']:,} "
+              f"({a['reading']['windows_fallback']:,} as hard preferences), left out "
+              f"{a['reading']['windows_left_out']:,} (unreadable "
+              f"{a['reading']['windows_left_out_by_cause']['unreadable']:,}, partial "
+              f"{a['reading']['windows_left_out_by_cause']['partial']:,}); converged "
+              f"{a['fit']['converged_queries']:,} of {a['queries']:,}; Spearman(theta_bt, mean "
+              f"score) median {sp.get('median', float('nan')):.3f}")
     gamma = ", ".join(f"{g:.3f}" for g in cal.params.gamma)
     beta = ", ".join(f"{b:.3f}" for b in cal.params.beta)
     print(f"{cal.method}: {d['n_documents']:,} documents, {d['n_responses']:,} responses; "

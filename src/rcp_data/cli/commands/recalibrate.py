@@ -10,14 +10,26 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "recalibrate", help="make release N+1 from a refit (new gains), with a diff report",
-        description="Write release N+1 of RELEASE_DIR with the item parameters and thetas of a "
-        "`rcp-data calibrate` output folder: same data, new theta and gain, the previous "
-        "release marked superseded in provenance/releases.json. Prints how many gains changed "
-        "and how many printed table cells moved. Render the card and task file afterwards with "
-        "`rcp-data card render`.")
+        description="Write release N+1 of RELEASE_DIR: same data, new theta and gain, the "
+        "previous release marked superseded in provenance/releases.json. The refit is either "
+        "a `rcp-data calibrate` output folder (--fit), or is run here from the judge's raw "
+        "answers: the Stage A tournament read under --rule and refitted, then the 2PL MAP. The "
+        "answers default to those RELEASE_DIR ships (provenance-judge-tournament, "
+        "provenance-judge-criteria); --tournament and --criteria read other tables. Prints how "
+        "many gains changed and how many printed table cells moved. The card and the task "
+        "file of release N+1 are rendered into --out.")
     p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
-    p.add_argument("--fit", type=Path, required=True,
+    p.add_argument("--fit", type=Path,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
+    p.add_argument("--rule", choices=("complete", "hard-fallback"),
+                   help="refit from the raw answers, reading the Stage A tournament with this "
+                        "rule (default: the rule release N recorded)")
+    p.add_argument("--tournament", type=Path,
+                   help="Stage A answers parquet (default: the release's own)")
+    p.add_argument("--criteria", type=Path,
+                   help="Stage B verdict parquet (default: the release's own)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where a refit runs (default cpu)")
     p.add_argument("--out", type=Path, required=True,
                    help="release directory to write (new or empty; apart from the inputs)")
     p.add_argument("--force", action="store_true",
@@ -34,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("calibrate")
+    from rcp_data.core.errors import UsageError
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import read_parquet
     from rcp_data.core.layout import release_spec
@@ -42,18 +55,35 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
     from rcp_data.stages.validate import check_thetas
 
-    inputs = {"RELEASE_DIR": args.release_dir, "--fit": args.fit}
-    check_output_dir(args.out, RELEASE, inputs=inputs, force=args.force)
     spec = release_spec(args.release_dir)
-    params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
-    thetas_path = args.fit / THETAS_FILE
-    thetas = read_parquet(thetas_path, required=("query-id", "corpus-id", "theta"),
-                          what="the refit's thetas").to_pandas()
-    check_thetas(thetas, str(thetas_path))
+    raw = args.rule is not None or args.tournament is not None or args.criteria is not None
+    if (args.fit is None) == (not raw):
+        raise UsageError("give a calibrate output (--fit) or refit from the raw answers "
+                         "(--rule, --tournament, --criteria), not both and not neither")
+    inputs = {"RELEASE_DIR": args.release_dir, "--fit": args.fit,
+              "--tournament": args.tournament, "--criteria": args.criteria}
+    check_output_dir(args.out, RELEASE, inputs=inputs, force=args.force)
+    if args.fit is not None:
+        params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
+        thetas_path = args.fit / THETAS_FILE
+        thetas = read_parquet(thetas_path, required=("query-id", "corpus-id", "theta"),
+                              what="the refit's thetas").to_pandas()
+        check_thetas(thetas, str(thetas_path))
+    else:
+        from rcp_data.release.recalibrate import refit_from_release
+        from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+        cal = refit_from_release(args.release_dir, spec, stage_a_rule=args.rule,
+                                 tournament=args.tournament, criteria=args.criteria,
+                                 device=args.device)
+        params, thetas = fitted_item_params(cal), cal.thetas
+    rules = params.extra.get("reading_rules")
     entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,
                                 summary=args.summary, date=args.date,
                                 previous_revision=args.previous_revision, force=args.force,
-                                inputs={"--fit": args.fit})
+                                inputs={k: v for k, v in inputs.items()
+                                        if k != "RELEASE_DIR" and v is not None},
+                                reading_rules=rules if isinstance(rules, dict) else None)
     diff = diff_releases(args.release_dir, args.out, spec)
     if args.json:
         print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))

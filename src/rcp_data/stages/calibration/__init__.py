@@ -1,43 +1,44 @@
-"""Calibration fits: the 2PL of paper Sec. 3.3 / App. C.3 from Stage B verdicts.
+"""Calibration fits: Stage A (Bradley-Terry) and the 2PL of paper Sec. 3 / App. C.2-C.3.
 
-- :mod:`verdicts`: the reading rule and per-(query, document) pass counts;
+- :mod:`reading`: the reading rules (``complete``, ``hard-fallback``) of both stages;
+- :mod:`tournament`: the Stage A answers table, its checks, what a rule lets in;
+- :mod:`bt_pairs`, :mod:`lbfgs`, :mod:`bt`: the Stage A Bradley-Terry fit, all queries at once;
+- :mod:`schedule`: SYNTHETIC tournaments on the window schedule of App. C.2;
+- :mod:`verdicts`: Stage B verdicts and per-(query, document) pass counts;
 - :mod:`fit`: MAP fit with Stage A Bradley-Terry scores (tau_j, alpha_j per query);
 - :mod:`rubric`: rubric-only 2PL marginal maximum likelihood (no tournament scores);
 - :mod:`diagnostics`: tau/alpha percentiles, ECE, Yen's Q3, difficulty order;
 - :mod:`pipeline`: one run from files to an output folder;
 - release N+1 from a refit (new gains, diff report) is :mod:`rcp_data.release.recalibrate`;
 - :mod:`simulate`: SYNTHETIC verdicts from known parameters (tests, benchmarks).
+
+Names are imported on first use, so that reading tables (``tournament``, ``verdicts``,
+``reading``) does not load torch, which only the fits need (the ``calibrate`` extra).
 """
 
-from rcp_data.stages.calibration.fit import (
-    MapFit,
-    MapSettings,
-    fit_map,
-    fit_map_arrays,
-    read_thetas,
-)
-from rcp_data.stages.calibration.pipeline import (
-    Calibration,
-    calibrate,
-    calibrate_files,
-    write_calibration,
-)
-from rcp_data.stages.calibration.rubric import (
-    RubricFit,
-    RubricSettings,
-    fit_rubric,
-    fit_rubric_arrays,
-)
-from rcp_data.stages.calibration.verdicts import (
-    ReadingStats,
-    VerdictCounts,
-    count_verdicts,
-    read_verdicts,
-)
+from __future__ import annotations
 
-__all__ = [
-    "Calibration", "MapFit", "MapSettings", "ReadingStats", "RubricFit", "RubricSettings",
-    "VerdictCounts", "calibrate", "calibrate_files", "count_verdicts", "fit_map",
-    "fit_map_arrays", "fit_rubric", "fit_rubric_arrays", "read_thetas", "read_verdicts",
-    "write_calibration",
-]
+import importlib
+
+_EXPORTS = {
+    "Calibration": "pipeline", "calibrate": "pipeline", "calibrate_files": "pipeline",
+    "write_calibration": "pipeline",
+    "MapFit": "fit", "MapSettings": "fit", "fit_map": "fit", "fit_map_arrays": "fit",
+    "read_thetas": "fit",
+    "RubricFit": "rubric", "RubricSettings": "rubric", "fit_rubric": "rubric",
+    "fit_rubric_arrays": "rubric",
+    "ReadingStats": "reading", "VerdictCounts": "verdicts", "count_verdicts": "verdicts",
+    "read_verdicts": "verdicts",
+    "BtSettings": "bt", "StageAFit": "bt", "fit_stage_a": "bt",
+    "Tournament": "tournament", "load_tournament": "tournament",
+    "read_tournament": "tournament",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

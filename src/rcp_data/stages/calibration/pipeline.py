@@ -1,4 +1,5 @@
-"""One calibration run: verdicts (+ Stage A scores) in, item parameters, thetas, diagnostics out."""
+"""One calibration run: verdicts and Stage A (its scores, or the raw tournament answers) in;
+item parameters, thetas, diagnostics out."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rcp_data.core.layout import write_parquet
 from rcp_data.core.outputs import CALIBRATION, Inputs, output_dir
 from rcp_data.stages.calibration.diagnostics import fit_diagnostics
 from rcp_data.stages.calibration.fit import MapSettings, fit_map, read_thetas
+from rcp_data.stages.calibration.reading import DEFAULT_RULE
 from rcp_data.stages.calibration.rubric import RubricSettings, fit_rubric
 from rcp_data.stages.calibration.verdicts import VerdictCounts, count_verdicts, read_verdicts
 
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 ITEM_PARAMS_FILE = "item_params.json"
 THETAS_FILE = "thetas.parquet"
 QUERIES_FILE = "queries.parquet"
+STAGE_A_QUERIES_FILE = "stage_a_queries.parquet"
 DIAGNOSTICS_FILE = "diagnostics.json"
 
 THETA_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()),
@@ -45,6 +48,12 @@ class Calibration:
     queries: pd.DataFrame | None
     diagnostics: dict
     notes: list[str] = field(default_factory=list)
+    stage_a_queries: pd.DataFrame | None = None  # per-query Stage A diagnostics (a tournament)
+
+    @property
+    def reading_rules(self) -> dict:
+        """The rules the answers were read with: ``{"stage_a": ..., "stage_b": ...}``."""
+        return dict(self.diagnostics.get("reading_rules", {}))
 
 
 def calibrate(counts: VerdictCounts, thetas: pd.DataFrame | None, *, rubric_only: bool = False,
@@ -55,6 +64,7 @@ def calibrate(counts: VerdictCounts, thetas: pd.DataFrame | None, *, rubric_only
     """Fit the 2PL (MAP with BT scores, or rubric-only MML) and run the diagnostics."""
     base = {
         "reading_rule": counts.stats.to_dict(),
+        "reading_rules": {"stage_b": counts.stats.rule},
         "n_documents": counts.n_docs,
         "n_responses": counts.n_responses,
         "n_queries_with_verdicts": int(len(pd.unique(counts.query_id))),
@@ -72,13 +82,16 @@ def calibrate(counts: VerdictCounts, thetas: pd.DataFrame | None, *, rubric_only
             "iterations": info.iterations, "converged": info.converged,
             "objective": info.objective, "seconds": info.seconds,
             "count_patterns": info.n_patterns,
+            "ability_grid": {"step": info.grid_step, "points": info.grid_points,
+                             "rounds": info.grid_rounds,
+                             "rule": "trapezoid, step <= 0.5 / max raw gamma"},
             "raw_scale": {"gamma": info.gamma_raw.tolist(), "beta": info.beta_raw.tolist(),
                           "scale": info.scale, "shift": info.shift},
         }, notes=fit.notes)
         return Calibration("2pl-mml-rubric", fit.params, table, None, diag, fit.notes)
     if thetas is None:
-        raise UsageError("the MAP fit needs the Stage A scores (--thetas); "
-                         "use --rubric-only for verdicts without them")
+        raise UsageError("the MAP fit needs Stage A: its scores (--thetas) or the tournament "
+                         "answers (--tournament); use --rubric-only for verdicts without them")
     fit = fit_map(counts, thetas, settings=map_settings, device=device, progress=progress,
                   source=thetas_source)
     has = fit.queries["n_responses"].to_numpy() > 0
@@ -99,8 +112,21 @@ def item_params_dict(cal: Calibration) -> dict:
     d.update(criteria=cal.params.criteria, method=cal.method,
              convention="sum(gamma) = C, mean(beta) = 0",
              n_documents=cal.diagnostics["n_documents"],
-             n_responses=cal.diagnostics["n_responses"])
+             n_responses=cal.diagnostics["n_responses"],
+             reading_rules=cal.reading_rules)
     return d
+
+
+def fitted_item_params(cal: Calibration, **extra) -> ItemParams:
+    """The fit's item parameters with what ``item_params.json`` records beside them (method,
+    counts, reading rules and what they left out) and ``extra``."""
+    d = item_params_dict(cal)
+    reading = {"stage_b": cal.diagnostics.get("reading_rule")}
+    if "stage_a" in cal.diagnostics:
+        reading["stage_a"] = cal.diagnostics["stage_a"]["reading"]
+    d["reading"] = reading
+    d.update(extra)
+    return ItemParams.from_dict(_jsonable(d))
 
 
 def write_calibration(cal: Calibration, out: str | Path, *, inputs: Inputs | None = None,
@@ -112,11 +138,13 @@ def write_calibration(cal: Calibration, out: str | Path, *, inputs: Inputs | Non
     """
     out = Path(out)
     with output_dir(out, CALIBRATION, inputs=inputs, force=force) as tmp:
-        write_json(item_params_dict(cal), tmp / ITEM_PARAMS_FILE)
+        write_json(fitted_item_params(cal).to_dict(), tmp / ITEM_PARAMS_FILE)
         schema = RUBRIC_THETA_SCHEMA if "theta_sd" in cal.thetas.columns else THETA_SCHEMA
         write_parquet(cal.thetas[schema.names], tmp / THETAS_FILE, schema)
         if cal.queries is not None:
             write_parquet(cal.queries[QUERY_SCHEMA.names], tmp / QUERIES_FILE, QUERY_SCHEMA)
+        if cal.stage_a_queries is not None:
+            write_parquet(cal.stage_a_queries, tmp / STAGE_A_QUERIES_FILE)
         write_json({"schema": CALIBRATION.schema, **_jsonable(cal.diagnostics)},
                    tmp / DIAGNOSTICS_FILE)
     log.info("wrote %s: item parameters, %s thetas%s, diagnostics", out,
@@ -137,13 +165,34 @@ def _jsonable(obj):
     return obj
 
 
+def stage_a_thetas(tournament: str | Path, *, rule: str = DEFAULT_RULE, device: str = "cpu"):
+    """Read the tournament table and fit Stage A (:class:`~.bt.StageAFit`)."""
+    from rcp_data.stages.calibration.bt import fit_stage_a
+    from rcp_data.stages.calibration.tournament import load_tournament, read_tournament
+
+    t = load_tournament(read_tournament(tournament, for_fit=True), source=str(tournament))
+    pa.default_memory_pool().release_unused()  # the table is encoded: give its memory back
+    return fit_stage_a(t, rule=rule, device=device)
+
+
 def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | Path, *,
                     rubric_only: bool = False, device: str = "cpu",
-                    progress: bool = True, force: bool = False) -> Calibration:
-    """Read the verdict table (and theta table), fit, write ``out``; returns the calibration."""
-    inputs = {"--criteria": criteria, "--thetas": thetas}
+                    progress: bool = True, force: bool = False,
+                    tournament: str | Path | None = None,
+                    rule: str = DEFAULT_RULE) -> Calibration:
+    """Read the verdict table and Stage A (the theta table, or the tournament table refitted
+    under reading rule ``rule``), fit, write ``out``; returns the calibration."""
+    if thetas is not None and tournament is not None:
+        raise UsageError("give the Stage A scores (--thetas) or the tournament answers "
+                         "(--tournament), not both")
+    inputs = {"--criteria": criteria, "--thetas": thetas, "--tournament": tournament}
     counts = count_verdicts(read_verdicts(criteria), source=str(criteria))
     table = read_thetas(thetas) if thetas is not None else None
+    stage_a = None
+    if tournament is not None:
+        stage_a = stage_a_thetas(tournament, rule=rule, device=device)
+        table = stage_a.thetas.drop(columns="split", errors="ignore")
+        thetas = tournament
     try:
         cal = calibrate(counts, table, rubric_only=rubric_only, device=device,
                         progress=progress, thetas_source=str(thetas))
@@ -151,5 +200,14 @@ def calibrate_files(criteria: str | Path, thetas: str | Path | None, out: str | 
         if exc.path is not None:
             raise
         raise InputError(exc.message, path=str(criteria)) from exc
+    if stage_a is not None:
+        attach_stage_a(cal, stage_a)
     write_calibration(cal, out, inputs=inputs, force=force)
     return cal
+
+
+def attach_stage_a(cal: Calibration, stage_a) -> None:
+    """Record a Stage A fit in a calibration: its rule, summary and per-query table."""
+    cal.diagnostics["stage_a"] = stage_a.summary
+    cal.diagnostics.setdefault("reading_rules", {})["stage_a"] = stage_a.stats.rule
+    cal.stage_a_queries = stage_a.queries

@@ -2,8 +2,9 @@
 
 A verdict table holds one row per (window, document): ``query-id``, ``call_index`` (one window
 = one ``(query-id, call_index)``), ``corpus-id``, ``C1..Cn`` (0/1, null when the judge gave no
-answer) and ``finish_reason``. The reading rule (the ViDoRe card's): a window enters the fit only
-if it gives all criteria for every document it shows; the windows and rows left out are counted.
+answer) and ``finish_reason``. The reading rule (:mod:`.reading`, ``complete``; the ViDoRe
+card's): a window enters the fit only if it gives all criteria for every document it shows; the
+windows and rows left out are counted, by cause (unreadable: no answer at all; partial).
 
 The 2PL likelihood depends on the verdicts only through each document's number of placements
 ``n`` and its pass counts ``S_c``, so the table is reduced to those counts here (vectorized; a
@@ -13,7 +14,7 @@ The 2PL likelihood depends on the verdicts only through each document's number o
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,40 +25,11 @@ import pyarrow.compute as pc
 from rcp_data.core.errors import InputError, SchemaError, shown
 from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.core.layout import criteria_columns
+from rcp_data.stages.calibration.reading import DEFAULT_RULE, ReadingStats, check_rule
 
 log = logging.getLogger(__name__)
 
 KEY_COLUMNS = ("query-id", "call_index", "corpus-id")
-
-
-@dataclass
-class ReadingStats:
-    """What the reading rule kept and left out."""
-
-    rows_total: int
-    rows_used: int
-    windows_total: int
-    windows_used: int
-    missing_by_criterion: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def windows_left_out(self) -> int:
-        return self.windows_total - self.windows_used
-
-    @property
-    def rows_left_out(self) -> int:
-        return self.rows_total - self.rows_used
-
-    def to_dict(self) -> dict:
-        return {
-            "rows_total": self.rows_total,
-            "rows_used": self.rows_used,
-            "rows_left_out": self.rows_left_out,
-            "windows_total": self.windows_total,
-            "windows_used": self.windows_used,
-            "windows_left_out": self.windows_left_out,
-            "missing_answers_by_criterion": dict(self.missing_by_criterion),
-        }
 
 
 @dataclass
@@ -102,7 +74,7 @@ def read_verdicts(path: str | Path) -> pa.Table:
     return table
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+def dictionary_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Dense int codes and the dictionary of a (string or dictionary) column."""
     if not pa.types.is_dictionary(col.type):
         col = pc.dictionary_encode(col)
@@ -117,7 +89,7 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return codes, dictionary
 
 
-def _rank(dictionary: pa.Array) -> np.ndarray:
+def sorted_rank(dictionary: pa.Array) -> np.ndarray:
     """Position of each dictionary entry in byte-wise sorted order."""
     idx = pc.sort_indices(dictionary).to_numpy()
     rank = np.empty(len(idx), dtype=np.int64)
@@ -146,8 +118,10 @@ def _answers(col: pa.ChunkedArray, name: str, source: str) -> tuple[np.ndarray, 
     return values.astype(np.int8), missing
 
 
-def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>") -> VerdictCounts:
+def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>",
+                   rule: str = DEFAULT_RULE) -> VerdictCounts:
     """Apply the reading rule and reduce the verdicts to per-(query, document) counts."""
+    rule = check_rule(rule, "B")
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
     names = table.column_names
@@ -170,8 +144,8 @@ def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>"
                 zero_copy_only=False))[0])
             raise InputError(f"{nulls:,} rows have no {col}", path=source, row=row, field=col)
 
-    qcode, qdict = _codes(table.column("query-id"))
-    dcode, ddict = _codes(table.column("corpus-id"))
+    qcode, qdict = dictionary_codes(table.column("query-id"))
+    dcode, ddict = dictionary_codes(table.column("corpus-id"))
     calls = table.column("call_index").to_numpy()
     _, call_code = np.unique(calls, return_inverse=True)
     n_calls = int(call_code.max()) + 1 if n_rows else 1
@@ -179,26 +153,31 @@ def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>"
     n_windows = int(window.max()) + 1 if n_rows else 0
 
     answers = np.empty((n_rows, len(crit)), dtype=np.int8)
-    row_incomplete = np.zeros(n_rows, dtype=bool)
+    n_missing = np.zeros(n_rows, dtype=np.int64)
     missing_by: dict[str, int] = {}
     for i, c in enumerate(crit):
         answers[:, i], missing = _answers(table.column(c), c, source)
         missing_by[c] = int(missing.sum())
-        row_incomplete |= missing
-    window_bad = np.bincount(window, weights=row_incomplete, minlength=n_windows) > 0
+        n_missing += missing
+    # per window: answers missing, and answers asked (documents x criteria)
+    missed = np.bincount(window, weights=n_missing, minlength=n_windows)
+    asked = np.bincount(window, minlength=n_windows) * len(crit)
+    window_bad = missed > 0
     keep = ~window_bad[window]
+    unreadable = int(((missed == asked) & window_bad).sum())
     stats = ReadingStats(
         rows_total=n_rows,
         rows_used=int(keep.sum()),
         windows_total=n_windows,
         windows_used=int(n_windows - window_bad.sum()),
         missing_by_criterion=missing_by,
+        rule=rule,
+        windows_unreadable=unreadable,
+        windows_partial=int(window_bad.sum()) - unreadable,
     )
     if stats.windows_left_out:
-        log.warning(
-            "reading rule: left out %s of %s windows (%s rows) that miss an answer",
-            f"{stats.windows_left_out:,}", f"{n_windows:,}", f"{stats.rows_left_out:,}",
-        )
+        log.warning("Stage B reading: %s (%s rows left out)", stats.text(),
+                    f"{stats.rows_left_out:,}")
     if stats.rows_used == 0:
         raise InputError("no window gives all criteria for every document it shows; "
                          f"nothing to fit ({n_windows:,} windows left out)", path=source)
@@ -212,7 +191,7 @@ def count_verdicts(table: pa.Table | pd.DataFrame, *, source: str = "<verdicts>"
         passes[:, i] = np.bincount(pair, weights=ans[:, i], minlength=n_docs).astype(np.int64)
     uq = uniques // (len(ddict) or 1)
     ud = uniques % (len(ddict) or 1)
-    order = np.lexsort((_rank(ddict)[ud], _rank(qdict)[uq]))  # by query-id, then corpus-id
+    order = np.lexsort((sorted_rank(ddict)[ud], sorted_rank(qdict)[uq]))  # by query-id, then corpus-id
     uq, ud = uq[order], ud[order]
     query_id = qdict.take(pa.array(uq)).to_numpy(zero_copy_only=False)
     corpus_id = ddict.take(pa.array(ud)).to_numpy(zero_copy_only=False)
