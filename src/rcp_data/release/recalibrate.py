@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rcp_data.core.content import record_content
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.io import atomic_dir, write_json
@@ -93,6 +94,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             manifest["recalibration"] = {"from_release": current.release, "link": link,
                                          "item_params": params.to_dict()}
             write_json(manifest, tmp / BUILD_MANIFEST)
+            record_content(tmp)  # new qrels and item parameters: the content manifest anew
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)

@@ -7,7 +7,6 @@ The release directory is written to a temporary folder and moved into place at t
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import platform
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from rcp_data import __version__
+from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, content_fields, sha256_file
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
 from rcp_data.core.io import atomic_dir, read_parquet, write_json
@@ -47,7 +47,7 @@ from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, r
 
 log = logging.getLogger(__name__)
 
-MANIFEST_SCHEMA = "rcp-data.build-manifest/1"
+MANIFEST_SCHEMA = BUILD_MANIFEST_SCHEMA
 CORPUS_SHARD_ROWS = 1_000_000
 
 
@@ -326,14 +326,6 @@ def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | Non
     return total
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def tool_versions() -> dict[str, str]:
     import importlib.metadata as md
 
@@ -418,6 +410,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             "subsets": subsets,
             "counts": counts,
         }
+        manifest.update(content_fields(tmp))  # every file written above, hashed (the last step)
         write_json(manifest, tmp / BUILD_MANIFEST)
     log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)
     return manifest
