@@ -102,7 +102,7 @@ def test_two_releases_stay_loadable(tmp_path, api, client, hub_repo):
                                        (2, TAG2, "current", None, sha2)]
 
 
-def test_publish_computes_the_gain_link_once(tmp_path, api, hub_repo, monkeypatch):
+def test_publish_computes_the_gain_link_once(tmp_path, client, hub_repo, monkeypatch):
     """The release check compares every gain with the link of its theta; the verification run
     before the upload does not compute it again."""
     import rcp_data.checks.integrity as integrity
@@ -121,7 +121,7 @@ def test_publish_computes_the_gain_link_once(tmp_path, api, hub_repo, monkeypatc
     counting(release_check, "release_check")
     counting(integrity, "integrity")
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
-    assert publish(v1, hub_repo, api=api, create_repo=True).status == "published"
+    assert publish(v1, hub_repo, client=client, create_repo=True).status == "published"
     assert calls == {"release_check": 2, "integrity": 0}     # two subsets, checked once
 
 
