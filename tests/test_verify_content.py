@@ -236,3 +236,23 @@ def test_every_malformed_file_is_a_failed_check_naming_it(release, tmp_path):
             assert named, (rel, what, report.text())
             shutil.rmtree(root)
     assert tried > 4 * len(paths)        # every file, several ways each
+
+
+def test_a_fabricated_qrels_row_is_named_against_the_upstream(release):
+    import pyarrow as pa
+
+    path = release / "beta/qrels.parquet"
+    table = pq.read_table(path)
+    pool = pq.read_table(release / "provenance/pool/beta.parquet")
+    q = table.column("query-id")[0].as_py()
+    pooled = set(pool.filter(pa.compute.equal(pool["query-id"], q))["corpus-id"].to_pylist())
+    known = set(table.filter(pa.compute.equal(table["query-id"], q))["corpus-id"].to_pylist())
+    corpus = pq.read_table(release / "beta/corpus.parquet", columns=["id"])["id"].to_pylist()
+    doc = next(d for d in corpus if d not in pooled and d not in known)
+    row = pa.table({"query-id": [q], "corpus-id": [doc], "score": [0], "gain": [0.0],
+                    "theta": pa.array([None], pa.float64())}, schema=table.schema)
+    pq.write_table(pa.concat_tables([table, row]), path)
+    report = verify(path=release, sources=True)
+    assert report.check("sources-qrels").details == [
+        f"subset beta: query {q}, document {doc}: a qrels row neither upstream nor in the pool"]
+    assert not report.check("content-hashes").ok

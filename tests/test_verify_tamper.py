@@ -530,3 +530,16 @@ def test_a_second_tag_for_a_release_is_named(hub):
             f"{hub['tag1']}"]
     finally:
         api.delete_tag(hub["repo"], tag=extra, repo_type=REPO_TYPE)
+
+
+def test_a_record_without_the_release_is_a_diff_not_a_pass_in_silence(hub, tmp_path):
+    record = read_history(hub["records"] / "demo.json").to_dict()
+    record["releases"] = record["releases"][:1]
+    record["releases"][0]["status"], record["releases"][0]["superseded_by"] = "current", None
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "demo.json").write_text(json.dumps(record), encoding="utf-8")
+    check = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+                   histories=folder).check("record")
+    assert check.ok and check.status == "diff"
+    assert check.details[0].startswith("the record has no sha for release 2")

@@ -347,9 +347,15 @@ def _records(view: HubView, history: History, n: int, commit: str,
             if here is None or not same_commit(named, rec.revision):
                 problems.append(f"{label}: release {rec.release} ({rec.tag}) recorded at "
                                 f"{rec.revision}, this revision's history gives {named}")
+    known = any(r.release == n and r.revision is not None and history.by_tag(r.tag) is not None
+                for _, record in mine for r in record.releases)
+    unrecorded = [] if known or problems else [
+        f"the record has no sha for release {n}: its tag is checked against the Hub's commits "
+        "and releases.json only (pass the folder publish --record-to wrote as --histories)"]
     return Check("record", not problems, what, expected=", ".join(label for label, _ in mine),
                  found=f"{compared} recorded shas, {len(problems)} disagree",
-                 where=", ".join(label for label, _ in mine), details=problems)
+                 where=", ".join(label for label, _ in mine), details=problems or unrecorded,
+                 status="diff" if unrecorded else "")
 
 
 def project_records(suite: str, histories: Path | None) -> list[tuple[str, History]]:

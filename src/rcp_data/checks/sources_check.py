@@ -8,7 +8,7 @@ reader cannot read the source here, the checks are reported skipped with its rea
 
 - ``sources-queries``: the same query ids, texts (and instructions);
 - ``sources-qrels``: every upstream grade of a released query is a qrels row with that
-  ``score``; every other qrels row (a pooled document upstream never labelled) scores 0;
+  ``score``; every other qrels row is a pooled document upstream never labelled, scored 0;
 - ``sources-excluded``: the excluded ids of each query are the upstream's;
 - ``sources-corpus``: the same documents, in the build's order, with the same texts (and
   titles); mismatches are listed by id.
@@ -132,6 +132,13 @@ def _qrels(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
     extra = merged[(merged["_merge"] == "right_only") & (merged["score"] != 0)]
     out += [f"subset {subset}: query {r['query-id']}, document {r['corpus-id']}: score "
             f"{int(r['score'])}, but the upstream has no grade" for _, r in extra.iterrows()]
+    # a row the upstream does not have is a pooled document (scored 0)
+    ungraded = merged.loc[merged["_merge"] == "right_only", ["query-id", "corpus-id"]]
+    pool = rel.provenance("pool", rel.spec.provenance_split(subset), ["query-id", "corpus-id"])
+    stray = ungraded.merge(pool, how="left", indicator=True)
+    out += [f"subset {subset}: query {r['query-id']}, document {r['corpus-id']}: a qrels row "
+            "neither upstream nor in the pool"
+            for _, r in stray[stray["_merge"] == "left_only"].iterrows()]
     return out
 
 
