@@ -45,7 +45,7 @@ FILLED_LATER = ("revision", "data_revision", "status", "superseded_by")
 _RELEASE_TAG = re.compile(r"^v(\d+)-")
 
 
-@dataclass
+@dataclass(frozen=True)
 class HubView:
     """What the Hub says about the history of one pinned commit (cached reads).
 

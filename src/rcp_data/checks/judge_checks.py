@@ -181,7 +181,12 @@ def refit_hook(rel: ReleaseDir) -> list[Check]:
                       expected="rcp_data.checks.refit", found="absent: this rcp-data has no "
                       "Stage A refit check", where="provenance/judge_tournament",
                       status="absent")]
-    return list(importlib.import_module("rcp_data.checks.refit").check_refit(rel))
+    check_refit = getattr(importlib.import_module("rcp_data.checks.refit"), "check_refit", None)
+    if check_refit is None:
+        return [Check.failed("refit", "the Stage A refit reproduces the published thetas",
+                             "rcp_data.checks.refit.check_refit(rel) -> list[Check]",
+                             "the module has no check_refit", "rcp_data/checks/refit.py")]
+    return list(check_refit(rel))
 
 
 __all__ = ["check_judge", "refit_hook"]
