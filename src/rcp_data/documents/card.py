@@ -579,8 +579,9 @@ def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> lis
 def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:
-        runs = pq.read_table(rd.root / provenance_file("runs", s), columns=["model", "is_judge"])
-        judged = runs.filter(pc.fill_null(runs["is_judge"], False))
+        # only the row groups that can hold a judge run are read (is_judge statistics)
+        judged = pq.read_table(rd.root / provenance_file("runs", s), columns=["model"],
+                               filters=[("is_judge", "=", True)])
         judge_models |= set(pc.unique(judged["model"]).to_pylist())
     lines = []
     if judge_models:
