@@ -10,18 +10,19 @@ Generates, with numpy/pyarrow directly, a SYNTHETIC release in the ViDoRe v3 lay
 ``vidore_v3``: 8 domains x 6 languages, per-domain corpus and provenance): corpora of ids with
 empty text (no images), queries, first-stage runs of three retrievers and their RRF fusion
 (``rcp_data.stages.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
-from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, build manifest, task
-file and a card (front matter from ``rcp_data.documents.card``, tables from the replay). Nothing here is
-real data.
+from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, a build manifest with
+its content list (every file's size and sha256), and the task file and card rendered by
+``rcp_data.documents.card``. Nothing here is real data.
 
 Then times, in the same run:
 
 - baseline: the replay alone (load ``provenance-runs`` and score both tie rules), the least any
   verification that reproduces the card's tables must do;
-- ``verify``: every check of ``rcp_data.checks.verify.verify_release_dir`` (the download excluded).
+- ``verify``: every check of ``rcp_data.checks.verify.verify_release_dir`` (the download excluded),
+  hashing every listed file against the manifest and rendering card and task file again.
 
 Target: verify < 60 s on 2 cores at full scale (2.2M pool pairs, 14 runs). Prints the ratio
-verify / baseline.
+verify / baseline, each stage's seconds and the share of hashing (the content stage).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, record_content
 from rcp_data.core.gains import ItemParams, gain
 from rcp_data.core.history import History, Release, release_tag, write_history
 from rcp_data.core.io import write_json
@@ -48,7 +50,6 @@ from rcp_data.core.layout import (
     CARD_FILE,
     RELEASES_JSON,
     SCHEMAS,
-    TASK_FILE,
     provenance_file,
     shard_name,
     subset_file,
@@ -187,41 +188,15 @@ def generate(root: Path, n_queries: int) -> Path:
                                         "link": "weighted_discrimination"},
         status="current", summary="SYNTHETIC benchmark release"),))
     write_history(history, root / RELEASES_JSON)
-    write_json({"schema": "rcp-data.build-manifest/1", "suite": spec.name, "synthetic": True,
+    write_json({"schema": BUILD_MANIFEST_SCHEMA, "suite": spec.name, "synthetic": True,
                 "judge": JUDGE, "calibration": {"item_params": ITEM_PARAMS,
                                                 "link": "weighted_discrimination"},
                 "counts": counts}, root / BUILD_MANIFEST)
-    from rcp_data.documents.taskfile import render_task_file
+    record_content(root)  # every data file, hashed: the content manifest verify proves
+    from rcp_data.documents.card import write_release_files
 
-    (root / TASK_FILE).write_text(render_task_file(spec, [r.to_dict() for r in history.releases],
-                                                   repo=REPO), encoding="utf-8")
-    _card(root, spec, history)
+    write_release_files(root, spec=spec, history=history, repo=REPO)
     return root
-
-
-def _card(root: Path, spec: SuiteSpec, history: History) -> None:
-    """Front matter from the card module, every table of both rules and views from a replay."""
-    from rcp_data.documents.card import card_data
-    from rcp_data.scoring.replay import (
-        load_release,
-        render_markdown_table,
-        replay_loaded,
-        table_title,
-    )
-
-    data = load_release(root, spec)
-    parts = ["# SYNTHETIC ViDoRe-scale benchmark release (not real data)", ""]
-    headings = {"native": "Native-language questions (one language per domain)",
-                "languages": "Mean over the 6 language subsets (the mteb task score)"}
-    for view in ("native", "languages"):
-        parts += [f"### {headings[view]}", ""]
-        for rule in ("doc-id", "group-mean"):
-            result = replay_loaded(data, k=10, tie_rule=rule, view=view)
-            for metric in ("rcp_ndcg", "qrel_ndcg"):
-                parts += [render_markdown_table(result.tables[metric], spec,
-                                                title=table_title(metric, 10, rule)), ""]
-    front = card_data(root, spec, history).to_yaml()
-    (root / CARD_FILE).write_text(f"---\n{front}\n---\n\n" + "\n".join(parts), encoding="utf-8")
 
 
 def _replay_only(root: Path) -> float:
@@ -266,11 +241,13 @@ def main(argv: list[str] | None = None) -> int:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
         failed = [c for c in report.checks if not c.ok]
         print(f"baseline (replay alone, both tie rules): {baseline:6.1f} s")
+        stages = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+        hashing = report.seconds.get("content", 0.0)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
         print(f"verify (all checks):                     {elapsed:6.1f} s   "
-              f"ratio verify/baseline {elapsed / baseline:.2f}x   "
-              f"(pin {report.seconds.get('pin', 0):.1f} s, integrity "
-              f"{report.seconds.get('integrity', 0):.1f} s, numbers "
-              f"{report.seconds.get('replay', 0):.1f} s)")
+              f"ratio verify/baseline {elapsed / baseline:.2f}x   ({stages})")
+        print(f"hashing (content stage, {size / 1e6:,.0f} MB): {hashing:.1f} s = "
+              f"{100 * hashing / elapsed:.1f}% of verify")
         print(f"peak RSS {rss:.2f} GiB; {len(report.checks)} checks, {len(failed)} failed")
         for c in failed:
             print(f"  FAILED {c.name}: {c.found} ({c.where})")

@@ -60,6 +60,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
     """A valid SYNTHETIC release of the demo suite: the demo data with release ``release``'s
     item parameters (same thetas in every release: only the gains change), its releases.json,
     card and task file."""
+    from rcp_data.core.content import record_content
     from rcp_data.release.prepare import render_release_files
 
     spec = load_spec("demo")
@@ -76,6 +77,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
     for rel, text in (extra_files or {}).items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(text, encoding="utf-8")
+    record_content(out)  # a writer of releases lists what it wrote
     return out
 
 

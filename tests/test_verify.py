@@ -193,9 +193,11 @@ def test_card_count_that_disagrees_with_the_data_is_named(published, tmp_path):
                                   encoding="utf-8")
     report = verify(path=root)
     failed = _failed(report)
-    assert set(failed) == {"card-counts"}
+    assert set(failed) == {"card-counts", "card-regenerated"}
     (detail,) = failed["card-counts"].details
     assert f"pool_pairs {pool_pairs + 1:,}, the data has {pool_pairs:,}" in detail
+    (line,) = failed["card-regenerated"].details
+    assert f"{pool_pairs + 1:,} pool pairs" in line and f"{pool_pairs:,} pool pairs" in line
 
 
 def test_card_without_a_config_is_named(published, tmp_path):
@@ -210,7 +212,7 @@ def test_card_without_a_config_is_named(published, tmp_path):
     (root / CARD_FILE).write_text(f"---\n{yaml.safe_dump(data, sort_keys=False)}---{body}",
                                   encoding="utf-8")
     failed = _failed(verify(path=root))
-    assert set(failed) == {"configs-complete"}
+    assert set(failed) == {"configs-complete", "card-regenerated"}
     assert failed["configs-complete"].details == ["no config 'beta-qrels'"]
 
 
@@ -223,9 +225,11 @@ def test_task_file_pinning_another_revision_is_named(published, tmp_path):
                                                f'_REVISION = "{published["tag2"]}"'),
                                   encoding="utf-8")
     failed = _failed(verify(path=root))
-    assert set(failed) == {"task-file"}
+    assert set(failed) == {"task-file", "task-file-regenerated"}
     assert failed["task-file"].expected == published["tag1"]
     assert failed["task-file"].found == f"_REVISION = {published['tag2']!r}"
+    (line,) = failed["task-file-regenerated"].details
+    assert line.endswith(f'the file has \'_REVISION = "{published["tag2"]}"\'')
 
 
 # -- tampering -------------------------------------------------------------------------------------
@@ -273,7 +277,10 @@ def test_moved_tag_fails(published, tmp_path, capsys):
     try:
         report = verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c")
         failed = _failed(report)
-        assert set(failed) == {"tag"}, report.text()
+        assert set(failed) == {"tag", "older-releases"}, report.text()
+        assert failed["older-releases"].details == [
+            f"release 1 ({p['tag1']}): the Hub's tag points at {p['sha2']}, releases.json "
+            f"names {p['sha1']}"]
         tag = failed["tag"]
         assert p["sha1"] in tag.expected and p["sha2"] in tag.found
         assert "no longer matches releases.json" in tag.details[0]
@@ -313,7 +320,11 @@ def test_edited_card_cell_is_named(published, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and not out["ok"]
     failed = {c["name"]: c for c in out["checks"] if not c["ok"]}
-    assert set(failed) == {"card-tables"}
+    # the edited cell, the card that is no longer the rendering, and a releases.json that
+    # still calls this later commit release 2's own (revision null)
+    assert set(failed) == {"card-tables", "card-regenerated", "releases-json-revision"}
+    (line,) = failed["card-regenerated"]["details"]
+    assert line.startswith(f"line {row + 1}, column ") and f"{old + 0.3:.1f}" in line
     (detail,) = failed["card-tables"]["details"]
     assert detail.startswith("qrel-nDCG@10 rule (b), view subsets, row Beta-RR, column Beta: "
                              f"card {old + 0.3:.2f}, replay ")
@@ -322,7 +333,7 @@ def test_edited_card_cell_is_named(published, tmp_path, capsys):
 
 
 # -- could not run ---------------------------------------------------------------------------------
-def test_unknown_repo_revision_and_unreadable_file_exit_2(published, tmp_path, capsys):
+def test_unknown_repo_revision_and_missing_path_exit_2(published, tmp_path, capsys):
     p = published
     assert main(["verify", "--repo", "rcp-test/no-such-repo", "--revision", "v1",
                  "--cache-dir", str(tmp_path / "c")]) == 2
@@ -330,18 +341,29 @@ def test_unknown_repo_revision_and_unreadable_file_exit_2(published, tmp_path, c
                  "--cache-dir", str(tmp_path / "c")]) == 2
     err = json.loads(capsys.readouterr().out)
     assert err["exit_code"] == 2 and "v9-nothing" in err["error"]
-    broken = tmp_path / "broken"
-    shutil.copytree(p["v1"], broken)
-    (broken / RELEASES_JSON).write_text("{not json", encoding="utf-8")
-    assert main(["verify", str(broken)]) == 2
-    unreadable = tmp_path / "unreadable"
-    shutil.copytree(p["v1"], unreadable)
-    (unreadable / "beta/qrels.parquet").write_bytes(b"PAR1 not parquet")
-    assert main(["verify", str(unreadable), "--json"]) == 2
-    err = json.loads(capsys.readouterr().out)
-    assert "beta/qrels.parquet" in err["error"]
     assert main(["verify", str(tmp_path / "missing-dir")]) == 2
     assert main(["verify"]) == 2
+
+
+def test_malformed_files_are_failed_checks_naming_them(published, tmp_path, capsys):
+    """A file that does not read is a failed check naming it (exit 1), never exit 2."""
+    broken = tmp_path / "broken"
+    shutil.copytree(published["v1"], broken)
+    (broken / RELEASES_JSON).write_text("{not json", encoding="utf-8")
+    assert main(["verify", str(broken), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    failed = {(c["name"], c["where"]) for c in out["checks"] if not c["ok"]}
+    assert ("file-readable", RELEASES_JSON) in failed and ("releases-json", RELEASES_JSON) in failed
+    unreadable = tmp_path / "unreadable"
+    shutil.copytree(published["v1"], unreadable)
+    (unreadable / "beta/qrels.parquet").write_bytes(b"PAR1 not parquet")
+    assert main(["verify", str(unreadable), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    readable = [c for c in out["checks"] if c["name"] == "file-readable"]
+    assert [(c["where"], c["ok"]) for c in readable] == [("beta/qrels.parquet", False)]
+    assert readable[0]["found"].startswith("not a readable parquet file")
+    hashes = next(c for c in out["checks"] if c["name"] == "content-hashes")
+    assert not hashes["ok"] and hashes["details"][0].startswith("beta/qrels.parquet: sha256 ")
 
 
 # -- published card tables --------------------------------------------------------------------------

@@ -619,6 +619,41 @@ def check_fusion(rel: ReleaseDir, split: str, pool: pa.Table) -> list[Check]:
                 "rows", rel_path)]
 
 
+def _repeated(ids: pa.Array) -> list[tuple[str, int]]:
+    """Values that occur more than once, with their counts."""
+    counts = pc.value_counts(ids)
+    many = counts.filter(pc.greater(counts.field("counts"), 1))
+    return list(zip(many.field("values").to_pylist(), many.field("counts").to_pylist(),
+                    strict=True))
+
+
+def check_ids(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
+    """Corpus ids are unique per corpus; query ids are unique per subset, and the queries
+    table and top_ranked name the same queries."""
+    problems, seen = [], set()
+    for s, t in tables.items():
+        files = tuple(corpus_files(rel.root, rel.spec, s))
+        if files not in seen:
+            seen.add(files)
+            problems += [f"{files[0] if len(files) == 1 else 'corpus of ' + s}: id {v!r} "
+                         f"{n} times" for v, n in _repeated(t.corpus_ids)[:MAX_DETAILS]]
+        queries = _strings(_read(rel.root, subset_file(s, "queries"), "queries", ["id"])
+                           .column("id"))
+        problems += [f"{subset_file(s, 'queries')}: id {v!r} {n} times"
+                     for v, n in _repeated(queries)[:MAX_DETAILS]]
+        problems += [f"{subset_file(s, 'top_ranked')}: query {v!r} {n} times"
+                     for v, n in _repeated(t.query_ids)[:MAX_DETAILS]]
+        only_q = set(queries.to_pylist()) ^ set(t.query_ids.to_pylist())
+        problems += [f"subset {s}: query {q!r} is in only one of queries and top_ranked"
+                     for q in sorted(only_q)[:MAX_DETAILS]]
+    what = ("corpus ids are unique per corpus, query ids per subset, and queries and "
+            "top_ranked name the same queries")
+    if problems:
+        return [_fail("ids-unique", what, "no repeated id", f"{len(problems)} problems",
+                      "corpus, queries, top_ranked", problems)]
+    return [_ok("ids-unique", what, f"{len(seen)} corpora, {len(tables)} subsets")]
+
+
 def check_optional(rel: ReleaseDir) -> list[Check]:
     """Report optional provenance tables that the release does not carry."""
     out = []
@@ -695,6 +730,7 @@ def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
             checks += check_pool_rule(rel, t)
         checks += check_fusion(rel, split, pool)
         log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)
+    checks += check_ids(rel, tables)
     checks += check_optional(rel)
     checks += check_manifest_counts(rel, tables)
     log.info("integrity: %d checks, %d failed", len(checks), sum(not c.ok for c in checks))

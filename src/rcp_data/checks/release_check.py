@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data.core import layout
+from rcp_data.core.content import release_paths
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.errors import shown as show_value
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
@@ -31,16 +32,7 @@ MAX_ROWS_SHOWN = 3
 
 def release_files(root: Path) -> list[str]:
     """Relative POSIX paths of every file a release uploads (hidden files and caches skipped)."""
-    out = []
-    for p in sorted(Path(root).rglob("*")):
-        if not p.is_file():
-            continue
-        rel = p.relative_to(root)
-        hidden = any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
-        if hidden and rel.as_posix() != ".gitattributes":
-            continue
-        out.append(rel.as_posix())
-    return out
+    return release_paths(root)
 
 
 def required_files(root: Path, spec: SuiteSpec, history: History | None) -> list[str]:

@@ -227,6 +227,29 @@ def parse_hf_path(path: str) -> tuple[str, str] | None:
     return m.group("repo"), m.group("rev") or "main"
 
 
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file of a commit as the Hub lists it: git blob id, and the sha256 of an LFS file."""
+
+    path: str
+    size: int
+    blob_id: str
+    lfs_sha256: str | None = None
+
+    @property
+    def oid(self) -> str:
+        """What identifies the content: the LFS sha256, else the git blob id."""
+        return self.lfs_sha256 or self.blob_id
+
+
+@dataclass(frozen=True)
+class CommitEntry:
+    """One commit of a branch's history, as the Hub lists it."""
+
+    sha: str
+    title: str
+
+
 # -- the client ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HubClient:
@@ -313,6 +336,27 @@ class HubClient:
         if not info.sha:
             raise HubUnavailable(f"revision {revision!r} of {repo!r} has no commit sha")
         return PinnedRevision(repo, revision, info.sha, False, False)
+
+    def files(self, repo: str, sha: str) -> dict[str, RemoteFile]:
+        """``{path: RemoteFile}`` of every file of ``repo`` at commit ``sha``."""
+        with self.errors(f"the file listing of {repo}@{sha}"):
+            entries = list(self.api.list_repo_tree(repo, revision=sha, recursive=True,
+                                                   repo_type=REPO_TYPE))
+        out = {}
+        for e in entries:
+            blob = getattr(e, "blob_id", None)
+            if blob is None:
+                continue  # a folder
+            lfs = getattr(e, "lfs", None)
+            out[e.path] = RemoteFile(e.path, int(e.size), blob,
+                                     getattr(lfs, "sha256", None) if lfs else None)
+        return out
+
+    def commits(self, repo: str, sha: str) -> list[CommitEntry]:
+        """The history of commit ``sha`` of ``repo``, newest first (``sha`` itself first)."""
+        with self.errors(f"the commit list of {repo}@{sha}"):
+            entries = self.api.list_repo_commits(repo, revision=sha, repo_type=REPO_TYPE)
+        return [CommitEntry(c.commit_id, c.title) for c in entries]
 
     def download(self, repo: str, sha: str, local_dir: Path | None = None, *,
                  allow_patterns: Sequence[str] | None = None,

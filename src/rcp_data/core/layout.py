@@ -353,7 +353,7 @@ def detect_suite(root: str | Path, *, repo: str | None = None) -> str | None:
             return suite_key(str(suite))
     card = root / CARD_FILE
     if card.exists():
-        suite = card_suite(card.read_text(encoding="utf-8"))
+        suite = card_suite(card.read_bytes().decode("utf-8", errors="replace"))
         if suite:
             return suite
     if repo:

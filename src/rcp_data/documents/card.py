@@ -225,6 +225,11 @@ def all_subset_facts(rd: ReleaseDir) -> list[SubsetFacts]:
     return out
 
 
+def _pairs(queries: pd.Series, docs: pd.Series) -> pd.MultiIndex:
+    """(query, document) pairs as a MultiIndex of plain strings (vectorized membership)."""
+    return pd.MultiIndex.from_arrays([queries.astype(object), docs.astype(object)])
+
+
 def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = None
                  ) -> SubsetFacts:
     """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
@@ -236,16 +241,15 @@ def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = Non
     excluded = (rd.table(subset, "excluded").explode("excluded-corpus-ids").dropna()
                 if rd.has(subset, "excluded") else pd.DataFrame(columns=["query-id",
                                                                         "excluded-corpus-ids"]))
-    ex_pairs = set(zip(excluded["query-id"], excluded["excluded-corpus-ids"], strict=True))
+    ex_pairs = _pairs(excluded["query-id"], excluded["excluded-corpus-ids"]).unique()
     split = spec.provenance_split(subset)
     pool = rd.provenance("pool", split) if pool is None else pool
     qids = set(queries["id"])
     pool = pool[pool["query-id"].isin(qids)]
     sizes = pool.groupby("query-id").size()
-    in_pool = set(zip(pool["query-id"], pool["corpus-id"], strict=True))
-    keys = list(zip(qrels["query-id"], qrels["corpus-id"], strict=True))
-    is_excluded = np.array([k in ex_pairs for k in keys], dtype=bool)
-    outside = np.array([k not in in_pool for k in keys], dtype=bool)
+    keys = _pairs(qrels["query-id"], qrels["corpus-id"])
+    is_excluded = np.asarray(keys.isin(ex_pairs), dtype=bool)
+    outside = ~np.asarray(keys.isin(_pairs(pool["query-id"], pool["corpus-id"])), dtype=bool)
     pos = (qrels["score"].to_numpy() >= positive) & ~is_excluded
     with_pos = set(qrels.loc[pos, "query-id"])
     n_pos = qrels.loc[pos].groupby("query-id").size()
@@ -351,7 +355,8 @@ def view_gap_lines(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
 
 # -- the card ----------------------------------------------------------------------------------
 def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History | None = None,
-                repo: str | None = None) -> str:
+                repo: str | None = None,
+                results: dict[tuple[str, str], ReplayResult] | None = None) -> str:
     """The card of the release directory ``root`` (text of ``README.md``)."""
     root = Path(root)
     spec = spec or release_spec(root)
@@ -368,7 +373,8 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     item_params = ItemParams.read(root / current.item_params)
     fams = families(spec)
     number = current.release
-    results = replay_results(root, spec)
+    # ``results``: the release's replay_results, when the caller has them already
+    results = results if results is not None else replay_results(root, spec)
     models = sorted({m for r in results.values() for m in r.models})
     pinned = current.data_revision or current.revision
     revision_text = (f"revision `{pinned}`" if pinned
@@ -698,8 +704,9 @@ def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir, *,
                synthetic: bool = False) -> list[str]:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:
-        runs = pq.read_table(rd.root / provenance_file("runs", s), columns=["model", "is_judge"])
-        judged = runs.filter(pc.fill_null(runs["is_judge"], False))
+        # only the row groups that can hold a judge run are read (is_judge statistics)
+        judged = pq.read_table(rd.root / provenance_file("runs", s), columns=["model"],
+                               filters=[("is_judge", "=", True)])
         judge_models |= set(pc.unique(judged["model"]).to_pylist())
     lines = []
     if judge_models:
@@ -775,9 +782,11 @@ def source_note_lines(spec: SuiteSpec, manifest: dict) -> list[str]:
 
 
 def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
-                         history: History | None = None, repo: str | None = None
+                         history: History | None = None, repo: str | None = None,
+                         results: dict[tuple[str, str], ReplayResult] | None = None
                          ) -> dict[str, str]:
-    """The card and task file of a release directory: ``{path: text}`` (nothing written)."""
+    """The card and task file of a release directory: ``{path: text}`` (nothing written).
+    ``results``: see :func:`render_card`."""
     from rcp_data.documents.taskfile import release_prompts, render_task_file
 
     root = Path(root)
@@ -786,7 +795,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
     repo = repo or history.repo
     releases = [r.to_dict() for r in history.releases]
     return {
-        CARD_FILE: render_card(root, spec=spec, history=history, repo=repo),
+        CARD_FILE: render_card(root, spec=spec, history=history, repo=repo, results=results),
         TASK_FILE: render_task_file(spec, releases, repo=repo, prompts=release_prompts(root)),
     }
 

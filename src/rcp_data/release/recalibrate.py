@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rcp_data.core.content import record_content
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.io import write_json
@@ -117,6 +118,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
                 manifest["recalibration"]["reading_rules"] = dict(reading_rules)
                 manifest.setdefault("calibration", {})["reading_rules"] = dict(reading_rules)
             write_json(manifest, tmp / BUILD_MANIFEST)
+            record_content(tmp)  # new qrels and item parameters: the content manifest anew
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)

@@ -13,7 +13,6 @@ build of the same ``out`` deletes it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import platform
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data import __version__
+from rcp_data.core.content import content_fields, sha256_file
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_parquet, write_json
@@ -373,14 +373,6 @@ def _write_stream(corpus: CorpusReader, paths: list[Path], shard_rows: int | Non
     return total
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def tool_versions() -> dict[str, str]:
     import importlib.metadata as md
 
@@ -484,6 +476,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             "counts": counts,
             "corpus_files": corpus_record(tmp),
         }
+        manifest.update(content_fields(tmp))  # every file written above, hashed (the last step)
         write_json(manifest, tmp / BUILD_MANIFEST)
         if finish is not None:
             finish(tmp)

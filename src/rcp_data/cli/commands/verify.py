@@ -1,8 +1,9 @@
 """``rcp-data verify``: integrity, provenance and published numbers of a pinned revision.
 
 ``rcp-data verify (--repo OWNER/NAME --revision REV | PATH) [--reference FILE] [--json]
-[--cache-dir DIR]``. Exit 0 when every check holds, 1 when one failed, 2 when the verification
-could not run (unknown repo or revision, unreadable file).
+[--cache-dir DIR] [--histories DIR] [--quick] [--sources [--source-option K=V ...]]``. Exit 0
+when every check holds, 1 when one failed (a malformed file included), 2 when the verification
+could not run (the Hub unreachable, an unknown repo or revision, a missing path).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from rcp_data.core.errors import RcpDataError
+from rcp_data.core.errors import RcpDataError, UsageError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,11 +21,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify",
         help="verify a pinned release: integrity, releases.json, card tables, paper numbers",
         description="Resolve the revision to its commit sha (a tag must agree with "
-        "provenance/releases.json at that commit), download strictly by sha, check the data's "
-        "integrity, replay provenance-runs under both tie rules and compare with the card's "
-        "tables (and with the paper's numbers when this is the release the paper used; "
-        "otherwise the differences are a diff, not a failure). Writes nothing to the Hub and "
-        "nothing outside the download cache. Exit 0 all hold, 1 a check failed, 2 could not run.",
+        "provenance/releases.json at that commit), download strictly by sha, prove every file "
+        "against the build manifest's sizes and sha256, check the Hub's commits and tags behind "
+        "the revision, check the data's integrity and the judge provenance, replay "
+        "provenance-runs under both tie rules and compare with the card's tables (and with the "
+        "paper's numbers when this is the release the paper used; otherwise the differences are "
+        "a diff, not a failure), and render the card and task file again (byte equality). "
+        "Writes nothing to the Hub and nothing outside the download cache. Exit 0 all hold, 1 a "
+        "check failed (a malformed file included), 2 could not run.",
     )
     p.add_argument("path", nargs="?", default=None,
                    help="a local release directory or hf://datasets/OWNER/NAME@REV")
@@ -35,8 +39,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", type=Path, default=None,
                    help="download cache (default: the Hugging Face cache, $HF_HOME)")
     p.add_argument("--histories", type=Path, default=None,
-                   help="folder of release histories (<suite>.json) used for a revision that "
-                   "carries no releases.json (default: the project's release/)")
+                   help="folder of release records (<suite>.json, as publish --record-to writes) "
+                   "the Hub's tags are checked against besides the project's packaged release/; "
+                   "also the record of a revision that carries no releases.json")
+    p.add_argument("--quick", action="store_true",
+                   help="an LFS file's sha256 as the Hub lists it stands in for hashing its "
+                   "download, and a corpus so proven is not downloaded (its ids are read "
+                   "remotely); the default downloads and hashes every file")
+    p.add_argument("--sources", action="store_true",
+                   help="also compare queries, qrels, exclusions and corpus texts with the "
+                   "upstream source, where the suite's reader can read it here")
+    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="option passed to the suite's source reader (repeatable; with --sources)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(func=handler)
 
@@ -46,9 +60,16 @@ def handler(args: argparse.Namespace) -> int:
     from rcp_data.core.reports import VERIFY_SCHEMA
 
     try:
+        options = {}
+        for item in args.source_option:
+            if "=" not in item:
+                raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
+            key, value = item.split("=", 1)
+            options[key] = value
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
                         reference=args.reference, histories=args.histories,
-                        client=args.hub_client)
+                        client=args.hub_client, quick=args.quick, sources=args.sources,
+                        source_options=options)
     except RcpDataError as exc:
         if not args.json:
             raise

@@ -1,0 +1,141 @@
+"""Content checks: the revision holds exactly the files its build manifest lists, byte for byte.
+
+A release this project built lists every file (path, size, sha256) in
+``provenance/build_manifest.json`` (:mod:`rcp_data.core.content`). Verify proves that
+
+- the list is well formed and its digest is the digest of the list (``content-manifest``);
+- the revision holds exactly the listed files: none missing, none added (``content-files``);
+  only the manifest itself, the files regenerations rewrite (card, task file, releases.json)
+  and the Hub's ``.gitattributes`` are outside the list;
+- every listed file has the recorded size and sha256 (``content-hashes``): hashed from the
+  downloaded bytes by default; with ``quick``, an LFS file's sha256 as the Hub lists it stands
+  in for the download.
+
+A revision without a build manifest (published before the release policy) has no list: the
+checks are reported absent. A build manifest without a list fails: every release this
+project builds carries one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rcp_data.core.content import (
+    FileEntry,
+    content_digest,
+    is_listed,
+    recorded_content,
+    release_paths,
+    sha256_file,
+)
+from rcp_data.core.errors import InputError
+from rcp_data.core.layout import BUILD_MANIFEST
+from rcp_data.core.reports import Check
+
+
+@dataclass(frozen=True)
+class HostedFile:
+    """What is known about a file of the revision without reading it: its size and, for a file
+    stored through LFS, the sha256 the Hub lists."""
+
+    path: str
+    size: int
+    lfs_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class ContentResult:
+    """The content checks and how the files were proven (for the report's timings)."""
+
+    checks: list[Check]
+    hashed_bytes: int = 0
+    by_lfs: int = 0
+
+
+def _short(sha: str) -> str:
+    return sha[:12]
+
+
+def check_content(root: Path, manifest: Mapping | None, *,
+                  hosted: Mapping[str, HostedFile] | None = None,
+                  quick: bool = False) -> ContentResult:
+    """The content checks of a release directory ``root``.
+
+    ``manifest``: the build manifest (None: the revision has none). ``hosted``: the Hub's
+    listing of the revision (``None`` for a local directory: the directory's own files are
+    the revision). ``quick``: an LFS file's listed sha256 stands in for hashing its bytes.
+    """
+    root = Path(root)
+    what_list = "the build manifest lists every file of the release with a digest over the list"
+    if manifest is None:
+        return ContentResult([Check(
+            "content-manifest", True, what_list, expected=f"{BUILD_MANIFEST} with 'files'",
+            found="absent: no build manifest (a revision published before the release "
+                  "policy); the files are not proven byte for byte", where=BUILD_MANIFEST,
+            status="absent")])
+    try:
+        recorded = recorded_content(manifest, source=BUILD_MANIFEST)
+    except InputError as exc:
+        return ContentResult([Check.failed("content-manifest", what_list,
+                                           "a well-formed 'files' list", exc.message,
+                                           BUILD_MANIFEST)])
+    if recorded is None:
+        return ContentResult([Check.failed(
+            "content-manifest", what_list, "'files' and 'files_digest' (every release this "
+            "project builds records them)", "no 'files' list", BUILD_MANIFEST)])
+    entries, digest = recorded
+    actual_digest = content_digest(entries)
+    checks = [Check("content-manifest", actual_digest == digest, what_list,
+                    expected=f"files_digest {digest}", found=f"{len(entries)} files, digest "
+                    f"{actual_digest}", where=BUILD_MANIFEST,
+                    details=[] if actual_digest == digest else [
+                        "the digest is not the digest of the listed files: the list was edited "
+                        "after it was recorded"])]
+    present = sorted(hosted) if hosted is not None else release_paths(root)
+    listed = {e.path: e for e in entries}
+    extra = [p for p in present if is_listed(p) and p not in listed]
+    have = set(present)
+    missing = [p for p in listed if p not in have]
+    details = [f"{p}: in the revision, not in the manifest" for p in extra]
+    details += [f"{p}: in the manifest, not in the revision" for p in missing]
+    checks.append(Check(
+        "content-files", not details, "the revision holds exactly the files the manifest lists "
+        "(besides the manifest, README.md, the task file, releases.json and .gitattributes)",
+        expected=f"{len(listed)} listed files", found=f"{len(extra)} extra, {len(missing)} "
+        "missing", where=BUILD_MANIFEST, details=details))
+    result = _hashes(root, [e for e in entries if e.path in have], hosted, quick)
+    checks.append(result.checks[0])
+    return ContentResult(checks, result.hashed_bytes, result.by_lfs)
+
+
+def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFile] | None,
+            quick: bool) -> ContentResult:
+    """Size and sha256 of every listed file against the manifest."""
+    wrong: list[str] = []
+    hashed = by_lfs = 0
+    for e in entries:
+        info = hosted.get(e.path) if hosted is not None else None
+        if quick and info is not None and info.lfs_sha256:
+            size, sha, how = info.size, info.lfs_sha256, "the Hub's LFS sha256"
+            by_lfs += 1
+        else:
+            path = root / e.path
+            if not path.is_file():
+                wrong.append(f"{e.path}: listed by the Hub but not downloaded")
+                continue
+            size, sha, how = path.stat().st_size, sha256_file(path), "sha256"
+            hashed += size
+        if (size, sha) != (e.size, e.sha256):
+            wrong.append(f"{e.path}: {how} {_short(sha)}… ({size:,} bytes), the manifest "
+                         f"records {_short(e.sha256)}… ({e.size:,} bytes)")
+    how = (f"{len(entries) - by_lfs} hashed ({hashed:,} bytes), {by_lfs} by the Hub's LFS sha256"
+           if by_lfs else f"{len(entries)} hashed ({hashed:,} bytes)")
+    check = Check("content-hashes", not wrong, "every listed file has the size and sha256 the "
+                  "manifest records", expected=f"{len(entries)} files as recorded",
+                  found=f"{len(wrong)} differ; {how}", where=BUILD_MANIFEST, details=wrong)
+    return ContentResult([check], hashed, by_lfs)
+
+
+__all__ = ["ContentResult", "HostedFile", "check_content"]
