@@ -24,7 +24,6 @@ from huggingface_hub import CommitOperationAdd, HfApi
 
 from rcp_data.checks.verify import check_paper, paper_applies, verify
 from rcp_data.cli import main
-from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import History, read_history, write_history
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
@@ -64,12 +63,17 @@ def published(local_hub, tmp_path_factory, demo_data) -> dict:
     write_history(history, v1 / RELEASES_JSON)
     _release_files(v1, spec, history)
     r1 = publish(v1, repo, client=HubClient(local_hub.url), create_repo=True)
-    params = ItemParams.read(v1 / history.current.item_params)
-    refit = ItemParams(gamma=tuple(round(g * 1.07, 6) for g in params.gamma),
-                       beta=tuple(round(b - 0.15, 6) for b in params.beta),
-                       extra={"note": "SYNTHETIC refit"})
-    recalibrate_release(v1, v2, spec, refit, previous_revision=r1.commit, date="2026-11-30",
-                        summary="SYNTHETIC recalibration")
+    # release 2: the same SYNTHETIC answers re-read with the `complete` rule and refitted, so
+    # its item parameters and thetas are what a refit from the release reproduces
+    from rcp_data.release.recalibrate import refit_from_release
+    from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+    cal = refit_from_release(v1, spec, stage_a_rule="complete")
+    refit = fitted_item_params(cal)
+    rules = refit.extra.get("reading_rules")
+    recalibrate_release(v1, v2, spec, refit, thetas=cal.thetas, previous_revision=r1.commit,
+                        date="2026-11-30", summary="SYNTHETIC recalibration",
+                        reading_rules=rules if isinstance(rules, dict) else None)
     _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
     r2 = publish(v2, repo, client=HubClient(local_hub.url))
     return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
@@ -447,6 +451,9 @@ def test_paper_policy_end_to_end(tmp_path, reference_dir):
     history = json.loads((root / RELEASES_JSON).read_text(encoding="utf-8"))
     history["paper"] = {"release": 1, "note": "SYNTHETIC test: pretend the paper used it"}
     (root / RELEASES_JSON).write_text(json.dumps(history), encoding="utf-8")
+    from rcp_data.cli import main  # a changed history is followed by a card regeneration
+
+    assert main(["card", "render", str(root)]) == 0
     report = verify(path=root, reference=reference)
     assert report.exit_code == 1
     assert [c.name for c in report.failed] == ["paper-tables"]
