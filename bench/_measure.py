@@ -228,11 +228,12 @@ def extrapolate(value: float, base: float, scale: float) -> float:
 def print_table(stages: list[Stage], *, scale: float, linear: set[str],
                 base: Stage | None = None) -> None:
     """The stage table: wall time, CPU time, peak RSS, load; each corpus-bound stage also
-    extrapolated to scale 1 (CPU time and RSS, see :func:`extrapolate`; ``base``: the stage
-    measuring the fixed cost)."""
+    extrapolated to scale 1 from this run alone (CPU time and RSS, see :func:`extrapolate`;
+    ``base``: the stage measuring the fixed cost). For RSS that is an upper bound: stages that
+    stream hold less than a share of the corpus; :func:`two_point` is the better estimate."""
     print()
     print(f"{'stage':<10} {'wall':>9} {'CPU':>9} {'peak RSS':>10} {'load':>5}   "
-          f"{'scale 1: CPU / RSS':>22}  note")
+          f"{'scale 1 (1 run): CPU / RSS':>28}  note")
     b_c, b_r = (base.cpu_seconds, base.peak_rss) if base else (0.0, 0)
     for s in stages:
         if s.name in linear and scale < 1:
@@ -241,8 +242,36 @@ def print_table(stages: list[Stage], *, scale: float, linear: set[str],
         else:
             ext = "-"
         print(f"{s.name:<10} {_fmt_s(s.seconds):>9} {_fmt_s(s.cpu_seconds):>9} "
-              f"{_fmt_b(s.peak_rss):>10} {s.load:>5.1f}   {ext:>22}  "
+              f"{_fmt_b(s.peak_rss):>10} {s.load:>5.1f}   {ext:>28}  "
               f"{s.note}{'' if s.ok else f' (exit {s.rc})'}")
+
+
+def two_point(stages: list[Stage], scale: float, other: Path) -> dict[str, tuple]:
+    """Each stage at scale 1 from a line through this run and another run's results
+    (``results.json`` of the same benchmark at another scale): ``{name: (wall, cpu, rss)}``."""
+    import json
+
+    data = json.loads(Path(other).read_text(encoding="utf-8"))
+    s0 = float(data["scale"])
+    before = {st["name"]: st for st in data["stages"]}
+    if abs(scale - s0) < 1e-9:
+        raise SystemExit(f"{other} is at the same scale ({s0}); give a run at another scale")
+    out = {}
+    print(f"\nat scale 1, from a line through scale {s0:.4f} ({other}) and {scale:.4f}:")
+    for st in stages:
+        o = before.get(st.name)
+        if o is None or st.name == "baseline":
+            continue
+
+        def at_1(a: float, b: float) -> float:
+            return b + (b - a) / (scale - s0) * (1 - scale)
+
+        vals = (at_1(o["seconds"], st.seconds), at_1(o.get("cpu_seconds", 0), st.cpu_seconds),
+                at_1(o["peak_rss"], st.peak_rss))
+        out[st.name] = vals
+        print(f"  {st.name:<10} {_fmt_s(vals[0]):>9} wall {_fmt_s(vals[1]):>9} CPU "
+              f"{_fmt_b(int(max(vals[2], st.peak_rss))):>10} peak RSS")
+    return out
 
 
 def save(stages: list[Stage], path: Path, **meta) -> None:

@@ -298,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--skip", default="", help="comma-separated measured stages to skip")
+    p.add_argument("--against", type=Path, default=None,
+                   help="results.json of a run at another scale: extrapolate through both")
     p.add_argument("--stage", help=argparse.SUPPRESS)  # internal: run one preparation stage
     args = p.parse_args(argv)
     data = SHARED / "data" / "trec-dl"
@@ -392,6 +394,8 @@ def _finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
     if "verify" in by:
         lines.append(f"verify: {at_1(by['verify'])}; target < 5 min")
     print("\n".join(lines))
+    if args.against:
+        m.two_point(stages, scale, args.against)
     m.save(stages, work / "results.json", scale=scale, synthetic=True,
            date=time.strftime("%Y-%m-%d %H:%M"))
     if not args.keep and args.work is None:

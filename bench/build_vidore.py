@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--skip", default="", help="comma-separated measured stages to skip")
+    p.add_argument("--against", type=Path, default=None,
+                   help="results.json of a run at another scale: extrapolate through both")
     p.add_argument("--stage", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     qs = args.scale if args.query_scale is None else args.query_scale
@@ -246,12 +248,16 @@ def finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
         if name in by:
             s = by[name]
             wall = m.extrapolate(s.seconds, base.seconds if base else 0, scale)
-            rss = m.extrapolate(s.peak_rss, base.peak_rss if base else 0, scale)
-            print(f"{name}: {s.seconds:,.1f} s measured; at full size about {wall / 60:,.1f} min,"
-                  f" {rss / m.GIB:,.2f} GiB peak RSS (linear in pages)")
+            cpu = m.extrapolate(s.cpu_seconds, base.cpu_seconds if base else 0, scale)
+            print(f"{name}: {s.seconds:,.1f} s wall, {s.cpu_seconds:,.1f} s CPU, "
+                  f"{s.peak_rss / m.GIB:,.2f} GiB peak RSS measured; at full size about "
+                  f"{wall / 60:,.1f} min wall, {cpu / 60:,.1f} min CPU (linear in pages; RSS: "
+                  "see --against)")
     if "publish" in by and "copy" in by:
         print(f"publish: {by['copy'].seconds / by['publish'].seconds:.2f} x the copy's speed, "
               "measured (target >= 0.5)")
+    if args.against:
+        m.two_point(stages, scale, args.against)
     m.save(stages, work / "results.json", scale=scale, synthetic=True,
            date=time.strftime("%Y-%m-%d %H:%M"), generated=facts)
     if not args.keep and args.work is None:
