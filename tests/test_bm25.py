@@ -88,3 +88,27 @@ def test_empty_corpus_is_an_error():
 
     with pytest.raises(InputError):
         build_index(_chunked(_corpus(10).iloc[:0], 10))
+
+
+def test_spilled_index_in_many_slices_and_chunks_equals_bm25s_matrix(monkeypatch, tmp_path):
+    """Slices of 97 documents and chunks of 1,000 postings (every boundary crossed) give bm25s'
+    own score matrix, array for array; the spill folder is removed afterwards."""
+    import rcp_data.stages.bm25 as mod
+
+    frame = _corpus(2500, seed=21)
+    monkeypatch.setattr(mod, "SLICE_DOCS", 97)
+    monkeypatch.setattr(mod, "CHUNK_POSTINGS", 1000)
+    index = build_index(_chunked(frame, 400), spill_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    ref = bm25s.BM25(method=METHOD, k1=K1, b=B)
+    tok = mod.make_tokenizer()
+    ref.index(list(tok.streaming_tokenize(frame["text"].tolist(), allow_empty=False)),
+              show_progress=False)
+    mine = index.retriever.scores
+    assert mine["indices"].dtype == np.int32 and mine["data"].dtype == np.float32
+    assert len(mine["data"]) > 10 * 1000
+    for key in ("indices", "data"):
+        np.testing.assert_array_equal(mine[key], ref.scores[key])
+    ref_ptr = ref.scores["indptr"]  # bm25s keeps one more, empty column
+    np.testing.assert_array_equal(mine["indptr"], ref_ptr[:len(mine["indptr"])])
+    assert set(ref_ptr[len(mine["indptr"]):]) == {len(mine["data"])}

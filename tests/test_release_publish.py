@@ -125,6 +125,31 @@ def test_publish_computes_the_gain_link_once(tmp_path, client, hub_repo, monkeyp
     assert calls == {"release_check": 2, "integrity": 0}     # two subsets, checked once
 
 
+def test_a_second_release_uploads_only_the_files_that_changed(tmp_path, api, hub_repo,
+                                                              monkeypatch):
+    import hashlib
+
+    sent: list[list[str]] = []
+    original = HfApi.create_commit
+
+    def spy(self, repo_id, operations, *args, **kwargs):
+        sent.append(sorted(getattr(op, "path_in_repo", "") for op in operations))
+        return original(self, repo_id, operations, *args, **kwargs)
+
+    monkeypatch.setattr(HfApi, "create_commit", spy)
+    v1, v2, _sha1, _sha2 = _published_v1_v2(tmp_path, api, hub_repo)
+
+    def digests(root: Path) -> dict[str, str]:
+        return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in root.rglob("*") if p.is_file()}
+
+    d1, d2 = digests(v1), digests(v2)
+    changed = sorted(p for p in d2 if d1.get(p) != d2[p])
+    assert sent[0] == sorted(d1)                       # the first release: every file
+    assert "alpha/corpus.parquet" not in changed       # a recalibration keeps the corpus
+    assert sent[1] == sorted([*changed, "notes/v1-only.txt"])  # + the deletion
+
+
 def test_rerun_changes_nothing(tmp_path, api, hub_repo, capsys):
     v1, _, _, _ = _published_v1_v2(tmp_path, api, hub_repo)
     before = _state(api, hub_repo)

@@ -27,6 +27,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
@@ -62,26 +63,39 @@ def check_repo_id(repo: str) -> str:
 # -- file identities ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LocalFile:
+    """A release file; its digests are computed only when a remote file of the same path and
+    size has to be compared (a first publish reads no file twice)."""
+
+    root: Path
     path: str
     size: int
-    git_oid: str   # git blob sha1 (what the Hub reports for a regular file)
-    sha256: str    # what the Hub reports for an LFS/Xet file
+
+    @cached_property
+    def git_oid(self) -> str:
+        """The git blob sha1 (what the Hub reports for a regular file)."""
+        git = hashlib.sha1(f"blob {self.size}\0".encode())  # noqa: S324 - git's object id
+        return _digest(self.root / self.path, git)
+
+    @cached_property
+    def sha256(self) -> str:
+        """The sha256 (what the Hub reports for an LFS/Xet file)."""
+        return _digest(self.root / self.path, hashlib.sha256())
+
+
+def _digest(path: Path, h) -> str:
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def local_file(root: Path, rel: str) -> LocalFile:
-    p = Path(root) / rel
-    size = p.stat().st_size
-    git = hashlib.sha1(f"blob {size}\0".encode())  # noqa: S324 - git's object id, not security
-    sha = hashlib.sha256()
-    with p.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            git.update(chunk)
-            sha.update(chunk)
-    return LocalFile(rel, size, git.hexdigest(), sha.hexdigest())
+    return LocalFile(Path(root), rel, (Path(root) / rel).stat().st_size)
 
 
-def remote_tree(api: HfApi, repo: str, revision: str | None) -> dict[str, tuple[str, str | None]]:
-    """``{path: (blob id, lfs sha256 or None)}`` of every file at ``revision``."""
+def remote_tree(api: HfApi, repo: str, revision: str | None
+                ) -> dict[str, tuple[str, str | None, int | None]]:
+    """``{path: (blob id, lfs sha256 or None, size)}`` of every file at ``revision``."""
     if revision is None:
         return {}
     out = {}
@@ -90,18 +104,22 @@ def remote_tree(api: HfApi, repo: str, revision: str | None) -> dict[str, tuple[
         if blob is None:
             continue  # a folder
         lfs = getattr(entry, "lfs", None)
-        out[entry.path] = (blob, getattr(lfs, "sha256", None) if lfs else None)
+        out[entry.path] = (blob, getattr(lfs, "sha256", None) if lfs else None,
+                           getattr(entry, "size", None))
     return out
 
 
-def same_file(local: LocalFile, remote: tuple[str, str | None] | None) -> bool:
+def same_file(local: LocalFile, remote: tuple[str, str | None, int | None] | None) -> bool:
+    """Whether the remote file is this one: the size first, then the digest the Hub reports."""
     if remote is None:
         return False
-    blob, lfs_sha = remote
+    blob, lfs_sha, size = remote
+    if size is not None and size != local.size:
+        return False
     return local.sha256 == lfs_sha if lfs_sha else local.git_oid == blob
 
 
-def diff_tree(files: list[LocalFile], tree: dict[str, tuple[str, str | None]]
+def diff_tree(files: list[LocalFile], tree: dict[str, tuple[str, str | None, int | None]]
               ) -> tuple[list[str], list[str]]:
     """``(changed or new paths, paths to delete)`` of a release against a remote tree."""
     names = {f.path for f in files}
@@ -139,8 +157,12 @@ class PublishPlan:
         return not self.changed and not self.deleted
 
     def operations(self) -> list:
+        """An add for every changed or new file (the others are the parent's, unchanged: the
+        commit is made on top of that very parent), a delete for every file the release
+        lacks."""
+        changed = set(self.changed)
         ops: list = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(self.root / f.path))
-                     for f in self.files]
+                     for f in self.files if f.path in changed]
         ops += [CommitOperationDelete(path_in_repo=p) for p in self.deleted]
         return ops
 

@@ -217,12 +217,14 @@ def corpus_reader(facts: dict, *, size: int, batch_rows: int = BATCH_ROWS,
 
     With ``raw_collection``, each batch is aligned with the raw text (same ids, same order):
     ``facts["changed_vs_raw"]`` counts the passages that differ, and with ``verify_repair``
-    every passage must equal the project's repair of its raw text.
+    every passage must equal the project's repair of its raw text. The comparison runs in the
+    first pass that reads the whole corpus (the build reads it twice: BM25, then the writer).
     """
 
     def _batches() -> Iterator[pa.RecordBatch]:
         ds = irds.load(NAMESPACE)
-        raw = _raw_batches(raw_collection, batch_rows) if raw_collection else None
+        compare = raw_collection is not None and facts.get("changed_vs_raw") is None
+        raw = _raw_batches(raw_collection, batch_rows) if compare else None
         raw_name = str(raw_collection) if raw_collection else ""
         changed = 0
         n = 0

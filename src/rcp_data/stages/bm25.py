@@ -4,25 +4,35 @@ Settings: bm25s method ``lucene``, k1 1.5, b 0.75, English stopwords, Snowball (
 English stemmer, bm25s' default splitter and lower-casing.
 
 ``bm25s.BM25.index`` wants every document's token list in memory as Python lists, which does not
-fit for MS MARCO's 8.8M passages on a small machine. So the index is built here in two streaming
-passes with bm25s' own tokenizer and scoring functions: the corpus is tokenized batch by batch
-into compact numpy arrays of (document, term, term frequency), then bm25s' lucene idf and
-term-frequency components give the score matrix, which is handed to a ``bm25s.BM25`` object
-for scoring queries. The result equals ``bm25s.BM25(...).index(bm25s.tokenize(...))`` (checked in
+fit for MS MARCO's 8.8M passages on a small machine. So the index is built here in bounded
+memory, with bm25s' own tokenizer and scoring functions:
+
+1. the corpus is streamed in slices of documents, each tokenized with the tokenizer's
+   ``streaming_tokenize``; the (term, document, term frequency) postings of a slice are appended
+   to a temporary spill folder on disk; document lengths and document frequencies are kept;
+2. the spill is read back in chunks: bm25s' lucene idf and term-frequency components give each
+   posting's score, which is placed straight into its term's column of the score matrix
+   (compressed sparse columns: documents ascending within a term).
+
+Memory: the score matrix (8 bytes a posting: about 2.8 GB for MS MARCO), the document lengths
+and ids, one slice and one chunk. The matrix is handed to a ``bm25s.BM25`` object for scoring
+queries. The result equals ``bm25s.BM25(...).index(bm25s.tokenize(...))`` (checked in
 ``tests/test_bm25.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import tempfile
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import bm25s
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import scipy.sparse as sp
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
 from rcp_data.core.errors import InputError
@@ -38,6 +48,8 @@ K1 = 1.5
 B = 0.75
 STOPWORDS = "english"
 STEMMER = "english"  # PyStemmer's Snowball English stemmer
+SLICE_DOCS = 20_000        # documents tokenized at once
+CHUNK_POSTINGS = 1 << 23   # postings scored and placed at once
 
 
 def settings() -> dict:
@@ -67,70 +79,132 @@ class StreamedIndex:
         return len(self.ids)
 
 
+def tokenize_slice(tok: bm25s.tokenization.Tokenizer, texts: list[str]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Term ids of ``texts`` (flat, in document order) and the number of terms per document,
+    from the tokenizer's own ``streaming_tokenize`` (growing its vocabulary)."""
+    lists = list(tok.streaming_tokenize(texts, update_vocab=True, allow_empty=False))
+    per_doc = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    terms = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64,
+                        count=int(per_doc.sum()))
+    return terms, per_doc
+
+
+class _Spill:
+    """Postings ``(term int32, doc int32, tf float32)`` appended to files, read back in chunks."""
+
+    DTYPES = {"term": np.int32, "doc": np.int32, "tf": np.float32}
+
+    def __init__(self, folder: Path) -> None:
+        self.paths = {k: folder / f"{k}.bin" for k in self.DTYPES}
+        self._out = {k: p.open("wb") for k, p in self.paths.items()}
+        self.n = 0
+
+    def append(self, term: np.ndarray, doc: np.ndarray, tf: np.ndarray) -> None:
+        for key, values in (("term", term), ("doc", doc), ("tf", tf)):
+            values.astype(self.DTYPES[key], copy=False).tofile(self._out[key])
+        self.n += len(term)
+
+    def chunks(self, size: int):
+        for fh in self._out.values():
+            fh.close()
+        handles = {k: p.open("rb") for k, p in self.paths.items()}
+        try:
+            for _ in range(0, self.n, size):
+                yield tuple(np.fromfile(handles[k], dtype=self.DTYPES[k], count=size)
+                            for k in ("term", "doc", "tf"))
+        finally:
+            for fh in handles.values():
+                fh.close()
+
+
+def _postings(local_terms: np.ndarray, per_doc: np.ndarray, first_doc: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(term, doc, tf)`` of one slice: distinct (document, term) pairs, documents ascending,
+    terms ascending within a document."""
+    local = np.repeat(np.arange(len(per_doc), dtype=np.int64), per_doc)
+    keys, counts = np.unique((local << 32) | local_terms, return_counts=True)
+    return keys & 0xFFFFFFFF, (keys >> 32) + first_doc, counts
+
+
 def build_index(corpus: CorpusReader, *, text_column: str = "text",
-                title_column: str | None = "title") -> StreamedIndex:
-    """Tokenize ``corpus`` batch by batch and build the BM25 score matrix (lucene)."""
+                title_column: str | None = "title",
+                spill_dir: str | Path | None = None) -> StreamedIndex:
+    """Tokenize ``corpus`` slice by slice and build the BM25 score matrix (lucene) in bounded
+    memory (see the module docstring); ``spill_dir``: where the temporary postings go
+    (default: the system's temporary folder)."""
     tok = make_tokenizer()
-    docs, terms, tfs, lengths, id_chunks = [], [], [], [], []
+    lengths, id_chunks = [], []
+    df = np.zeros(0, dtype=np.int64)
     n = 0
     bar = progress(total=corpus.size, unit="doc", desc="bm25 tokenize", leave=False)
-    try:
-        for batch in corpus.batches():
-            texts = _texts(batch, text_column, title_column)
-            id_chunks.append(batch.column(batch.schema.get_field_index("id")).cast(pa.string()))
-            token_lists = list(tok.streaming_tokenize(texts, update_vocab=True, allow_empty=False))
-            lens = np.fromiter((len(t) for t in token_lists), dtype=np.int64,
-                               count=len(token_lists))
-            flat = np.fromiter((i for t in token_lists for i in t), dtype=np.int64,
-                               count=int(lens.sum()))
-            local = np.repeat(np.arange(len(token_lists), dtype=np.int64), lens)
-            keys, counts = np.unique((local << 32) | flat, return_counts=True)
-            docs.append(((keys >> 32) + n).astype(np.int32))
-            terms.append((keys & 0xFFFFFFFF).astype(np.int32))
-            tfs.append(counts.astype(np.float32))
-            lengths.append(lens.astype(np.int32))
-            n += len(token_lists)
-            bar.update(len(token_lists))
-    finally:
-        bar.close()
-    if n == 0:
-        raise InputError("cannot build a BM25 index over an empty corpus")
-    doc = np.concatenate(docs)
-    del docs
-    term = np.concatenate(terms)
-    del terms
-    tf = np.concatenate(tfs)
-    del tfs
-    doc_len = np.concatenate(lengths)
-    vocab = dict(tok.get_vocab_dict())
-    n_vocab = len(vocab)
-    avg_len = np.array(doc_len, dtype=np.float64).mean()  # a numpy float64, as in bm25s
-    df = np.bincount(term, minlength=n_vocab)
-    idf_fn = _select_idf_scorer(METHOD)
-    idf = np.zeros(n_vocab, dtype=np.float32)
-    nz = np.flatnonzero(df)
-    idf[nz] = [idf_fn(int(d), N=n) for d in df[nz]]
-    tfc_fn = _select_tfc_scorer(METHOD)
-    scores = np.empty(len(tf), dtype=np.float32)
-    step = 1 << 24  # in slices: no full-size float64 temporaries at MS MARCO scale
-    for lo in range(0, len(tf), step):
-        hi = lo + step
-        tfc = tfc_fn(tf_array=tf[lo:hi], l_d=doc_len[doc[lo:hi]].astype(np.float64),
-                     l_avg=avg_len, k1=K1, b=B)
-        scores[lo:hi] = idf[term[lo:hi]] * tfc
-    del tf
-    matrix = sp.csc_matrix((scores, (doc, term)), shape=(n, n_vocab), dtype=np.float32)
-    del scores, doc, term
+    with tempfile.TemporaryDirectory(prefix="rcp-bm25-", dir=spill_dir) as tmp:
+        spill = _Spill(Path(tmp))
+        try:
+            for batch in corpus.batches():
+                id_chunks.append(batch.column(batch.schema.get_field_index("id"))
+                                 .cast(pa.string()))
+                for lo in range(0, batch.num_rows, SLICE_DOCS):
+                    part = batch.slice(lo, SLICE_DOCS)
+                    terms, per_doc = tokenize_slice(tok, _texts(part, text_column, title_column))
+                    term, doc, tf = _postings(terms, per_doc, n)
+                    spill.append(term, doc, tf)
+                    counts = np.bincount(term, minlength=len(df))
+                    if len(counts) > len(df):
+                        df = np.concatenate([df, np.zeros(len(counts) - len(df), np.int64)])
+                    df += counts
+                    lengths.append(per_doc.astype(np.int32))
+                    n += part.num_rows
+                    bar.update(part.num_rows)
+        finally:
+            bar.close()
+        if n == 0:
+            raise InputError("cannot build a BM25 index over an empty corpus")
+        vocab = dict(tok.get_vocab_dict())
+        doc_len = np.concatenate(lengths)
+        del lengths
+        data, indices, indptr = _score_matrix(spill, df, doc_len, len(vocab))
     retriever = bm25s.BM25(method=METHOD, k1=K1, b=B)
-    retriever.scores = {"data": matrix.data, "indices": matrix.indices.astype(np.int32),
-                        "indptr": matrix.indptr, "num_docs": n}
+    retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": n}
     if "" not in vocab:
         vocab[""] = max(vocab.values(), default=-1) + 1
     retriever.vocab_dict = vocab
     retriever.nonoccurrence_array = None
     retriever.unique_token_ids_set = set(vocab.values())
-    log.info("BM25 index over %d documents: %d terms, %d postings", n, n_vocab, matrix.nnz)
+    log.info("BM25 index over %d documents: %d terms, %d postings", n, len(vocab), len(data))
     return StreamedIndex(retriever, tok, pa.chunked_array(id_chunks, type=pa.string()))
+
+
+def _score_matrix(spill: _Spill, df: np.ndarray, doc_len: np.ndarray, n_vocab: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lucene score of every posting, in compressed sparse columns (one per term,
+    documents ascending): ``(data float32, indices int32, indptr int64)``."""
+    n = len(doc_len)
+    df = np.concatenate([df, np.zeros(max(n_vocab - len(df), 0), np.int64)])[:n_vocab]
+    avg_len = np.array(doc_len, dtype=np.float64).mean()  # a numpy float64, as in bm25s
+    idf_fn = _select_idf_scorer(METHOD)
+    idf = np.zeros(n_vocab, dtype=np.float32)
+    nz = np.flatnonzero(df)
+    idf[nz] = [idf_fn(int(d), N=n) for d in df[nz]]
+    tfc_fn = _select_tfc_scorer(METHOD)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    data = np.empty(spill.n, dtype=np.float32)
+    indices = np.empty(spill.n, dtype=np.int32)
+    cursor = indptr[:-1].copy()
+    for term, doc, tf in spill.chunks(CHUNK_POSTINGS):
+        tfc = tfc_fn(tf_array=tf, l_d=doc_len[doc].astype(np.float64), l_avg=avg_len, k1=K1,
+                     b=B)
+        scores = (idf[term] * tfc).astype(np.float32, copy=False)
+        order = np.argsort(term, kind="stable")  # chunks come in document order
+        term = term[order]
+        counts = np.bincount(term, minlength=n_vocab)
+        first = np.cumsum(counts) - counts
+        dest = cursor[term] + (np.arange(len(term)) - first[term])
+        data[dest] = scores[order]
+        indices[dest] = doc[order]
+        cursor += counts
+    return data, indices, indptr
 
 
 def _texts(batch: pa.RecordBatch, text_column: str, title_column: str | None) -> list[str]:

@@ -1,0 +1,280 @@
+"""Stages of a benchmark run as subprocesses: wall time and peak RSS of each.
+
+A stage is a command line. It runs as a child process; ``os.wait4`` returns that child's
+resource usage, whose ``ru_maxrss`` is its peak resident set (VmHWM) in KiB on Linux. A server
+that is stopped rather than waited for is measured from ``/proc/<pid>/status`` (VmHWM) just
+before it is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+@dataclass
+class Stage:
+    """One measured stage."""
+
+    name: str
+    seconds: float
+    peak_rss: int                 # bytes
+    rc: int
+    cpu_seconds: float = 0.0      # user + system: what the stage costs without other load
+    load: float = 0.0             # the machine's 1-minute load average when it ended
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+def run_stage(name: str, argv: Sequence[str], *, env: dict | None = None,
+              log_dir: Path, cwd: Path | None = None) -> Stage:
+    """Run ``argv`` to completion; stdout and stderr go to ``log_dir/<name>.log``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"{name}.log"
+    print(f"[{time.strftime('%H:%M:%S')}] stage {name}: {' '.join(map(str, argv))}", flush=True)
+    with log.open("wb") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(map(str, argv)), stdout=out, stderr=subprocess.STDOUT,
+                                env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stage = Stage(name, seconds, usage.ru_maxrss * 1024, proc.returncode,
+                  usage.ru_utime + usage.ru_stime, os.getloadavg()[0])
+    print(f"[{time.strftime('%H:%M:%S')}] stage {name}: {_fmt_s(seconds)} ({_fmt_s(stage.cpu_seconds)}"
+          f" CPU), peak RSS {_fmt_b(stage.peak_rss)}, load {stage.load:.1f}, exit {stage.rc}",
+          flush=True)
+    if not stage.ok:
+        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
+    return stage
+
+
+def vm_hwm(pid: int) -> int:
+    """Peak resident set of a running process (bytes), from /proc; 0 if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``rcp-data hub serve`` in a child process, measured by VmHWM when stopped."""
+
+    def __init__(self, python: str, root: Path, env: dict, log_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._log = (log_dir / "hub-server.log").open("wb")
+        self.proc = subprocess.Popen(
+            [python, "-m", "rcp_data", "hub", "serve", "--root", str(root), "--port",
+             str(self.port)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the local Hub exited ({self.proc.returncode})")
+            time.sleep(0.2)
+        raise RuntimeError("the local Hub did not start within 60 s")
+
+    def peak_rss(self) -> int:
+        return vm_hwm(self.proc.pid)
+
+    def stop(self) -> int:
+        peak = self.peak_rss()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+        return peak
+
+
+def tree_bytes(root: Path) -> tuple[int, int]:
+    """``(files, bytes)`` under ``root`` (symbolic links followed)."""
+    n = size = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            n += 1
+            size += os.stat(os.path.join(dirpath, f)).st_size
+    return n, size
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """The baseline of a publish: the same bytes copied on the same disk."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    os.sync()
+
+
+def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
+                   log_dir: Path, skip: set[str]) -> list[Stage]:
+    """The release folder copied (the publish baseline), published to a local Hub in its own
+    process, and verified by tag into an empty Hugging Face cache."""
+    import json
+
+    stages: list[Stage] = []
+    n_files, n_bytes = tree_bytes(release)
+    copy = run_stage("copy", [python, "-c", "import sys, pathlib, _measure; "
+                              "_measure.copy_tree(*map(pathlib.Path, sys.argv[1:]))",
+                              release, work / "release-copy"],
+                     env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{Path(__file__).parent}"},
+                     log_dir=log_dir)
+    copy.extra = {"files": n_files, "bytes": n_bytes}
+    copy.note = f"{n_files} files, {n_bytes / MIB:,.0f} MiB at {n_bytes / copy.seconds / MIB:,.0f} MiB/s"
+    stages.append(copy)
+    shutil.rmtree(work / "release-copy", ignore_errors=True)
+    if "publish" in skip:  # no Hub: verify the folder itself (no download)
+        if "verify" not in skip:
+            ver = run_stage("verify", [python, "-m", "rcp_data", "verify", release], env=env,
+                            log_dir=log_dir)
+            ver.note = "the local folder (publish skipped: no download measured)"
+            stages.append(ver)
+        return stages
+    hub_root = work / "hub"
+    shutil.rmtree(hub_root, ignore_errors=True)
+    server = Server(python, hub_root, env, log_dir)
+    try:
+        henv = {**env, "HF_ENDPOINT": server.url}
+        pub = run_stage("publish", [python, "-c", TIMED_CLI, "release", "publish", release,
+                                    "--repo", repo, "--create-repo"], env=henv, log_dir=log_dir)
+        server_peak = server.peak_rss()
+        upload = upload_seconds(log_dir / "publish.log")
+        pub.extra = {"server_peak_rss": server_peak, "bytes": n_bytes,
+                     "copy_seconds": copy.seconds, "upload_seconds": upload}
+        pub.note = (f"{n_bytes / pub.seconds / MIB:,.0f} MiB/s = "
+                    f"{copy.seconds / pub.seconds:.2f} x the copy"
+                    + (f" (its upload after the checks: {upload:,.1f} s = "
+                       f"{copy.seconds / upload:.2f} x the copy)" if upload else "")
+                    + f"; server peak RSS {_fmt_b(server_peak)}")
+        stages.append(pub)
+        if pub.ok and "verify" not in skip:
+            history = json.loads((release / "provenance" / "releases.json").read_text())
+            tag = history["releases"][-1]["tag"]
+            shutil.rmtree(work / "hf_home", ignore_errors=True)
+            ver = run_stage("verify", [python, "-m", "rcp_data", "verify", "--repo", repo,
+                                       "--revision", tag], env=henv, log_dir=log_dir)
+            ver.note = f"by tag {tag}, into an empty cache"
+            stages.append(ver)
+    finally:
+        server.stop()
+    return stages
+
+
+# ``rcp-data`` with time-stamped log lines (the CLI keeps a logging setup made before it)
+TIMED_CLI = ("import logging, sys; logging.basicConfig(level=logging.INFO, datefmt='%H:%M:%S', "
+             "format='%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s'); "
+             "from rcp_data.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def upload_seconds(log: Path) -> float | None:
+    """Seconds from the publisher's "verified ... before publishing" to "published release"
+    in a time-stamped publish log: the commit and the tag, after the checks and hashing."""
+    stamps = {}
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        for key, marker in (("checked", "before publishing"), ("done", "published release")):
+            if marker in line and line[:2].isdigit():
+                h, mi, sec = line.split()[0].split(":")
+                stamps.setdefault(key, int(h) * 3600 + int(mi) * 60 + float(sec))
+    if len(stamps) < 2:
+        return None
+    return (stamps["done"] - stamps["checked"]) % 86400
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s:,.1f} s" if s < 120 else f"{s / 60:,.1f} min"
+
+
+def _fmt_b(b: int) -> str:
+    return f"{b / GIB:,.2f} GiB" if b >= GIB else f"{b / MIB:,.0f} MiB"
+
+
+def extrapolate(value: float, base: float, scale: float) -> float:
+    """A corpus-bound measure at scale 1: the part above the fixed ``base`` (interpreter and
+    imports) grows linearly with the corpus."""
+    return value if scale >= 1 else base + max(value - base, 0.0) / scale
+
+
+def print_table(stages: list[Stage], *, scale: float, linear: set[str],
+                base: Stage | None = None) -> None:
+    """The stage table: wall time, CPU time, peak RSS, load; each corpus-bound stage also
+    extrapolated to scale 1 from this run alone (CPU time and RSS, see :func:`extrapolate`;
+    ``base``: the stage measuring the fixed cost). For RSS that is an upper bound: stages that
+    stream hold less than a share of the corpus; :func:`two_point` is the better estimate."""
+    print()
+    print(f"{'stage':<10} {'wall':>9} {'CPU':>9} {'peak RSS':>10} {'load':>5}   "
+          f"{'scale 1 (1 run): CPU / RSS':>28}  note")
+    b_c, b_r = (base.cpu_seconds, base.peak_rss) if base else (0.0, 0)
+    for s in stages:
+        if s.name in linear and scale < 1:
+            ext = (f"{_fmt_s(extrapolate(s.cpu_seconds, b_c, scale))} / "
+                   f"{_fmt_b(int(extrapolate(s.peak_rss, b_r, scale)))}")
+        else:
+            ext = "-"
+        print(f"{s.name:<10} {_fmt_s(s.seconds):>9} {_fmt_s(s.cpu_seconds):>9} "
+              f"{_fmt_b(s.peak_rss):>10} {s.load:>5.1f}   {ext:>28}  "
+              f"{s.note}{'' if s.ok else f' (exit {s.rc})'}")
+
+
+def two_point(stages: list[Stage], scale: float, other: Path) -> dict[str, tuple]:
+    """Each stage at scale 1 from a line through this run and another run's results
+    (``results.json`` of the same benchmark at another scale): ``{name: (wall, cpu, rss)}``."""
+    import json
+
+    data = json.loads(Path(other).read_text(encoding="utf-8"))
+    s0 = float(data["scale"])
+    before = {st["name"]: st for st in data["stages"]}
+    if abs(scale - s0) < 1e-9:
+        raise SystemExit(f"{other} is at the same scale ({s0}); give a run at another scale")
+    out = {}
+    print(f"\nat scale 1, from a line through scale {s0:.4f} ({other}) and {scale:.4f}:")
+    for st in stages:
+        o = before.get(st.name)
+        if o is None or st.name == "baseline":
+            continue
+
+        def at_1(a: float, b: float) -> float:
+            return b + (b - a) / (scale - s0) * (1 - scale)
+
+        vals = (at_1(o["seconds"], st.seconds), at_1(o.get("cpu_seconds", 0), st.cpu_seconds),
+                at_1(o["peak_rss"], st.peak_rss))
+        out[st.name] = vals
+        print(f"  {st.name:<10} {_fmt_s(vals[0]):>9} wall {_fmt_s(vals[1]):>9} CPU "
+              f"{_fmt_b(int(max(vals[2], st.peak_rss))):>10} peak RSS")
+    return out
+
+
+def save(stages: list[Stage], path: Path, **meta) -> None:
+    data = {**meta, "stages": [asdict(s) for s in stages]}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"results: {path}")
