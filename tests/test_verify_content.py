@@ -256,3 +256,17 @@ def test_a_fabricated_qrels_row_is_named_against_the_upstream(release):
     assert report.check("sources-qrels").details == [
         f"subset beta: query {q}, document {doc}: a qrels row neither upstream nor in the pool"]
     assert not report.check("content-hashes").ok
+
+
+def test_a_card_rendered_by_another_version_says_so(release):
+    manifest = _manifest(release)
+    manifest["tools"]["rcp-data"] = "0.0.1"
+    (release / BUILD_MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    card = (release / CARD_FILE).read_text(encoding="utf-8")
+    (release / CARD_FILE).write_text(card.replace("SYNTHETIC", "Synthetic", 1), encoding="utf-8")
+    from rcp_data import __version__
+
+    details = verify(path=release).check("card-regenerated").details
+    assert details[-1] == (f"the build recorded rcp-data 0.0.1, this is {__version__}: a "
+                           "template changed since renders other bytes (regenerate the card)")
+    assert details[0].startswith("line ") and "Synthetic" in details[0]

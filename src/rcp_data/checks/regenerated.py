@@ -74,9 +74,12 @@ def line_differences(expected: str, found: str, limit: int = MAX_DETAILS) -> lis
 
 
 def check_regenerated(root: Path, spec: SuiteSpec, history: History, *,
-                      results: dict | None = None) -> list[Check]:
+                      results: dict | None = None, built_with: str | None = None
+                      ) -> list[Check]:
     """Render card and task file again (``results``: the replay, when already computed) and
-    compare them with the files of ``root``."""
+    compare them with the files of ``root``. ``built_with``: the rcp-data version the build
+    manifest records (named when it is not this one: templates may have changed since)."""
+    from rcp_data import __version__
     from rcp_data.documents.card import render_release_files
 
     root = Path(root)
@@ -98,6 +101,9 @@ def check_regenerated(root: Path, spec: SuiteSpec, history: History, *,
             checks.append(Check.passed(name, what, f"{len(data):,} bytes equal", rel))
             continue
         details = line_differences(texts[rel], data.decode("utf-8", errors="replace"))
+        if built_with and built_with != __version__:
+            details.append(f"the build recorded rcp-data {built_with}, this is {__version__}: "
+                           "a template changed since renders other bytes (regenerate the card)")
         checks.append(Check.failed(name, what, f"{len(want):,} bytes as rendered",
                                    f"{len(data):,} bytes, {len(details)} differing lines shown",
                                    rel, details))

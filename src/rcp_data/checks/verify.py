@@ -280,7 +280,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     if regenerate and replayed is not None:
         checks += _stage(checks, "card-regenerated", "card and task file rendered again",
                          check_regenerated, root, spec, history,
-                         results=replayed.card_results(spec)) or []
+                         results=replayed.card_results(spec),
+                         built_with=(manifest.get("tools") or {}).get("rcp-data")) or []
     elif not regenerate:
         checks.append(Check("card-regenerated", True, "card and task file rendered again",
                             found="skipped: not a release this project built (no build "
