@@ -81,6 +81,8 @@ ADDED_CONFIGS = {
     "provenance-first-stage": "each first-stage run and their fusion, which the published "
                               "NanoBEIR release did not keep (only the fused pool)",
     "provenance-judge-tournament": "the judge's Stage A tournament answers (Stage A provenance)",
+    "provenance-judge-bt": "the Bradley-Terry scores fitted from those answers, so a refit can "
+                           "be checked against them",
 }
 
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
