@@ -39,7 +39,7 @@ from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 
 REPO = "rcp-test/big-corpus-demo"
-PAD_DOCS = 40_000      # per subset; ~270 random characters each: about 11 MB of parquet
+PAD_DOCS = 60_000    # per subset; ~270 random characters each: over 100x the rest of the release
 
 
 def _closed_port_url() -> str:
@@ -69,6 +69,9 @@ def big(local_hub, tmp_path_factory, demo_data):
     """The padded demo release, published: ``(root, sha, tag, repo bytes, corpus bytes)``."""
     root = copy_demo(demo_data, tmp_path_factory.mktemp("big") / "release")
     pad_corpus(root)
+    from rcp_data.core.content import record_content
+
+    record_content(root)   # the padded corpus is what this release lists
     prepare_release(root, load_spec("demo"), REPO, date="2026-11-30")
     result = publish(root, REPO, client=HubClient(local_hub.url), create_repo=True)
     tree = [f for f in HfApi(endpoint=local_hub.url).list_repo_tree(

@@ -177,14 +177,17 @@ def test_sources_of_an_untouched_release_agree(release):
     assert report.check("sources-corpus").found == "484 documents, 0 problems"
 
 
-def test_the_refit_is_reported_absent_until_its_module_exists(release):
-    import importlib.util
-
+def test_the_demo_release_refits_and_a_release_without_answers_reports_it_absent(release):
+    """The demo ships its Stage A answers: the refit reproduces theta_bt and theta; without the
+    tournament and theta_bt tables the refit is reported absent, not passed in silence."""
+    report = verify(path=release)
+    assert report.ok, report.text()
+    assert report.check("refit-theta-bt").status == "ok"
+    assert report.check("refit-thetas").status == "ok"
+    for table in ("judge_tournament", "judge_bt"):
+        shutil.rmtree(release / "provenance" / table)
     check = verify(path=release).check("refit")
-    if importlib.util.find_spec("rcp_data.checks.refit") is None:
-        assert check.status == "absent"
-    else:
-        assert check is not None
+    assert check is not None and check.status == "absent"
 
 
 def test_a_copy_keeps_its_hashes(release, tmp_path):

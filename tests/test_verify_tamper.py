@@ -24,7 +24,6 @@ from demo_fixture import copy_demo
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.verify import verify
-from rcp_data.core.gains import ItemParams
 from rcp_data.core.history import read_history
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.layout import (
@@ -56,14 +55,18 @@ def hub(local_hub, tmp_path_factory, demo_data) -> dict:
     v1, v2 = copy_demo(demo_data, base / "v1"), base / "v2"
     prepare_release(v1, spec, repo, date="2026-11-29")
     r1 = publish(v1, repo, client=client, create_repo=True, record_to=records)
-    params = ItemParams.read(v1 / "provenance/item_params.synth.json")
-    refit = ItemParams(gamma=tuple(round(g * 1.07, 6) for g in params.gamma),
-                       beta=tuple(round(b - 0.15, 6) for b in params.beta),
-                       extra={"note": "SYNTHETIC refit"})
-    recalibrate_release(v1, v2, spec, refit, previous_revision=r1.commit, date="2026-11-30",
-                        summary="SYNTHETIC recalibration")
+    # release 2: the same SYNTHETIC answers re-read with `complete` and refitted
+    from rcp_data.release.recalibrate import refit_from_release
+    from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+    cal = refit_from_release(v1, spec, stage_a_rule="complete")
+    refit = fitted_item_params(cal)
+    rules = refit.extra.get("reading_rules")
+    recalibrate_release(v1, v2, spec, refit, thetas=cal.thetas, previous_revision=r1.commit,
+                        date="2026-11-30", summary="SYNTHETIC recalibration",
+                        reading_rules=rules if isinstance(rules, dict) else None)
     r2 = publish(v2, repo, client=client, record_to=records)
-    head = regenerate(repo, "main", client=client, workdir=base).commit
+    head = regenerate(repo, "main", client=client).commit
     assert head is not None
     files = json.loads((v2 / BUILD_MANIFEST).read_text(encoding="utf-8"))["files"]
     return {"repo": repo, "client": client, "api": HfApi(endpoint=local_hub.url),

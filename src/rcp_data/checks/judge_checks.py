@@ -174,7 +174,13 @@ def refit_hook(rel: ReleaseDir) -> list[Check]:
     tables, ``skipped`` where the fit cannot be re-run here (no torch)."""
     from rcp_data.checks.refit import refit_checks
 
-    return list(refit_checks(rel.root, rel.spec))
+    try:
+        return list(refit_checks(rel.root, rel.spec))
+    except Exception as exc:  # a malformed release is a failed check, never a traceback
+        log.debug("refit failed", exc_info=True)
+        return [Check("refit", False, "theta_bt and theta refitted from the release's answers",
+                      expected="a refit from the release's own tables",
+                      found=f"could not refit: {exc}", where="provenance/")]
 
 
 __all__ = ["check_judge", "refit_hook"]

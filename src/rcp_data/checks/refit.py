@@ -139,6 +139,11 @@ def refit_checks(root: str | Path, spec: SuiteSpec | None = None, *,
         return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
                        status="absent", found="the release ships neither "
                        "provenance-judge-tournament nor provenance-judge-bt")]
+    if answers.tournament is not None and not answers.rules.get("stage_a"):
+        return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
+                       status="skipped", found="no Stage A reading rule is recorded (neither the "
+                       "build manifest nor releases.json names one), so there is no fit to "
+                       "reproduce", where=str(root))]
     try:
         cal, stage_a = refit_release(answers, device=device)
     except InputError as exc:
