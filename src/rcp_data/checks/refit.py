@@ -139,6 +139,11 @@ def refit_checks(root: str | Path, spec: SuiteSpec | None = None, *,
         return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
                        status="absent", found="the release ships neither "
                        "provenance-judge-tournament nor provenance-judge-bt")]
+    fit = answers.item_params.extra.get("fit") if answers.item_params is not None else None
+    if isinstance(fit, str) and fit.startswith("none"):
+        return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
+                       status="skipped", found=f"the item parameters say they are no fit ({fit})",
+                       where=answers.item_params_path)]
     if answers.tournament is not None and not answers.rules.get("stage_a"):
         return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
                        status="skipped", found="no Stage A reading rule is recorded (neither the "

@@ -22,6 +22,7 @@ from rcp_data.sources.base import SuiteSource
 from rcp_data.stages.build import write_builder_inputs
 from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
+NOT_FITTED = "none: SYNTHETIC generating values, not a fit of the answers"
 JUDGE = {"model": "rcp-data/SYNTHETIC-judge", "revision": "synthetic", "short": "synthjudge",
          "synthetic": True}
 JUDGE_RUN = f"{JUDGE['model']}:theta"
@@ -31,7 +32,9 @@ def reranker_names(n: int) -> list[str]:
     """SYNTHETIC reranker ids (the last one scores coarsely: many ties)."""
     return [f"rcp-data/SYNTHETIC-reranker-{i + 1}" for i in range(n)]
 PARAMS = ItemParams(gamma=(1.3, 1.1, 1.0, 0.8, 0.8), beta=(-1.5, -0.5, 0.3, 1.1, 2.0),
-                    extra={"note": "SYNTHETIC item parameters"})
+                    extra={"note": "SYNTHETIC item parameters",
+                           # the thetas are drawn from these values, not fitted to the verdicts
+                           "fit": NOT_FITTED})
 
 
 def _latent(rng: np.random.Generator, qids: list[str], doc_ids: np.ndarray, qrels: pd.DataFrame,
