@@ -86,13 +86,16 @@ def free_port() -> int:
 class Server:
     """``rcp-data hub serve`` in a child process, measured by VmHWM when stopped."""
 
-    def __init__(self, python: str, root: Path, env: dict, log_dir: Path) -> None:
+    def __init__(self, python: str, root: Path, env: dict, log_dir: Path,
+                 src: Path | None = None) -> None:
         self.port = free_port()
+        if src is not None:  # serve with another checkout's local Hub (e.g. a branch's)
+            env = {**env, "PYTHONPATH": str(src)}
         self.url = f"http://127.0.0.1:{self.port}"
         log_dir.mkdir(parents=True, exist_ok=True)
         self._log = (log_dir / "hub-server.log").open("wb")
         self.proc = subprocess.Popen(
-            [python, "-m", "rcp_data", "hub", "serve", "--root", str(root), "--port",
+            [python, "-m", "rcp_data", "-v", "hub", "serve", "--root", str(root), "--port",
              str(self.port)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -138,9 +141,10 @@ def copy_tree(src: Path, dst: Path) -> None:
 
 
 def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
-                   log_dir: Path, skip: set[str]) -> list[Stage]:
+                   log_dir: Path, skip: set[str], hub_src: Path | None = None) -> list[Stage]:
     """The release folder copied (the publish baseline), published to a local Hub in its own
-    process, and verified by tag into an empty Hugging Face cache."""
+    process (served from ``hub_src`` when given: another checkout's ``src``), and verified by
+    tag into an empty Hugging Face cache."""
     import json
 
     stages: list[Stage] = []
@@ -163,7 +167,7 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
         return stages
     hub_root = work / "hub"
     shutil.rmtree(hub_root, ignore_errors=True)
-    server = Server(python, hub_root, env, log_dir)
+    server = Server(python, hub_root, env, log_dir, hub_src)
     try:
         henv = {**env, "HF_ENDPOINT": server.url}
         pub = run_stage("publish", [python, "-c", TIMED_CLI, "release", "publish", release,
@@ -172,7 +176,9 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
         upload = upload_seconds(log_dir / "publish.log")
         pub.extra = {"server_peak_rss": server_peak, "bytes": n_bytes,
                      "copy_seconds": copy.seconds, "upload_seconds": upload}
-        pub.note = (f"{n_bytes / pub.seconds / MIB:,.0f} MiB/s = "
+        lfs = (log_dir / "hub-server.log").read_text(errors="replace").count("lfs/objects/batch")
+        pub.extra["lfs_batch_requests"] = lfs
+        pub.note = (f"{'LFS' if lfs else 'inline'} path: {n_bytes / pub.seconds / MIB:,.0f} MiB/s = "
                     f"{copy.seconds / pub.seconds:.2f} x the copy"
                     + (f" (its upload after the checks: {upload:,.1f} s = "
                        f"{copy.seconds / upload:.2f} x the copy)" if upload else "")

@@ -177,7 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
     p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
     p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--skip", default="", help="comma-separated measured stages to skip")
+    p.add_argument("--skip", default="", help="comma-separated measured stages to skip "
+                   "(build: reuse the work folder's release; publish: verify the folder)")
+    p.add_argument("--hub-src", type=Path, default=None,
+                   help="serve the local Hub from this src folder (another checkout's, e.g. a "
+                   "branch with the Hub's LFS support); default: this one")
     p.add_argument("--against", type=Path, default=None,
                    help="results.json of a run at another scale: extrapolate through both")
     p.add_argument("--stage", help=argparse.SUPPRESS)
@@ -210,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
                 return finish(stages, work, args)
         done.write_text(json.dumps(key))
     release = work / "release"
+    skip = {s for s in args.skip.split(",") if s}
+    if "build" in skip and (release / "provenance" / "releases.json").exists():
+        print(f"reusing the release built before in {release} (--skip build)")
+        stages += m.release_stages(py, release, REPO, work, env, logs, skip, args.hub_src)
+        return finish(stages, work, args)
     shutil.rmtree(release, ignore_errors=True)
     build = m.run_stage("build", [py, "-m", "rcp_data", "build", "vidore_v3", "--inputs",
                                   work / "inputs", "--out", release, "--source-option",
@@ -221,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     if build.ok:
         n_files, n_bytes = m.tree_bytes(release)
         build.note = f"{n_files} files, {n_bytes / m.MIB:,.0f} MiB"
-        stages += m.release_stages(py, release, REPO, work, env, logs,
-                                   {s for s in args.skip.split(",") if s})
+        stages += m.release_stages(py, release, REPO, work, env, logs, skip, args.hub_src)
     return finish(stages, work, args)
 
 
