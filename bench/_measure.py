@@ -34,6 +34,8 @@ class Stage:
     rc: int
     cpu_seconds: float = 0.0      # user + system: what the stage costs without other load
     load: float = 0.0             # the machine's 1-minute load average when it ended
+    peak_anon: int = 0            # bytes: peak of RssAnon, sampled (VmHWM also counts mapped
+                                  # files, e.g. the datasets cache, which the kernel can drop)
     note: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -52,11 +54,13 @@ def run_stage(name: str, argv: Sequence[str], *, env: dict | None = None,
         t0 = time.perf_counter()
         proc = subprocess.Popen(list(map(str, argv)), stdout=out, stderr=subprocess.STDOUT,
                                 env=env, cwd=cwd)
+        anon = _AnonSampler(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
+        anon.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     stage = Stage(name, seconds, usage.ru_maxrss * 1024, proc.returncode,
-                  usage.ru_utime + usage.ru_stime, os.getloadavg()[0])
+                  usage.ru_utime + usage.ru_stime, os.getloadavg()[0], anon.peak)
     print(f"[{time.strftime('%H:%M:%S')}] stage {name}: {_fmt_s(seconds)} ({_fmt_s(stage.cpu_seconds)}"
           f" CPU), peak RSS {_fmt_b(stage.peak_rss)}, load {stage.load:.1f}, exit {stage.rc}",
           flush=True)
@@ -64,6 +68,31 @@ def run_stage(name: str, argv: Sequence[str], *, env: dict | None = None,
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
         print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
     return stage
+
+
+class _AnonSampler:
+    """The peak of a process's anonymous resident memory (RssAnon), sampled twice a second."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid, self.peak = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.5):
+            try:
+                for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                    if line.startswith("RssAnon:"):
+                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def vm_hwm(pid: int) -> int:
@@ -238,23 +267,24 @@ def print_table(stages: list[Stage], *, scale: float, linear: set[str],
     ``base``: the stage measuring the fixed cost). For RSS that is an upper bound: stages that
     stream hold less than a share of the corpus; :func:`two_point` is the better estimate."""
     print()
-    print(f"{'stage':<10} {'wall':>9} {'CPU':>9} {'peak RSS':>10} {'load':>5}   "
+    print(f"{'stage':<10} {'wall':>9} {'CPU':>9} {'peak RSS':>10} {'anon':>10} {'load':>5}   "
           f"{'scale 1 (1 run): CPU / RSS':>28}  note")
     b_c, b_r = (base.cpu_seconds, base.peak_rss) if base else (0.0, 0)
     for s in stages:
         if s.name in linear and scale < 1:
-            ext = (f"{_fmt_s(extrapolate(s.cpu_seconds, b_c, scale))} / "
+            ext = (f"{_fmt_s(extrapolate(s.cpu_seconds, b_c, scale))} / <= "
                    f"{_fmt_b(int(extrapolate(s.peak_rss, b_r, scale)))}")
         else:
             ext = "-"
         print(f"{s.name:<10} {_fmt_s(s.seconds):>9} {_fmt_s(s.cpu_seconds):>9} "
-              f"{_fmt_b(s.peak_rss):>10} {s.load:>5.1f}   {ext:>28}  "
+              f"{_fmt_b(s.peak_rss):>10} {_fmt_b(s.peak_anon):>10} {s.load:>5.1f}   {ext:>28}  "
               f"{s.note}{'' if s.ok else f' (exit {s.rc})'}")
 
 
 def two_point(stages: list[Stage], scale: float, other: Path) -> dict[str, tuple]:
     """Each stage at scale 1 from a line through this run and another run's results
-    (``results.json`` of the same benchmark at another scale): ``{name: (wall, cpu, rss)}``."""
+    (``results.json`` of the same benchmark at another scale): ``{name: (cpu, rss, anon)}``.
+    Wall time is left out: it follows the machine's load, which differs between runs."""
     import json
 
     data = json.loads(Path(other).read_text(encoding="utf-8"))
@@ -272,11 +302,12 @@ def two_point(stages: list[Stage], scale: float, other: Path) -> dict[str, tuple
         def at_1(a: float, b: float) -> float:
             return b + (b - a) / (scale - s0) * (1 - scale)
 
-        vals = (at_1(o["seconds"], st.seconds), at_1(o.get("cpu_seconds", 0), st.cpu_seconds),
-                at_1(o["peak_rss"], st.peak_rss))
+        vals = (at_1(o.get("cpu_seconds", 0), st.cpu_seconds),
+                max(at_1(o["peak_rss"], st.peak_rss), st.peak_rss),
+                max(at_1(o.get("peak_anon", 0), st.peak_anon), st.peak_anon))
         out[st.name] = vals
-        print(f"  {st.name:<10} {_fmt_s(vals[0]):>9} wall {_fmt_s(vals[1]):>9} CPU "
-              f"{_fmt_b(int(max(vals[2], st.peak_rss))):>10} peak RSS")
+        print(f"  {st.name:<10} {_fmt_s(vals[0]):>9} CPU {_fmt_b(int(vals[1])):>10} peak RSS "
+              f"{_fmt_b(int(vals[2])):>10} peak anonymous")
     return out
 
 

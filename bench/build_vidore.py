@@ -26,7 +26,19 @@ Prepared (not targets):
 Measured as for TREC-DL (``bench/build_trecdl.py``): ``build``, ``copy``, ``publish``,
 ``verify``. Every measure is extrapolated linearly to scale 1 by the number of pages (question
 rows grow with the same fraction); the floor of 160 pages per domain makes small scales
-over-represent pages, so the extrapolation is an upper bound there.
+over-represent pages, so the extrapolation is an upper bound there. ``--against`` a run at
+another scale fits a line through both (CPU time, peak RSS, peak anonymous memory: the build's
+RSS also counts the memory-mapped ``datasets`` cache of the page images, which the kernel can
+drop).
+
+Measured on 2026-11-30 (2 shared cores, load 2-4) at 0.072 and 0.104 of the pages (1,382 and
+1,996 pages of 417 KiB; 720 and 1,452 question rows), local Hub from the LFS branch
+(``--hub-src``): at 0.104 build 73 s (1.79 GiB RSS, 0.93 GiB anonymous), publish 25 s (its
+upload 11.7 s = 0.16 x the copy; client 340 MiB, server 151 MiB), verify by tag 13-47 s
+(load-dependent). Through both, at full size: build 13.5 min CPU, 9.3 GiB anonymous (the inputs
+and runs grow with the question rows); publish 4.2 min CPU. On the inline path (before LFS) the
+same 811 MiB took the server to 3.30 GiB and the client to 2.40 GiB: the full 7.6 GiB of pages
+cannot be published that way on a 24 GiB machine.
 """
 
 from __future__ import annotations
