@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -32,6 +33,13 @@ os.environ.pop("HF_TOKEN", None)
 os.environ.setdefault("MTEB_CACHE", str(_SESSION_TMP / "mteb"))
 # ir_datasets fixes its home when first imported: point it at the session's temp folder now.
 os.environ["IR_DATASETS_HOME"] = str(_SESSION_TMP / "ir_datasets")
+
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's temp folder (caches, staged sources) goes when the session ends."""
+    shutil.rmtree(_SESSION_TMP, ignore_errors=True)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RCP_DATA_SHARED", ROOT.parent / "shared"))

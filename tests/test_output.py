@@ -110,3 +110,24 @@ def test_numbers_show_as_numbers():
     with pytest.raises(InputError) as exc:
         build_subset_runs("s", qrels, top, runs)
     assert "negative gain -0.5" in exc.value.message and "np." not in exc.value.message
+
+
+def test_quiet_hides_the_status_lines_of_every_writing_command(demo_data, tmp_path):
+    """``wrote ...``-style lines of card, text and release are status, not results: ``-q``
+    hides them, and without it they are printed."""
+    release = tmp_path / "release"
+    assert _build(demo_data, release, "-q").returncode == 0
+    tsv = tmp_path / "in.tsv"
+    tsv.write_text("1\tcaf\u00c3\u00a9 au lait\n2\tplain\n", encoding="utf-8")
+    commands = [
+        ("card", "render", str(release)),
+        ("text", "repair", "--input", str(tsv), "--output", str(tmp_path / "out.tsv")),
+        ("release", "render-md", "--out", str(tmp_path / "RELEASES.md")),
+    ]
+    for argv in commands:
+        loud = _run(*argv, "--force") if argv[0] == "text" else _run(*argv)
+        assert loud.returncode == 0, (argv, loud.stderr)
+        assert loud.stdout.startswith(("wrote", "repaired")), (argv, loud.stdout)
+        quiet = _run("-q", *argv, "--force") if argv[0] == "text" else _run("-q", *argv)
+        assert quiet.returncode == 0, (argv, quiet.stderr)
+        assert quiet.stdout == "" and quiet.stderr == "", (argv, quiet.stdout, quiet.stderr)

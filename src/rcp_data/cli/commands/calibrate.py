@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.outputs import CALIBRATION, check_output_dir
 
@@ -92,5 +93,5 @@ def handler(args: argparse.Namespace) -> int:
     q3 = d["q3_mean_abs"]
     print(f"ECE {d['ece']:.4f}; mean |Q3| {q3 if q3 is None else round(q3, 4)} "
           f"({d['q3_pairs_over_0.2']} pairs over 0.2); converged: {d['fit']['converged']}")
-    print(f"wrote {args.out}")
+    say(args, f"wrote {args.out}")
     return 0

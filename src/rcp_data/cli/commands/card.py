@@ -18,6 +18,7 @@ import logging
 import sys
 from pathlib import Path
 
+from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.io import atomic_write_text
 from rcp_data.core.layout import RELEASES_JSON, release_spec
@@ -67,10 +68,10 @@ def _render(args: argparse.Namespace) -> int:
         else:
             with writable(out):
                 atomic_write_text(out, text)
-            print(f"wrote {out}")
+            say(args, f"wrote {out}")
         return 0
     for path in write_release_files(root, spec=spec, repo=args.repo):
-        print(f"wrote {path}")
+        say(args, f"wrote {path}")
     return 0
 
 
@@ -78,9 +79,9 @@ def _regenerate(args: argparse.Namespace) -> int:
     result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite,
                         client=args.hub_client)
     if result.commit is None:
-        print(f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
+        say(args, f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
     else:
-        print(f"{args.repo}: committed {result.commit} on {args.branch} "
+        say(args, f"{args.repo}: committed {result.commit} on {args.branch} "
               f"(changed: {', '.join(result.changed)}; no tag moved)")
     return 0
 

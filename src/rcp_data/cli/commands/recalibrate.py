@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.output import say
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -88,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))
     else:
-        print(f"wrote release {entry['release']} ({entry['tag']}) into {args.out}")
+        say(args, f"wrote release {entry['release']} ({entry['tag']}) into {args.out}")
         print(diff.text())
     return 0

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -87,9 +88,9 @@ def _publish(args: argparse.Namespace) -> int:
                      parent_commit=args.parent_commit, create_repo=args.create_repo,
                      record_to=args.record_to, client=args.hub_client)
     for msg in result.messages:
-        print(msg)
+        say(args, msg)
     if result.recorded:
-        print(f"recorded in {result.recorded}")
+        say(args, f"recorded in {result.recorded}")
     elif result.status == "published":
         log.info("the release is recorded in no project history (pass --record-to DIR)")
     return 0
@@ -116,7 +117,7 @@ def _render_md(args: argparse.Namespace) -> int:
         sys.stdout.write(render_releases_md(load_project_histories(args.histories)))
         return 0
     path = write_releases_md(args.out, folder=args.histories, check=args.check)
-    print(f"{path} is up to date" if args.check else f"wrote {path}")
+    say(args, f"{path} is up to date" if args.check else f"wrote {path}")
     return 0
 
 

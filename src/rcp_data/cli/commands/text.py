@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.output import say
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("text", help="text tools (MS MARCO encoding repair)",
@@ -37,5 +39,5 @@ def run_repair(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(stats.as_dict()))
     else:
-        print(f"repaired {stats.repaired} of {stats.documents} passages; wrote {args.output}")
+        say(args, f"repaired {stats.repaired} of {stats.documents} passages; wrote {args.output}")
     return 0
