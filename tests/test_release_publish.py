@@ -125,6 +125,59 @@ def test_publish_computes_the_gain_link_once(tmp_path, client, hub_repo, monkeyp
     assert calls == {"release_check": 2, "integrity": 0}     # two subsets, checked once
 
 
+def test_publish_hashes_each_file_once(tmp_path, client, hub_repo, monkeypatch):
+    """The verification before the upload hashes every file; the upload reuses those sha256s
+    (huggingface_hub reads no file to hash it) and the Hub stores objects under them."""
+    import huggingface_hub.lfs as hf_lfs
+
+    opened: list[str] = []
+    real = hf_lfs.sha_fileobj
+
+    def counting(fileobj, *args, **kwargs):
+        opened.append(getattr(fileobj, "name", "?"))
+        return real(fileobj, *args, **kwargs)
+
+    monkeypatch.setattr(hf_lfs, "sha_fileobj", counting)
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    assert publish(v1, hub_repo, client=client, create_repo=True).status == "published"
+    assert opened == []
+    manifest = json.loads((v1 / layout.BUILD_MANIFEST).read_text())
+    parquet = {e["path"]: e["sha256"] for e in manifest["files"] if e["path"].endswith(".parquet")}
+    assert parquet
+    hosted = {f.path: f for f in client.api.list_repo_tree(hub_repo, repo_type="dataset",
+                                                          recursive=True, revision=TAG1)
+              if getattr(f, "lfs", None)}
+    assert {p: hosted[p].lfs.sha256 for p in parquet} == parquet
+
+
+def test_a_file_changed_after_verification_is_refused_by_the_hub(tmp_path, api, hub_repo,
+                                                                 monkeypatch, capsys):
+    """The sha256s handed to the upload are the verified ones: a file rewritten between the
+    verification and the upload does not match its announced sha256, the Hub refuses the
+    upload, and nothing is committed or tagged."""
+    import rcp_data.release.publish as publish_module
+
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    target = v1 / layout.subset_file("alpha", "qrels")
+    real = publish_module.plan_publish
+
+    def tamper_after_planning(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2] ^= 0xFF              # same size, other bytes
+        target.write_bytes(bytes(data))
+        return plan
+
+    monkeypatch.setattr(publish_module, "plan_publish", tamper_after_planning)
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "Error while uploading 'alpha/qrels.parquet'" in err and "sha256" in err, err
+    commits, _, tags = _state(api, hub_repo)
+    assert len(commits) == 1 and tags == {}       # the repo's first commit only
+
+
 def test_a_second_release_uploads_only_the_files_that_changed(tmp_path, api, hub_repo,
                                                               monkeypatch):
     import hashlib

@@ -18,7 +18,9 @@ project builds carries one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,30 +114,40 @@ def check_content(root: Path, manifest: Mapping | None, *,
 
 def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFile] | None,
             quick: bool) -> ContentResult:
-    """Size and sha256 of every listed file against the manifest."""
+    """Size and sha256 of every listed file against the manifest (files hashed on every core:
+    ``hashlib`` releases the GIL while it hashes)."""
     wrong: list[str] = []
     hashed = by_lfs = 0
+    to_hash: list[FileEntry] = []
     for e in entries:
         info = hosted.get(e.path) if hosted is not None else None
         if quick and info is not None and info.lfs_sha256:
-            size, sha, how = info.size, info.lfs_sha256, "the Hub's LFS sha256"
             by_lfs += 1
+            _compare(e, info.size, info.lfs_sha256, "the Hub's LFS sha256", wrong)
+        elif not (root / e.path).is_file():
+            wrong.append(f"{e.path}: listed by the Hub but not downloaded")
         else:
-            path = root / e.path
-            if not path.is_file():
-                wrong.append(f"{e.path}: listed by the Hub but not downloaded")
-                continue
-            size, sha, how = path.stat().st_size, sha256_file(path), "sha256"
+            to_hash.append(e)
+    workers = max(1, min(len(to_hash), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        digests = pool.map(lambda e: sha256_file(root / e.path), to_hash)
+        for e, sha in zip(to_hash, digests, strict=True):
+            size = (root / e.path).stat().st_size
             hashed += size
-        if (size, sha) != (e.size, e.sha256):
-            wrong.append(f"{e.path}: {how} {_short(sha)}… ({size:,} bytes), the manifest "
-                         f"records {_short(e.sha256)}… ({e.size:,} bytes)")
+            _compare(e, size, sha, "sha256", wrong)
     how = (f"{len(entries) - by_lfs} hashed ({hashed:,} bytes), {by_lfs} by the Hub's LFS sha256"
            if by_lfs else f"{len(entries)} hashed ({hashed:,} bytes)")
     check = Check("content-hashes", not wrong, "every listed file has the size and sha256 the "
                   "manifest records", expected=f"{len(entries)} files as recorded",
-                  found=f"{len(wrong)} differ; {how}", where=BUILD_MANIFEST, details=wrong)
+                  found=f"{len(wrong)} differ; {how}", where=BUILD_MANIFEST,
+                  details=sorted(wrong))
     return ContentResult([check], hashed, by_lfs)
+
+
+def _compare(e: FileEntry, size: int, sha: str, how: str, wrong: list[str]) -> None:
+    if (size, sha) != (e.size, e.sha256):
+        wrong.append(f"{e.path}: {how} {_short(sha)}… ({size:,} bytes), the manifest "
+                     f"records {_short(e.sha256)}… ({e.size:,} bytes)")
 
 
 __all__ = ["ContentResult", "HostedFile", "check_content"]

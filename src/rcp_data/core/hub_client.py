@@ -97,6 +97,9 @@ def translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | No
 
     if isinstance(exc, RcpDataError):
         return None
+    if type(exc) is RuntimeError and isinstance(exc.__cause__, Exception):
+        # huggingface_hub wraps a failed upload ("Error while uploading 'PATH' to the Hub.")
+        return translate(exc.__cause__, f"{what} ({_one_line(exc).rstrip('.')})", endpoint)
     if isinstance(exc, HfHubHTTPError):
         status = getattr(getattr(exc, "response", None), "status_code", None)
         if isinstance(exc, RepositoryNotFoundError):

@@ -26,6 +26,7 @@ import hashlib
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.release_check import check_release_dir
+from rcp_data.core.content import FileEntry, recorded_content
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.history import (
     SCHEMA,
@@ -45,6 +47,8 @@ from rcp_data.core.history import (
     write_history,
 )
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound
+from rcp_data.core.io import read_json
+from rcp_data.core.layout import BUILD_MANIFEST
 from rcp_data.core.reports import CheckReport
 
 log = logging.getLogger(__name__)
@@ -64,11 +68,14 @@ def check_repo_id(repo: str) -> str:
 @dataclass(frozen=True)
 class LocalFile:
     """A release file; its digests are computed only when a remote file of the same path and
-    size has to be compared (a first publish reads no file twice)."""
+    size has to be compared (a first publish reads no file twice). ``verified_sha256``: the
+    sha256 the pre-publish verification just proved (the manifest's), so nothing hashes the
+    file again: the Hub checks it against the uploaded bytes."""
 
     root: Path
     path: str
     size: int
+    verified_sha256: str | None = None
 
     @cached_property
     def git_oid(self) -> str:
@@ -79,7 +86,7 @@ class LocalFile:
     @cached_property
     def sha256(self) -> str:
         """The sha256 (what the Hub reports for an LFS/Xet file)."""
-        return _digest(self.root / self.path, hashlib.sha256())
+        return self.verified_sha256 or _digest(self.root / self.path, hashlib.sha256())
 
 
 def _digest(path: Path, h) -> str:
@@ -89,8 +96,14 @@ def _digest(path: Path, h) -> str:
     return h.hexdigest()
 
 
-def local_file(root: Path, rel: str) -> LocalFile:
-    return LocalFile(Path(root), rel, (Path(root) / rel).stat().st_size)
+def local_file(root: Path, rel: str, verified: Mapping[str, FileEntry] | None = None
+               ) -> LocalFile:
+    """The release file ``rel``; its sha256 is taken from ``verified`` when the entry there has
+    the file's size."""
+    size = (Path(root) / rel).stat().st_size
+    entry = (verified or {}).get(rel)
+    return LocalFile(Path(root), rel, size,
+                     entry.sha256 if entry is not None and entry.size == size else None)
 
 
 def remote_tree(api: HfApi, repo: str, revision: str | None
@@ -161,10 +174,21 @@ class PublishPlan:
         commit is made on top of that very parent), a delete for every file the release
         lacks."""
         changed = set(self.changed)
-        ops: list = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(self.root / f.path))
-                     for f in self.files if f.path in changed]
+        ops: list = [_addition(self.root, f) for f in self.files if f.path in changed]
         ops += [CommitOperationDelete(path_in_repo=p) for p in self.deleted]
         return ops
+
+
+def _addition(root: Path, f: LocalFile) -> CommitOperationAdd:
+    """The add operation of one file. A verified sha256 is handed to huggingface_hub (its
+    ``UploadInfo.sha256`` is settable for a hash known beforehand), which would otherwise read
+    the whole file once more to hash it; the Hub hashes the bytes it receives and refuses an
+    upload whose sha256 is not the one announced, so a file changed since the verification
+    cannot be published under the old hash."""
+    op = CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path))
+    if f.verified_sha256 is not None:
+        op.upload_info.sha256 = bytes.fromhex(f.verified_sha256)
+    return op
 
 
 @dataclass
@@ -218,8 +242,11 @@ def _check_older_releases(history: History, tags: dict[str, str], chain: list[st
 
 def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
                  parent_commit: str | None = None, client: HubClient | None = None,
-                 create_repo: bool = False) -> PublishPlan:
-    """Decide what to commit; raises :class:`RefusedError` for anything it must not publish."""
+                 create_repo: bool = False,
+                 verified: Mapping[str, FileEntry] | None = None) -> PublishPlan:
+    """Decide what to commit; raises :class:`RefusedError` for anything it must not publish.
+
+    ``verified``: the files whose size and sha256 the pre-publish verification proved."""
     report.raise_if_failed()
     check_repo_id(repo)
     history = report.history
@@ -231,11 +258,13 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
     client = client or HubClient.from_env()
     _ensure_repo(client, repo, create_repo)
     with client.errors(f"planning the publish of {repo}"):
-        return _plan(report, repo, branch, parent_commit, client, release, history)
+        return _plan(report, repo, branch, parent_commit, client, release, history,
+                     verified or {})
 
 
 def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None,
-          client: HubClient, release: Release, history: History) -> PublishPlan:
+          client: HubClient, release: Release, history: History,
+          verified: Mapping[str, FileEntry]) -> PublishPlan:
     api = client.api
     refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
     heads = {b.name: b.target_commit for b in refs.branches}
@@ -251,7 +280,7 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
     chain = ([c.commit_id for c in api.list_repo_commits(repo, repo_type=REPO_TYPE,
                                                           revision=head)] if head else [])
     _check_older_releases(history, tags, chain, branch)
-    files = [local_file(report.root, rel) for rel in report.files]
+    files = [local_file(report.root, rel, verified) for rel in report.files]
     plan = PublishPlan(root=report.root, repo=repo, branch=branch, release=release,
                        history=history, suite=report.suite, parent=head, files=files,
                        changed=[], deleted=[], endpoint=api.endpoint)
@@ -403,8 +432,10 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
-def verify_before_publishing(root: Path, *, link_checked: bool = False) -> None:
+def verify_before_publishing(root: Path, *, link_checked: bool = False
+                             ) -> dict[str, FileEntry]:
     """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails.
+    Returns the files whose size and sha256 it proved (the build manifest's list).
 
     ``link_checked``: the release check already proved every gain is the link of its theta.
     """
@@ -417,6 +448,16 @@ def verify_before_publishing(root: Path, *, link_checked: bool = False) -> None:
         raise RefusedError(f"the release in {root} fails verification ({len(report.failed)} "
                            f"check(s)): {failed}. Nothing was uploaded")
     log.info("verified %s before publishing: %d checks, none failed", root, len(report.checks))
+    return _proven_content(root, report)
+
+
+def _proven_content(root: Path, report) -> dict[str, FileEntry]:
+    """The manifest's file list, when the passed report hashed every listed file."""
+    hashes = [c for c in report.checks if c.name == "content-hashes"]
+    if not hashes or not all(c.ok and c.status == "ok" for c in hashes):
+        return {}
+    recorded = recorded_content(read_json(Path(root) / BUILD_MANIFEST))
+    return {e.path: e for e in recorded[0]} if recorded else {}
 
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
@@ -431,10 +472,11 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     check_repo_id(repo)
     report = check_release_dir(root)
     report.raise_if_failed()
-    verify_before_publishing(Path(root), link_checked=True)  # the gains were checked just now
+    # the gains were checked just now; the hashes it proves are handed to the upload
+    verified = verify_before_publishing(Path(root), link_checked=True)
     client = client or HubClient.from_env()
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
-                        create_repo=create_repo)
+                        create_repo=create_repo, verified=verified)
     result = execute_plan(plan, client)
     if record_to is not None and result.status == "published":
         path = record_target(record_to, report.suite)
