@@ -288,6 +288,49 @@ def test_multipart_completion_checks_parts(tmp_path: Path) -> None:
         assert _json(verify, {"oid": oid, "size": size})[0] == 200
 
 
+@pytest.mark.parametrize("order", [(1, 2, 3), (3, 1, 2), (1, 2, 1, 3), (1, 2, 3, 2)],
+                         ids=lambda o: "-".join(map(str, o)))
+def test_multipart_parts_in_any_order_or_sent_again(tmp_path: Path, order) -> None:
+    """Parts in order are hashed on the way in; out of order or sent again, the completion
+    hashes the object it holds. Either way only the right bytes are stored, and a part sent
+    again with other bytes (the last upload of each part counts) is refused by the sha256."""
+    data = os.urandom(2500)
+    oid, size = _sha256(data), len(data)
+    with LocalHub(tmp_path / "hub", lfs_chunk_size=1000) as hub:
+        HfApi(endpoint=hub.url).create_repo("o/p", repo_type=DS)
+        base = f"{hub.url}/datasets/o/p.git/info/lfs/objects"
+        _, batch = _json(f"{base}/batch", {"operation": "upload",
+                                           "transfers": ["basic", "multipart"],
+                                           "objects": [{"oid": oid, "size": size}]})
+        upload = batch["objects"][0]["actions"]["upload"]
+        etags: dict[int, str] = {}
+        for n in order:
+            status, headers, _ = _http(upload["header"][str(n)], "PUT",
+                                       data[(n - 1) * 1000 : n * 1000])
+            assert status == 200
+            etags[n] = headers["ETag"]
+        parts = [{"partNumber": n, "etag": etags[n]} for n in (1, 2, 3)]
+        assert _json(upload["href"], {"oid": oid, "parts": parts})[0] == 200
+        status, down = _json(f"{base}/batch", {"operation": "download",
+                                               "objects": [{"oid": oid, "size": size}]})
+        assert _http(down["objects"][0]["actions"]["download"]["href"])[2] == data
+        # a second object whose last part is sent again with other bytes is refused
+        other = os.urandom(2500)
+        oid2 = _sha256(other)
+        _, batch = _json(f"{base}/batch", {"operation": "upload",
+                                           "transfers": ["basic", "multipart"],
+                                           "objects": [{"oid": oid2, "size": 2500}]})
+        upload = batch["objects"][0]["actions"]["upload"]
+        for n, chunk in ((1, other[:1000]), (2, other[1000:2000]), (3, other[2000:]),
+                         (3, bytes(500))):
+            status, headers, _ = _http(upload["header"][str(n)], "PUT", chunk)
+            etags[n] = headers["ETag"]
+        parts = [{"partNumber": n, "etag": etags[n]} for n in (1, 2, 3)]
+        status, answer = _json(upload["href"], {"oid": oid2, "parts": parts})
+        assert status == 400 and "sha256" in answer["error"]
+        assert not list((tmp_path / "hub" / ".tmp").glob("hub-lfs-multipart-*"))
+
+
 def test_xet_is_refused_with_the_fix(
     local_hub: LocalHub, hub_repo: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

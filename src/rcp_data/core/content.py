@@ -44,7 +44,6 @@ UNLISTED_FILES = frozenset({BUILD_MANIFEST, *REGENERATED_FILES})
 #: Files the Hub keeps in every repository; never listed, never an extra file.
 HUB_HOUSEKEEPING = frozenset({".gitattributes"})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -60,12 +59,9 @@ class FileEntry:
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    h = hashlib.sha256()
+    """Hex sha256 of a file (``hashlib.file_digest``: read into one reused buffer)."""
     with Path(path).open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def release_paths(root: str | Path) -> list[str]:

@@ -14,16 +14,20 @@ git tree holds a git-lfs pointer file in its place, so history, ``git clone`` an
 work as for any git-lfs repository. Uploads stream into a temporary file under the store's
 ``.tmp`` folder while their sha256 and size are computed, and only a verified object is moved in.
 Large objects arrive in parts (the Hub's ``multipart`` transfer): each part is written at its
-offset in one temporary file, and the completion request checks every part's etag, the size and
-the sha256 before the object is moved in.
+offset in one temporary file and answered with an etag naming that upload of the part; the
+completion request checks every part's etag, the size and the sha256 before the object is moved
+in. Each byte is hashed once: on the way in when the parts come in order, else at completion.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import re
 import tempfile
+import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +46,8 @@ LFS_EXTENSIONS = frozenset(
     }
 )
 DEFAULT_CHUNK_SIZE = 64 << 20  # objects larger than one part go through multipart
-MAX_OBJECT_SIZE = 50 << 30  # the Hub's limit for one file
+MAX_OBJECT_SIZE = 50 << 30
+MAX_RUNNING_HASHES = 64  # multipart uploads hashed on the way in at once (the rest: at completion)  # the Hub's limit for one file
 POINTER_VERSION = "https://git-lfs.github.com/spec/v1"
 POINTER_MAX_SIZE = 1024
 OID_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -94,6 +99,37 @@ def check_size(size: object) -> int:
     return size
 
 
+class HashingThread:
+    """A sha256 computed on another thread while the caller receives and writes the bytes
+    (``hashlib`` releases the GIL while it hashes, so the two overlap on two cores). Chunks are
+    handed over through a bounded queue: at most ``depth`` chunks wait."""
+
+    def __init__(self, depth: int = 8) -> None:
+        self._sha = hashlib.sha256()
+        self._queue: queue.Queue[bytes | None] = queue.Queue(depth)
+        self._thread = threading.Thread(target=self._run, name="hub-lfs-hash", daemon=True)
+        self._thread.start()
+        self._done = False
+
+    def _run(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            self._sha.update(chunk)
+
+    def update(self, chunk: bytes) -> None:
+        self._queue.put(chunk)
+
+    def close(self) -> None:
+        """Stop the thread (idempotent); the hash holds every chunk handed over."""
+        if not self._done:
+            self._done = True
+            self._queue.put(None)
+            self._thread.join()
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self._sha.hexdigest()
+
+
 class LfsStore:
     """The LFS objects of every repository, uploaded through ``tmp`` (see the module docstring)."""
 
@@ -102,6 +138,10 @@ class LfsStore:
             raise ValueError("chunk_size must be positive")
         self.tmp = Path(tmp)
         self.chunk_size = chunk_size
+        self._locks: dict[Path, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        # multipart uploads received in order so far: partial file -> (next part, sha256 so far)
+        self._running: dict[Path, tuple[int, HashingThread]] = {}
 
     @staticmethod
     def object_path(repo: Path, oid: str) -> Path:
@@ -127,7 +167,7 @@ class LfsStore:
             return False
         fd, tmp = tempfile.mkstemp(prefix="hub-lfs-", dir=self.tmp)
         try:
-            digest = hashlib.sha256()
+            digest = HashingThread()
             seen = 0
 
             def observe(chunk: bytes) -> None:
@@ -137,10 +177,13 @@ class LfsStore:
                     raise HubError(400, f"Upload is longer than the object size {size}")
                 digest.update(chunk)
 
-            with os.fdopen(fd, "wb") as sink:
-                got = body.copy_to(sink, observe)
-                sink.flush()
-                os.fsync(sink.fileno())
+            try:
+                with os.fdopen(fd, "wb") as sink:
+                    got = body.copy_to(sink, observe)
+                    sink.flush()
+                    os.fsync(sink.fileno())
+            finally:
+                digest.close()
             self._check(oid, size, digest.hexdigest(), got)
             self._move_in(repo, oid, Path(tmp))
         finally:
@@ -152,8 +195,18 @@ class LfsStore:
         key = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
         return self.tmp / f"hub-lfs-multipart-{key}-{oid}"
 
+    def _upload_lock(self, partial: Path) -> threading.Lock:
+        """The lock of one multipart upload: its parts and its completion never interleave."""
+        with self._locks_lock:
+            return self._locks.setdefault(partial, threading.Lock())
+
     def receive_part(self, repo: Path, oid: str, size: int, number: int, body: Body) -> str:
-        """Write part ``number`` (1-based) of a multipart upload at its offset; its etag."""
+        """Write part ``number`` (1-based) of a multipart upload at its offset; its etag.
+
+        The etag names this upload of the part (a fresh token, kept beside the partial file
+        until the completion), so a completion can only list parts as last received. Parts that
+        arrive in order (as huggingface_hub sends them) also feed a running sha256 of the whole
+        object, so the completion need not read the object again."""
         count = self.parts(size)
         if not 1 <= number <= count:
             raise HubError(400, f"Invalid part number {number}: the object has {count} parts")
@@ -162,55 +215,86 @@ class LfsStore:
         if body.length is not None and body.length != expected:
             raise HubError(400, f"Part {number} must be {expected} bytes, got {body.length}")
         partial = self._partial(repo, oid)
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT, 0o644)
-        digest = hashlib.sha256()
-        got = 0
-        try:
-            os.lseek(fd, start, os.SEEK_SET)
-            while chunk := body.read(CHUNK):
-                got += len(chunk)
-                if got > expected:
-                    raise HubError(400, f"Part {number} is longer than {expected} bytes")
-                digest.update(chunk)
-                os.write(fd, chunk)
-        finally:
-            os.close(fd)
-        if got != expected:
-            raise HubError(400, f"Part {number} must be {expected} bytes, got {got}")
-        return digest.hexdigest()
+        with self._upload_lock(partial):
+            running = self._running.pop(partial, None)
+            if number == 1:
+                if running is not None:
+                    running[1].close()
+                running = (1, HashingThread())
+            elif running is not None and running[0] != number:
+                running[1].close()
+                running = None  # out of order or sent again: the completion reads the object
+            Path(f"{partial}.part{number}").unlink(missing_ok=True)
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT, 0o644)
+            got = 0
+            try:
+                os.lseek(fd, start, os.SEEK_SET)
+                while chunk := body.read(CHUNK):
+                    got += len(chunk)
+                    if got > expected:
+                        raise HubError(400, f"Part {number} is longer than {expected} bytes")
+                    if running is not None:
+                        running[1].update(chunk)
+                    os.write(fd, chunk)
+            except BaseException:
+                if running is not None:
+                    running[1].close()
+                raise
+            finally:
+                os.close(fd)
+            if got != expected:
+                if running is not None:
+                    running[1].close()
+                raise HubError(400, f"Part {number} must be {expected} bytes, got {got}")
+            if running is not None:
+                self._running[partial] = (number + 1, running[1])
+                while len(self._running) > MAX_RUNNING_HASHES:  # abandoned uploads: oldest first
+                    self._running.pop(next(iter(self._running)))[1].close()
+            etag = uuid.uuid4().hex
+            Path(f"{partial}.part{number}").write_text(etag, encoding="ascii")
+        return etag
 
     def complete(self, repo: Path, oid: str, size: int, etags: dict[int, str]) -> bool:
         """Check the parts' etags, the size and the sha256 and move the object in."""
         count = self.parts(size)
         if sorted(etags) != list(range(1, count + 1)):
             raise HubError(400, f"The completion must list parts 1 to {count} exactly once")
-        if self.stored_size(repo, oid) == size:
-            self._partial(repo, oid).unlink(missing_ok=True)
-            return False
         partial = self._partial(repo, oid)
-        if not partial.is_file() or partial.stat().st_size != size:
-            raise HubError(400, "The upload is incomplete: send every part before completing")
-        whole = hashlib.sha256()
-        with open(partial, "rb") as fh:
+        with self._upload_lock(partial):
+            if self.stored_size(repo, oid) == size:
+                self._discard(partial, count)
+                return False
+            if not partial.is_file() or partial.stat().st_size != size:
+                raise HubError(400, "The upload is incomplete: send every part before completing")
             for number in range(1, count + 1):
-                part = hashlib.sha256()
-                left = min(self.chunk_size, size - (number - 1) * self.chunk_size)
-                while left:
-                    chunk = fh.read(min(CHUNK, left))
-                    if not chunk:
-                        break
-                    part.update(chunk)
-                    whole.update(chunk)
-                    left -= len(chunk)
-                if part.hexdigest() != etags[number].strip('"'):
+                sent = Path(f"{partial}.part{number}")
+                known = sent.read_text(encoding="ascii") if sent.is_file() else None
+                if known is None or known != etags[number].strip('"'):
                     raise HubError(400, f"Part {number} does not match its etag: send it again")
-            os.fsync(fh.fileno())
-        try:
-            self._check(oid, size, whole.hexdigest(), size)
-            self._move_in(repo, oid, partial)
-        finally:
-            partial.unlink(missing_ok=True)
+            # every part is in: from here on the upload ends, moved in or refused
+            try:
+                running = self._running.get(partial)
+                if running is not None and running[0] == count + 1:
+                    whole = running[1].hexdigest()
+                else:
+                    with open(partial, "rb") as fh:
+                        whole = hashlib.file_digest(fh, "sha256").hexdigest()
+                with open(partial, "rb") as fh:
+                    os.fsync(fh.fileno())
+                self._check(oid, size, whole, size)
+                self._move_in(repo, oid, partial)
+            finally:
+                self._discard(partial, count)
         return True
+
+    def _discard(self, partial: Path, count: int) -> None:
+        """Remove what an ended multipart upload left: the partial file, the parts' etags."""
+        running = self._running.pop(partial, None)
+        if running is not None:
+            running[1].close()
+        partial.unlink(missing_ok=True)
+        for number in range(1, count + 1):
+            Path(f"{partial}.part{number}").unlink(missing_ok=True)
 
     @staticmethod
     def _check(oid: str, size: int, sha: str, got: int) -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core.content import FileEntry, recorded_content
+from rcp_data.core.content import FileEntry, recorded_content, sha256_file
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.history import (
     SCHEMA,
@@ -86,7 +86,7 @@ class LocalFile:
     @cached_property
     def sha256(self) -> str:
         """The sha256 (what the Hub reports for an LFS/Xet file)."""
-        return self.verified_sha256 or _digest(self.root / self.path, hashlib.sha256())
+        return self.verified_sha256 or sha256_file(self.root / self.path)
 
 
 def _digest(path: Path, h) -> str:
