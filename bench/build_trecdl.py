@@ -187,6 +187,7 @@ def make_inputs(work: Path, data: Path, seed: int) -> None:
     from rcp_data.core.io import write_json
     from rcp_data.core.layout import write_parquet
     from rcp_data.core.specs import load_spec
+    from rcp_data.demo.synthetic_judge import NOT_FITTED
     from rcp_data.stages.bm25 import bm25_run
     from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
@@ -235,8 +236,10 @@ def make_inputs(work: Path, data: Path, seed: int) -> None:
         write_parquet(frame, fs / f"{r}.parquet")
     judge = inputs / "judge"
     write_json(JUDGE, judge / "judge.json")
+    # generating values, not a fit of the verdicts: verify reports the refit skipped, naming why
     params = ItemParams(gamma=(1.2, 1.0, 0.9, 0.8, 0.7), beta=(-1.5, -0.5, 0.3, 1.1, 2.0),
-                        extra={"note": "SYNTHETIC item parameters (benchmark)"})
+                        extra={"note": "SYNTHETIC item parameters (benchmark)",
+                               "fit": NOT_FITTED})
     params.write(judge / "item_params.json")
     write_parquet(pd.DataFrame({"query-id": pool["query-id"], "corpus-id": pool["corpus-id"],
                                 "theta": theta, "theta_bt": np.round(theta / 1.3, 6)}),

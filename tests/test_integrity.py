@@ -5,7 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from rcp_data.checks.integrity import run_integrity
@@ -212,3 +215,36 @@ def test_excluded_flag_without_an_exclusion_is_caught(release):
     failed, _ = _run(release)
     assert set(failed) == {"excluded-flag"}
     assert failed["excluded-flag"].details == [f"query {q}, document {d}"]
+
+
+def _value_counts_repeated(ids: pa.Array) -> list[tuple[str, int]]:
+    counts = pc.value_counts(ids)
+    many = counts.filter(pc.greater(counts.field("counts"), 1))
+    return sorted(zip(many.field("values").to_pylist(), many.field("counts").to_pylist(),
+                      strict=True))
+
+
+@pytest.mark.parametrize("extra", [[], ["5", "5", "17"], ["07"], ["+7", "7"], ["-3", "-3"],
+                                   ["abc", "abc"], [None, "9"], ["99999999999999999999999"]],
+                         ids=repr)
+def test_repeated_ids_match_an_independent_count(monkeypatch, extra):
+    """The integer fast path (sorting int64s) and the fallback (hashing the strings) find
+    exactly the repeats an independent ``value_counts`` finds; "07" and "7" stay distinct."""
+    from rcp_data.checks import integrity
+
+    monkeypatch.setattr(integrity, "_SORT_FROM", 10)
+    base = [str(i) for i in np.random.default_rng(3).permutation(500)]
+    ids = pa.array(base + extra, pa.string())
+    assert sorted(integrity._repeated(ids)) == _value_counts_repeated(ids)
+
+
+def test_in_corpus_equals_is_in():
+    from rcp_data.checks.integrity import _in_corpus
+
+    corpus = pa.array(["a", "b", None, "d", "b"], pa.string())
+    docs = pa.array(["b", "x", None, "d", "d", "a"], pa.string())
+    assert _in_corpus(docs, corpus).tolist() == \
+        pc.is_in(docs, value_set=corpus).to_numpy(zero_copy_only=False).tolist()
+    no_null = pa.array(["a"], pa.string())
+    assert _in_corpus(docs, no_null).tolist() == [False, False, False, False, False, True]
+    assert _in_corpus(pa.array([], pa.string()), corpus).tolist() == []
