@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import re
 import tempfile
 import threading
@@ -99,37 +98,6 @@ def check_size(size: object) -> int:
     return size
 
 
-class HashingThread:
-    """A sha256 computed on another thread while the caller receives and writes the bytes
-    (``hashlib`` releases the GIL while it hashes, so the two overlap on two cores). Chunks are
-    handed over through a bounded queue: at most ``depth`` chunks wait."""
-
-    def __init__(self, depth: int = 8) -> None:
-        self._sha = hashlib.sha256()
-        self._queue: queue.Queue[bytes | None] = queue.Queue(depth)
-        self._thread = threading.Thread(target=self._run, name="hub-lfs-hash", daemon=True)
-        self._thread.start()
-        self._done = False
-
-    def _run(self) -> None:
-        while (chunk := self._queue.get()) is not None:
-            self._sha.update(chunk)
-
-    def update(self, chunk: bytes) -> None:
-        self._queue.put(chunk)
-
-    def close(self) -> None:
-        """Stop the thread (idempotent); the hash holds every chunk handed over."""
-        if not self._done:
-            self._done = True
-            self._queue.put(None)
-            self._thread.join()
-
-    def hexdigest(self) -> str:
-        self.close()
-        return self._sha.hexdigest()
-
-
 class LfsStore:
     """The LFS objects of every repository, uploaded through ``tmp`` (see the module docstring)."""
 
@@ -141,7 +109,7 @@ class LfsStore:
         self._locks: dict[Path, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         # multipart uploads received in order so far: partial file -> (next part, sha256 so far)
-        self._running: dict[Path, tuple[int, HashingThread]] = {}
+        self._running: dict[Path, tuple[int, hashlib._Hash]] = {}
 
     @staticmethod
     def object_path(repo: Path, oid: str) -> Path:
@@ -167,7 +135,7 @@ class LfsStore:
             return False
         fd, tmp = tempfile.mkstemp(prefix="hub-lfs-", dir=self.tmp)
         try:
-            digest = HashingThread()
+            digest = hashlib.sha256()
             seen = 0
 
             def observe(chunk: bytes) -> None:
@@ -177,13 +145,10 @@ class LfsStore:
                     raise HubError(400, f"Upload is longer than the object size {size}")
                 digest.update(chunk)
 
-            try:
-                with os.fdopen(fd, "wb") as sink:
-                    got = body.copy_to(sink, observe)
-                    sink.flush()
-                    os.fsync(sink.fileno())
-            finally:
-                digest.close()
+            with os.fdopen(fd, "wb") as sink:
+                got = body.copy_to(sink, observe)
+                sink.flush()
+                os.fsync(sink.fileno())
             self._check(oid, size, digest.hexdigest(), got)
             self._move_in(repo, oid, Path(tmp))
         finally:
@@ -218,11 +183,8 @@ class LfsStore:
         with self._upload_lock(partial):
             running = self._running.pop(partial, None)
             if number == 1:
-                if running is not None:
-                    running[1].close()
-                running = (1, HashingThread())
+                running = (1, hashlib.sha256())
             elif running is not None and running[0] != number:
-                running[1].close()
                 running = None  # out of order or sent again: the completion reads the object
             Path(f"{partial}.part{number}").unlink(missing_ok=True)
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT, 0o644)
@@ -236,20 +198,14 @@ class LfsStore:
                     if running is not None:
                         running[1].update(chunk)
                     os.write(fd, chunk)
-            except BaseException:
-                if running is not None:
-                    running[1].close()
-                raise
             finally:
                 os.close(fd)
             if got != expected:
-                if running is not None:
-                    running[1].close()
                 raise HubError(400, f"Part {number} must be {expected} bytes, got {got}")
             if running is not None:
                 self._running[partial] = (number + 1, running[1])
                 while len(self._running) > MAX_RUNNING_HASHES:  # abandoned uploads: oldest first
-                    self._running.pop(next(iter(self._running)))[1].close()
+                    self._running.pop(next(iter(self._running)))
             etag = uuid.uuid4().hex
             Path(f"{partial}.part{number}").write_text(etag, encoding="ascii")
         return etag
@@ -289,9 +245,7 @@ class LfsStore:
 
     def _discard(self, partial: Path, count: int) -> None:
         """Remove what an ended multipart upload left: the partial file, the parts' etags."""
-        running = self._running.pop(partial, None)
-        if running is not None:
-            running[1].close()
+        self._running.pop(partial, None)
         partial.unlink(missing_ok=True)
         for number in range(1, count + 1):
             Path(f"{partial}.part{number}").unlink(missing_ok=True)
