@@ -34,14 +34,16 @@ Targets on 2 cores: build < 20 min and < 12 GiB; publish >= half the copy's spee
 < 5 min. At a scale below 1 the corpus-bound numbers are extrapolated linearly (printed as
 such; ``--against`` another run's ``results.json`` fits a line through both).
 
-Measured at full scale on 2026-11-30 (2 cores shared with other jobs, load 3-4; CPU time is
-what the stage costs on its own): build 18.4 min wall / 14.8 min CPU, peak RSS 4.04 GiB (BM25
-over 8,841,823 passages: 352M postings); ir_datasets' own collection build 12.9 min (once per
-cache, not in the build); copy of the 1,060 MiB release 1.7 s (page cache). Publish on the
-inline path (the local Hub before its LFS support): 92.9 s (client 3.07 GiB, server 4.25 GiB;
-12 s of checks, 80 s of upload), 0.02 x the copy's speed; verify by tag into an empty cache
-31.4 s, 0.93 GiB. With the LFS branch's server (``--hub-src``): publish 49.0 s (its upload
-12.0 s = 0.13 x the copy; client 983 MiB, server 154 MiB), verify 71.2 s (load 4.6).
+Measured at full scale on 2026-11-30, second session (2 cores, otherwise idle; load 1-2 from
+the stages themselves): build 11.2 min wall / 11.1 min CPU, peak RSS 4.36 GiB (9.1 min on a
+quieter run); the release is 30 files, 1,061 MiB. Copy (median of three): 1.5-2.4 s, 440-700
+MiB/s, including ``os.sync``. Publish to the LFS local Hub: 9.8-11.5 s in all, 0.13-0.27 x the
+copy (target >= 0.5: NOT met); its upload after the checks 3.4-3.7 s = 0.42-0.80 x the copy
+(median run 0.6 x); client peak RSS 0.57 GiB, server 0.15 GiB. What the rest of the publish is:
+interpreter and imports 1.5 s, the release check 1.4 s, the pre-publish verification 4.8 s
+(sha256 of every file 1.4 s, tables 1.7 s, card and replay 1.6 s). Verify by tag into an empty
+cache: 12.9-13.2 s, 0.59 GiB (target < 5 min: met). Earlier the same day: publish over the old
+inline path 92.9 s (0.02 x), over LFS before this session's fixes 49.0 s (upload 12.0 s).
 """
 
 from __future__ import annotations
