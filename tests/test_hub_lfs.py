@@ -254,15 +254,22 @@ def test_lfs_api_checks_content(local_hub: LocalHub, hub_repo: str) -> None:
     assert Path(got).read_bytes() == data
 
 
+def _multipart_batch(base: str, oid: str, size: int) -> dict:
+    """The batch answer for uploading one object, multipart offered."""
+    status, batch = _json(f"{base}/batch", {"operation": "upload",
+                                            "transfers": ["basic", "multipart"],
+                                            "objects": [{"oid": oid, "size": size}]})
+    assert status == 200
+    return batch
+
+
 def test_multipart_completion_checks_parts(tmp_path: Path) -> None:
     data = os.urandom(2500)
     oid, size = _sha256(data), len(data)
     with LocalHub(tmp_path / "hub", lfs_chunk_size=1000) as hub:
         HfApi(endpoint=hub.url).create_repo("o/p", repo_type=DS)
         base = f"{hub.url}/datasets/o/p.git/info/lfs/objects"
-        _, batch = _json(f"{base}/batch", {"operation": "upload",
-                                           "transfers": ["basic", "multipart"],
-                                           "objects": [{"oid": oid, "size": size}]})
+        batch = _multipart_batch(base, oid, size)
         assert batch["transfer"] == "multipart"
         upload = batch["objects"][0]["actions"]["upload"]
         header = upload["header"]
@@ -299,10 +306,7 @@ def test_multipart_parts_in_any_order_or_sent_again(tmp_path: Path, order) -> No
     with LocalHub(tmp_path / "hub", lfs_chunk_size=1000) as hub:
         HfApi(endpoint=hub.url).create_repo("o/p", repo_type=DS)
         base = f"{hub.url}/datasets/o/p.git/info/lfs/objects"
-        _, batch = _json(f"{base}/batch", {"operation": "upload",
-                                           "transfers": ["basic", "multipart"],
-                                           "objects": [{"oid": oid, "size": size}]})
-        upload = batch["objects"][0]["actions"]["upload"]
+        upload = _multipart_batch(base, oid, size)["objects"][0]["actions"]["upload"]
         etags: dict[int, str] = {}
         for n in order:
             status, headers, _ = _http(upload["header"][str(n)], "PUT",
@@ -317,10 +321,7 @@ def test_multipart_parts_in_any_order_or_sent_again(tmp_path: Path, order) -> No
         # a second object whose last part is sent again with other bytes is refused
         other = os.urandom(2500)
         oid2 = _sha256(other)
-        _, batch = _json(f"{base}/batch", {"operation": "upload",
-                                           "transfers": ["basic", "multipart"],
-                                           "objects": [{"oid": oid2, "size": 2500}]})
-        upload = batch["objects"][0]["actions"]["upload"]
+        upload = _multipart_batch(base, oid2, 2500)["objects"][0]["actions"]["upload"]
         for n, chunk in ((1, other[:1000]), (2, other[1000:2000]), (3, other[2000:]),
                          (3, bytes(500))):
             status, headers, _ = _http(upload["header"][str(n)], "PUT", chunk)
