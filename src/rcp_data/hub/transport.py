@@ -97,6 +97,11 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "rcp-data-local-hub"
     timeout = 300  # idle keep-alive connections are closed after this many seconds
+    # A response goes out in two writes (headers, then body): with Nagle's algorithm on, the
+    # body waits for the client's delayed ACK of the headers (40 ms on Linux), request after
+    # request. Measured: 200 LFS uploads of 2.5 MB took 5.1 s with it (both CPUs mostly idle),
+    # 1.5-1.7 s without.
+    disable_nagle_algorithm = True
     server: HubHTTPServer
 
     # -- plumbing -------------------------------------------------------------------------------
