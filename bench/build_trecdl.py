@@ -42,7 +42,9 @@ copy (target >= 0.5: NOT met); its upload after the checks 3.4-3.7 s = 0.42-0.80
 (median run 0.6 x); client peak RSS 0.57 GiB, server 0.15 GiB. What the rest of the publish is:
 interpreter and imports 1.5 s, the release check 1.4 s, the pre-publish verification 4.8 s
 (sha256 of every file 1.4 s, tables 1.7 s, card and replay 1.6 s). Verify by tag into an empty
-cache: 12.9-13.2 s, 0.59 GiB (target < 5 min: met). Earlier the same day: publish over the old
+cache: 12.9-13.2 s, 0.59 GiB (target < 5 min: met). With TCP_NODELAY on the local Hub's
+connections (two more runs): publish 9.4-10.1 s = 0.25-0.26 x the copy, its upload 3.8-4.0 s =
+0.63-0.65 x; verify by tag 10.3-11.6 s. Earlier the same day: publish over the old
 inline path 92.9 s (0.02 x), over LFS before this session's fixes 49.0 s (upload 12.0 s).
 """
 

@@ -31,10 +31,11 @@ another scale fits a line through both (CPU time, peak RSS, peak anonymous memor
 RSS also counts the memory-mapped ``datasets`` cache of the page images, which the kernel can
 drop).
 
-Re-run on the final code of 2026-11-30 (second session, idle cores) with ``--scale 0.02`` (0.066
-of the pages: 1,280 pages, 282 question rows): build 50.0 s, 1.10 GiB; publish of 197 files
-(495 MiB) 13.8 s, its upload 6.3 s = 0.17 x the copy (about 30 ms a file: one request and one
-fsync each); verify by tag 13.2 s.
+Re-run on 2026-11-30 (second session, idle cores) with ``--scale 0.02`` (0.066 of the pages:
+1,280 pages, 282 question rows): build 50.0 s, 1.10 GiB; publish of 197 files (495 MiB) 13.8 s,
+its upload 6.3 s = 0.17 x the copy (the CPUs idle: every response waited 40 ms for a delayed
+ACK); verify by tag 13.2 s. With TCP_NODELAY on the local Hub's connections: build 35.4 s;
+publish 9.6 s, its upload 2.7 s = 0.31 x the copy; verify by tag 9.8 s.
 
 Measured on 2026-11-30 (2 shared cores, load 2-4) at 0.072 and 0.104 of the pages (1,382 and
 1,996 pages of 417 KiB; 720 and 1,452 question rows), local Hub from the LFS branch
