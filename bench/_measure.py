@@ -161,6 +161,20 @@ def tree_bytes(root: Path) -> tuple[int, int]:
     return n, size
 
 
+def add_run_arguments(p, seed: int) -> None:
+    """The options every full-size benchmark takes (``build_trecdl``, ``build_vidore``)."""
+    p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
+    p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
+    p.add_argument("--seed", type=int, default=seed)
+    p.add_argument("--skip", default="", help="comma-separated measured stages to skip "
+                   "(build: reuse the work folder's release; publish: verify the folder)")
+    p.add_argument("--hub-src", type=Path, default=None,
+                   help="serve the local Hub from this src folder (another checkout's, e.g. a "
+                   "branch with the Hub's LFS support); default: this one")
+    p.add_argument("--against", type=Path, default=None,
+                   help="results.json of a run at another scale: extrapolate through both")
+
+
 def copy_tree(src: Path, dst: Path) -> None:
     """The baseline of a publish: the same bytes copied on the same disk."""
     if dst.exists():

@@ -192,16 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=float, default=0.05, help="fraction of the pages")
     p.add_argument("--query-scale", type=float, default=None,
                    help="fraction of the questions (default: --scale)")
-    p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
-    p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--skip", default="", help="comma-separated measured stages to skip "
-                   "(build: reuse the work folder's release; publish: verify the folder)")
-    p.add_argument("--hub-src", type=Path, default=None,
-                   help="serve the local Hub from this src folder (another checkout's, e.g. a "
-                   "branch with the Hub's LFS support); default: this one")
-    p.add_argument("--against", type=Path, default=None,
-                   help="results.json of a run at another scale: extrapolate through both")
+    m.add_run_arguments(p, SEED)
     p.add_argument("--stage", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     qs = args.scale if args.query_scale is None else args.query_scale

@@ -44,3 +44,19 @@ def copy_demo(demo_data: Path, out: Path, *, work: Path | None = None) -> Path:
     if work is not None:
         shutil.copytree(demo_data / "inputs", work)
     return out
+
+
+def refit_release_2(v1: Path, v2: Path, spec, previous_revision: str) -> None:
+    """Release 2 of a demo release ``v1`` into ``v2``: the same SYNTHETIC answers re-read with
+    the `complete` rule and refitted, so its item parameters and thetas are what a refit from
+    the release reproduces."""
+    from rcp_data.release.recalibrate import recalibrate_release, refit_from_release
+    from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+    cal = refit_from_release(v1, spec, stage_a_rule="complete")
+    refit = fitted_item_params(cal)
+    rules = refit.extra.get("reading_rules")
+    recalibrate_release(v1, v2, spec, refit, thetas=cal.thetas,
+                        previous_revision=previous_revision, date="2026-11-30",
+                        summary="SYNTHETIC recalibration",
+                        reading_rules=rules if isinstance(rules, dict) else None)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from demo_fixture import copy_demo
+from demo_fixture import copy_demo, refit_release_2
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from rcp_data.checks.verify import check_paper, paper_applies, verify
@@ -29,7 +29,6 @@ from rcp_data.core.hub_client import HubClient
 from rcp_data.core.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE, write_parquet
 from rcp_data.core.specs import load_spec
 from rcp_data.release.publish import publish
-from rcp_data.release.recalibrate import recalibrate_release
 from rcp_data.scoring.compare import CellKey, TableSet, load_tables
 
 log = logging.getLogger(__name__)
@@ -63,17 +62,7 @@ def published(local_hub, tmp_path_factory, demo_data) -> dict:
     write_history(history, v1 / RELEASES_JSON)
     _release_files(v1, spec, history)
     r1 = publish(v1, repo, client=HubClient(local_hub.url), create_repo=True)
-    # release 2: the same SYNTHETIC answers re-read with the `complete` rule and refitted, so
-    # its item parameters and thetas are what a refit from the release reproduces
-    from rcp_data.release.recalibrate import refit_from_release
-    from rcp_data.stages.calibration.pipeline import fitted_item_params
-
-    cal = refit_from_release(v1, spec, stage_a_rule="complete")
-    refit = fitted_item_params(cal)
-    rules = refit.extra.get("reading_rules")
-    recalibrate_release(v1, v2, spec, refit, thetas=cal.thetas, previous_revision=r1.commit,
-                        date="2026-11-30", summary="SYNTHETIC recalibration",
-                        reading_rules=rules if isinstance(rules, dict) else None)
+    refit_release_2(v1, v2, spec, r1.commit)  # the same answers re-read and refitted
     _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
     r2 = publish(v2, repo, client=HubClient(local_hub.url))
     return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,

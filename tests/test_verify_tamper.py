@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from demo_fixture import copy_demo
+from demo_fixture import copy_demo, refit_release_2
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.verify import verify
@@ -37,7 +37,6 @@ from rcp_data.core.layout import (
 from rcp_data.core.specs import load_spec
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
-from rcp_data.release.recalibrate import recalibrate_release
 from rcp_data.release.regenerate import regenerate
 
 REPO_TYPE = "dataset"
@@ -55,16 +54,7 @@ def hub(local_hub, tmp_path_factory, demo_data) -> dict:
     v1, v2 = copy_demo(demo_data, base / "v1"), base / "v2"
     prepare_release(v1, spec, repo, date="2026-11-29")
     r1 = publish(v1, repo, client=client, create_repo=True, record_to=records)
-    # release 2: the same SYNTHETIC answers re-read with `complete` and refitted
-    from rcp_data.release.recalibrate import refit_from_release
-    from rcp_data.stages.calibration.pipeline import fitted_item_params
-
-    cal = refit_from_release(v1, spec, stage_a_rule="complete")
-    refit = fitted_item_params(cal)
-    rules = refit.extra.get("reading_rules")
-    recalibrate_release(v1, v2, spec, refit, thetas=cal.thetas, previous_revision=r1.commit,
-                        date="2026-11-30", summary="SYNTHETIC recalibration",
-                        reading_rules=rules if isinstance(rules, dict) else None)
+    refit_release_2(v1, v2, spec, r1.commit)  # the same answers re-read and refitted
     r2 = publish(v2, repo, client=client, record_to=records)
     head = regenerate(repo, "main", client=client).commit
     assert head is not None

@@ -230,12 +230,9 @@ class LfsStore:
             # every part is in: from here on the upload ends, moved in or refused
             try:
                 running = self._running.get(partial)
-                if running is not None and running[0] == count + 1:
-                    whole = running[1].hexdigest()
-                else:
-                    with open(partial, "rb") as fh:
-                        whole = hashlib.file_digest(fh, "sha256").hexdigest()
                 with open(partial, "rb") as fh:
+                    whole = (running[1] if running is not None and running[0] == count + 1
+                             else hashlib.file_digest(fh, "sha256")).hexdigest()
                     os.fsync(fh.fileno())
                 self._check(oid, size, whole, size)
                 self._move_in(repo, oid, partial)

@@ -46,7 +46,7 @@ from rcp_data.core.history import (
     same_commit,
     write_history,
 )
-from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound
+from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
 from rcp_data.core.io import read_json
 from rcp_data.core.layout import BUILD_MANIFEST
 from rcp_data.core.reports import CheckReport
@@ -106,33 +106,15 @@ def local_file(root: Path, rel: str, verified: Mapping[str, FileEntry] | None = 
                      entry.sha256 if entry is not None and entry.size == size else None)
 
 
-def remote_tree(api: HfApi, repo: str, revision: str | None
-                ) -> dict[str, tuple[str, str | None, int | None]]:
-    """``{path: (blob id, lfs sha256 or None, size)}`` of every file at ``revision``."""
-    if revision is None:
-        return {}
-    out = {}
-    for entry in api.list_repo_tree(repo, recursive=True, revision=revision, repo_type=REPO_TYPE):
-        blob = getattr(entry, "blob_id", None)
-        if blob is None:
-            continue  # a folder
-        lfs = getattr(entry, "lfs", None)
-        out[entry.path] = (blob, getattr(lfs, "sha256", None) if lfs else None,
-                           getattr(entry, "size", None))
-    return out
-
-
-def same_file(local: LocalFile, remote: tuple[str, str | None, int | None] | None) -> bool:
+def same_file(local: LocalFile, remote: RemoteFile | None) -> bool:
     """Whether the remote file is this one: the size first, then the digest the Hub reports."""
-    if remote is None:
+    if remote is None or remote.size != local.size:
         return False
-    blob, lfs_sha, size = remote
-    if size is not None and size != local.size:
-        return False
-    return local.sha256 == lfs_sha if lfs_sha else local.git_oid == blob
+    return local.sha256 == remote.lfs_sha256 if remote.lfs_sha256 else \
+        local.git_oid == remote.blob_id
 
 
-def diff_tree(files: list[LocalFile], tree: dict[str, tuple[str, str | None, int | None]]
+def diff_tree(files: list[LocalFile], tree: Mapping[str, RemoteFile]
               ) -> tuple[list[str], list[str]]:
     """``(changed or new paths, paths to delete)`` of a release against a remote tree."""
     names = {f.path for f in files}
@@ -284,11 +266,11 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
     plan = PublishPlan(root=report.root, repo=repo, branch=branch, release=release,
                        history=history, suite=report.suite, parent=head, files=files,
                        changed=[], deleted=[], endpoint=api.endpoint)
-    plan.changed, plan.deleted = diff_tree(files, remote_tree(api, repo, head))
+    plan.changed, plan.deleted = diff_tree(files, client.files(repo, head))
     target = tags.get(release.tag)
     if target is not None:
         changed, deleted = (plan.changed, plan.deleted) if target == head else \
-            diff_tree(files, remote_tree(api, repo, target))
+            diff_tree(files, client.files(repo, target))
         if changed or deleted:
             raise RefusedError(
                 f"tag {release.tag} already exists on commit {target}, which holds different "

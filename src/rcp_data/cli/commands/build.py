@@ -13,6 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.options import add_source_option, source_options
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.outputs import RELEASE, check_output_dir
@@ -35,8 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="replace --out when it holds a release folder built earlier")
     p.add_argument("--link", default=None,
                    help="gain link (default: the default link, weighted_discrimination)")
-    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="option passed to the suite's source reader (repeatable)")
+    add_source_option(p)
     p.add_argument("--repo", metavar="OWNER/NAME",
                    help="Hub repo the release is for (required, except for the demo suite)")
     p.add_argument("--history", type=Path,
@@ -84,12 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.sources.registry import read_suite
     from rcp_data.stages.build import build_release, read_inputs
 
-    options = {}
-    for item in args.source_option:
-        if "=" not in item:
-            raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        options[k] = v
+    options = source_options(args)
     spec = load_spec(spec_name)
     check_output_dir(args.out, RELEASE, inputs={"--inputs": args.inputs}, force=args.force)
     repo = args.repo or spec.repo

@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from rcp_data.core.errors import RcpDataError, UsageError
+from rcp_data.cli.options import add_source_option, source_options
+from rcp_data.core.errors import RcpDataError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,8 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sources", action="store_true",
                    help="also compare queries, qrels, exclusions and corpus texts with the "
                    "upstream source, where the suite's reader can read it here")
-    p.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="option passed to the suite's source reader (repeatable; with --sources)")
+    add_source_option(p, "; with --sources")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(func=handler)
 
@@ -60,12 +60,7 @@ def handler(args: argparse.Namespace) -> int:
     from rcp_data.core.reports import VERIFY_SCHEMA
 
     try:
-        options = {}
-        for item in args.source_option:
-            if "=" not in item:
-                raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
-            key, value = item.split("=", 1)
-            options[key] = value
+        options = source_options(args)
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
                         reference=args.reference, histories=args.histories,
                         client=args.hub_client, quick=args.quick, sources=args.sources,

@@ -1,0 +1,24 @@
+"""Options several commands share, declared and read in one place."""
+
+from __future__ import annotations
+
+import argparse
+
+from rcp_data.core.errors import UsageError
+
+
+def add_source_option(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """``--source-option KEY=VALUE`` (repeatable): passed to the suite's source reader."""
+    parser.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"option passed to the suite's source reader (repeatable{when})")
+
+
+def source_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--source-option`` values as a dict; a value without ``=`` is a usage error."""
+    options = {}
+    for item in args.source_option:
+        if "=" not in item:
+            raise UsageError(f"--source-option expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        options[key] = value
+    return options
