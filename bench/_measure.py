@@ -167,7 +167,8 @@ def add_run_arguments(p, seed: int) -> None:
     p.add_argument("--keep", action="store_true", help="keep the work folder; reuse its inputs")
     p.add_argument("--seed", type=int, default=seed)
     p.add_argument("--skip", default="", help="comma-separated measured stages to skip "
-                   "(build: reuse the work folder's release; publish: verify the folder)")
+                   "(build: reuse the work folder's release; publish: verify the folder; "
+                   "reverify: no second publish with --reverify)")
     p.add_argument("--hub-src", type=Path, default=None,
                    help="serve the local Hub from this src folder (another checkout's, e.g. a "
                    "branch with the Hub's LFS support); default: this one")
@@ -188,7 +189,6 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
     """The release folder copied (the publish baseline), published to a local Hub in its own
     process (served from ``hub_src`` when given: another checkout's ``src``), and verified by
     tag into an empty Hugging Face cache."""
-    import json
 
     stages: list[Stage] = []
     n_files, n_bytes = tree_bytes(release)
@@ -213,36 +213,68 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
             ver.note = "the local folder (publish skipped: no download measured)"
             stages.append(ver)
         return stages
-    hub_root = work / "hub"
+    # a maintainer's order: verify the folder, then publish it. The publish hashes every file
+    # again and finds the receipt of that verification (rcp_data.checks.receipts); the same
+    # publish with --reverify, into a second empty Hub, runs every check again.
+    cache = work / "rcp-data-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**env, "RCP_DATA_CACHE": str(cache)}
+    local = run_stage("verify-local", [python, "-m", "rcp_data", "verify", release], env=env,
+                      log_dir=log_dir)
+    local.note = "the folder, before publishing it (leaves the receipt the publish finds)"
+    stages.append(local)
+    pub = _publish_stage("publish", python, release, repo, work / "hub", env, log_dir, copy,
+                         hub_src, verify_tag="verify" not in skip, stages=stages)
+    if pub is not None and pub.ok and "reverify" not in skip:
+        _publish_stage("publish-reverify", python, release, repo, work / "hub-reverify", env,
+                       log_dir, copy, hub_src, verify_tag=False, stages=stages,
+                       extra_args=["--reverify"])
+    return stages
+
+
+def _publish_stage(name: str, python: str, release: Path, repo: str, hub_root: Path, env: dict,
+                   log_dir: Path, copy: Stage, hub_src: Path | None, *, verify_tag: bool,
+                   stages: list[Stage], extra_args: Sequence[str] = ()) -> Stage | None:
+    """Publish ``release`` to a new local Hub at ``hub_root`` (stage ``name``, its ratio to the
+    copy); then, with ``verify_tag``, verify it by tag into an empty cache."""
+    import json
+
     shutil.rmtree(hub_root, ignore_errors=True)
+    n_bytes = tree_bytes(release)[1]
     server = Server(python, hub_root, env, log_dir, hub_src)
     try:
         henv = {**env, "HF_ENDPOINT": server.url}
-        pub = run_stage("publish", [python, "-c", TIMED_CLI, "release", "publish", release,
-                                    "--repo", repo, "--create-repo"], env=henv, log_dir=log_dir)
+        pub = run_stage(name, [python, "-c", TIMED_CLI, "release", "publish", release,
+                               "--repo", repo, "--create-repo", *extra_args], env=henv,
+                        log_dir=log_dir)
         server_peak = server.peak_rss()
-        upload = upload_seconds(log_dir / "publish.log")
+        upload = upload_seconds(log_dir / f"{name}.log")
         pub.extra = {"server_peak_rss": server_peak, "bytes": n_bytes,
                      "copy_seconds": copy.seconds, "upload_seconds": upload}
         lfs = (log_dir / "hub-server.log").read_text(errors="replace").count("lfs/objects/batch")
         pub.extra["lfs_batch_requests"] = lfs
-        pub.note = (f"{'LFS' if lfs else 'inline'} path: {n_bytes / pub.seconds / MIB:,.0f} MiB/s = "
-                    f"{copy.seconds / pub.seconds:.2f} x the copy"
+        receipt = "receipt" in (log_dir / f"{name}.log").read_text(errors="replace")
+        pub.note = (("every check run again (--reverify); " if extra_args else
+                     "after verify-local: files hashed, its receipt found; " if receipt else "")
+                    + f"{'LFS' if lfs else 'inline'} path: {n_bytes / pub.seconds / MIB:,.0f} "
+                    f"MiB/s = {copy.seconds / pub.seconds:.2f} x the copy"
                     + (f" (its upload after the checks: {upload:,.1f} s = "
                        f"{copy.seconds / upload:.2f} x the copy)" if upload else "")
                     + f"; server peak RSS {_fmt_b(server_peak)}")
         stages.append(pub)
-        if pub.ok and "verify" not in skip:
+        if pub.ok and verify_tag:
             history = json.loads((release / "provenance" / "releases.json").read_text())
             tag = history["releases"][-1]["tag"]
-            shutil.rmtree(work / "hf_home", ignore_errors=True)
+            hf_home = hub_root.parent / "hf_home"   # the bench's own, emptied
+            shutil.rmtree(hf_home, ignore_errors=True)
             ver = run_stage("verify", [python, "-m", "rcp_data", "verify", "--repo", repo,
-                                       "--revision", tag], env=henv, log_dir=log_dir)
+                                       "--revision", tag], env={**henv, "HF_HOME": str(hf_home)},
+                            log_dir=log_dir)
             ver.note = f"by tag {tag}, into an empty cache"
             stages.append(ver)
     finally:
         server.stop()
-    return stages
+    return pub
 
 
 # ``rcp-data`` with time-stamped log lines (the CLI keeps a logging setup made before it)

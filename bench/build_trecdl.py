@@ -387,7 +387,8 @@ def effective_scale(work: Path, asked: float) -> float:
 
 def _finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
     scale = effective_scale(work, args.scale)
-    linear = {"generate", "inputs", "irds", "build", "copy", "publish", "verify"}
+    linear = {"generate", "inputs", "irds", "build", "copy", "verify-local", "publish",
+              "publish-reverify", "verify"}
     by = {s.name: s for s in stages}
     base = by.get("baseline")
     m.print_table(stages, scale=scale, linear=linear, base=base)
@@ -407,6 +408,10 @@ def _finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
         ratio = by["copy"].seconds / by["publish"].seconds
         lines.append(f"publish: {ratio:.2f} x the copy's speed, measured (target >= 0.5); "
                      f"{at_1(by['publish'])}")
+    if "publish-reverify" in by and "copy" in by:
+        ratio = by["copy"].seconds / by["publish-reverify"].seconds
+        lines.append(f"publish --reverify (every check run again): {ratio:.2f} x the copy's "
+                     "speed")
     if "verify" in by:
         lines.append(f"verify: {at_1(by['verify'])}; target < 5 min")
     print("\n".join(lines))

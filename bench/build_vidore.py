@@ -252,7 +252,8 @@ def finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
     scale = facts["pages"] / sum(PAGES.values())
     by = {s.name: s for s in stages}
     m.print_table(stages, scale=scale,
-                  linear={"generate", "inputs", "build", "copy", "publish", "verify"},
+                  linear={"generate", "inputs", "build", "copy", "verify-local", "publish",
+                          "publish-reverify", "verify"},
                   base=by.get("baseline"))
     print(f"SYNTHETIC ViDoRe v3 shape at {scale:.3f} of the pages: {facts['pages']:,} pages, "
           f"{facts['image_bytes'] / m.MIB:,.0f} MiB of page images "
@@ -261,7 +262,7 @@ def finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
           f"{facts['image_bytes'] / facts['pages'] * 19_252 / m.GIB:,.1f} GiB of images, "
           "14,514 question rows")
     base = by.get("baseline")
-    for name in ("build", "publish", "verify"):
+    for name in ("build", "verify-local", "publish", "publish-reverify", "verify"):
         if name in by:
             s = by[name]
             wall = m.extrapolate(s.seconds, base.seconds if base else 0, scale)
@@ -273,6 +274,9 @@ def finish(stages: list[m.Stage], work: Path, args: argparse.Namespace) -> int:
     if "publish" in by and "copy" in by:
         print(f"publish: {by['copy'].seconds / by['publish'].seconds:.2f} x the copy's speed, "
               "measured (target >= 0.5)")
+    if "publish-reverify" in by and "copy" in by:
+        print(f"publish --reverify (every check run again): "
+              f"{by['copy'].seconds / by['publish-reverify'].seconds:.2f} x the copy's speed")
     if args.against:
         m.two_point(stages, scale, args.against)
     m.save(stages, work / "results.json", scale=scale, synthetic=True,

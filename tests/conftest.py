@@ -33,7 +33,15 @@ os.environ.pop("HF_TOKEN", None)
 os.environ.setdefault("MTEB_CACHE", str(_SESSION_TMP / "mteb"))
 # ir_datasets fixes its home when first imported: point it at the session's temp folder now.
 os.environ["IR_DATASETS_HOME"] = str(_SESSION_TMP / "ir_datasets")
+# receipts of passed verifications: none from the user's cache (session fixtures share these)
+os.environ["RCP_DATA_CACHE"] = str(_SESSION_TMP / "rcp-data")
 
+
+@pytest.fixture(autouse=True)
+def _own_receipts(tmp_path_factory, monkeypatch):
+    """Each test starts without receipts: one test's passed verification never stands in for
+    another's (a test may make verification fail on purpose)."""
+    monkeypatch.setenv("RCP_DATA_CACHE", str(tmp_path_factory.mktemp("rcp-data-cache")))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -225,10 +225,10 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
     import datasets
     from huggingface_hub import HfApi, hf_hub_download
 
-    from rcp_data.cli.commands.card import REGENERATED_FILES, regenerate, write_release_files
     from rcp_data.core.history import add_release, read_history
-    from rcp_data.documents.card import release_history
+    from rcp_data.documents.card import release_history, write_release_files
     from rcp_data.release.publish import publish
+    from rcp_data.release.regenerate import REGENERATED_FILES, regenerate
 
     api = HfApi()
     spec = load_spec("demo")

@@ -37,6 +37,18 @@ def test_help_documents_the_exit_codes():
     assert "-v adds the traceback" in text
 
 
+def test_the_command_line_starts_without_the_data_libraries():
+    """Parsing the command line imports no table, array or model library: ``rcp-data --help``
+    and a mistyped option answer at once, and every command pays only for what it runs."""
+    code = ("import sys; from rcp_data.cli.main import build_parser; "
+            "build_parser().parse_args(['release', 'publish', 'x', '--repo', 'a/b']); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pandas', "
+            "'pyarrow', 'scipy', 'torch', 'huggingface_hub', 'datasets', 'mteb'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": SRC})
+    assert out.stdout.strip() == "[]"
+
+
 def test_compare_on_a_parquet_file(demo_release_v1, capsys):
     table = demo_release_v1 / "alpha/qrels.parquet"
     code = main(["compare", str(table), "--against", str(demo_release_v1 / "README.md")])

@@ -262,9 +262,8 @@ def published_demo(tmp_path_factory, local_hub, demo_data):
     """The demo release published as release 1 on the local Hub: (repo, tag, sha, release dir)."""
     from huggingface_hub import HfApi
 
-    from rcp_data.cli.commands.card import write_release_files
     from rcp_data.core.layout import RELEASES_JSON
-    from rcp_data.documents.card import release_history
+    from rcp_data.documents.card import release_history, write_release_files
     from rcp_data.release.publish import publish
 
     hub_repo = f"rcp-test/taskfile-{uuid.uuid4().hex[:8]}"

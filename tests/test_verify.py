@@ -38,7 +38,7 @@ REPO_TYPE = "dataset"
 # -- building and publishing the demo releases ----------------------------------------------------
 def _release_files(root: Path, spec, history: History) -> None:
     """Card and task file, written by the card module (a failure there fails the test)."""
-    from rcp_data.cli.commands.card import write_release_files
+    from rcp_data.documents.card import write_release_files
 
     write_release_files(root, spec=spec, history=history, repo=history.repo)
 

@@ -18,19 +18,17 @@ project builds carries one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.content import (
     FileEntry,
     content_digest,
+    hash_files,
     is_listed,
     recorded_content,
     release_paths,
-    sha256_file,
 )
 from rcp_data.core.errors import InputError
 from rcp_data.core.layout import BUILD_MANIFEST
@@ -62,12 +60,15 @@ def _short(sha: str) -> str:
 
 def check_content(root: Path, manifest: Mapping | None, *,
                   hosted: Mapping[str, HostedFile] | None = None,
-                  quick: bool = False) -> ContentResult:
+                  quick: bool = False,
+                  hashed: Mapping[str, FileEntry] | None = None) -> ContentResult:
     """The content checks of a release directory ``root``.
 
     ``manifest``: the build manifest (None: the revision has none). ``hosted``: the Hub's
     listing of the revision (``None`` for a local directory: the directory's own files are
     the revision). ``quick``: an LFS file's listed sha256 stands in for hashing its bytes.
+    ``hashed``: files of ``root`` the caller has just hashed (:func:`hash_files`), not read
+    again.
     """
     root = Path(root)
     what_list = "the build manifest lists every file of the release with a digest over the list"
@@ -107,17 +108,17 @@ def check_content(root: Path, manifest: Mapping | None, *,
         "(besides the manifest, README.md, the task file, releases.json and .gitattributes)",
         expected=f"{len(listed)} listed files", found=f"{len(extra)} extra, {len(missing)} "
         "missing", where=BUILD_MANIFEST, details=details))
-    result = _hashes(root, [e for e in entries if e.path in have], hosted, quick)
+    result = _hashes(root, [e for e in entries if e.path in have], hosted, quick, hashed or {})
     checks.append(result.checks[0])
     return ContentResult(checks, result.hashed_bytes, result.by_lfs)
 
 
 def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFile] | None,
-            quick: bool) -> ContentResult:
-    """Size and sha256 of every listed file against the manifest (files hashed on every core:
-    ``hashlib`` releases the GIL while it hashes)."""
+            quick: bool, hashed: Mapping[str, FileEntry]) -> ContentResult:
+    """Size and sha256 of every listed file against the manifest (the files not in
+    ``hashed`` are hashed now, on every core)."""
     wrong: list[str] = []
-    hashed = by_lfs = 0
+    n_hashed = by_lfs = 0
     to_hash: list[FileEntry] = []
     for e in entries:
         info = hosted.get(e.path) if hosted is not None else None
@@ -128,20 +129,18 @@ def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFil
             wrong.append(f"{e.path}: listed by the Hub but not downloaded")
         else:
             to_hash.append(e)
-    workers = max(1, min(len(to_hash), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        digests = pool.map(lambda e: sha256_file(root / e.path), to_hash)
-        for e, sha in zip(to_hash, digests, strict=True):
-            size = (root / e.path).stat().st_size
-            hashed += size
-            _compare(e, size, sha, "sha256", wrong)
-    how = (f"{len(entries) - by_lfs} hashed ({hashed:,} bytes), {by_lfs} by the Hub's LFS sha256"
-           if by_lfs else f"{len(entries)} hashed ({hashed:,} bytes)")
+    found = {**hashed, **hash_files(root, [e.path for e in to_hash if e.path not in hashed])}
+    for e in to_hash:
+        got = found[e.path]
+        n_hashed += got.size
+        _compare(e, got.size, got.sha256, "sha256", wrong)
+    how = (f"{len(entries) - by_lfs} hashed ({n_hashed:,} bytes), {by_lfs} by the Hub's LFS "
+           "sha256" if by_lfs else f"{len(entries)} hashed ({n_hashed:,} bytes)")
     check = Check("content-hashes", not wrong, "every listed file has the size and sha256 the "
                   "manifest records", expected=f"{len(entries)} files as recorded",
                   found=f"{len(wrong)} differ; {how}", where=BUILD_MANIFEST,
                   details=sorted(wrong))
-    return ContentResult([check], hashed, by_lfs)
+    return ContentResult([check], n_hashed, by_lfs)
 
 
 def _compare(e: FileEntry, size: int, sha: str, how: str, wrong: list[str]) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
@@ -65,8 +65,15 @@ from rcp_data.checks.pin import (
     read_release_history,
 )
 from rcp_data.checks.readable import check_readable
+from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
-from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, recorded_content, release_paths
+from rcp_data.core.content import (
+    BUILD_MANIFEST_SCHEMA,
+    FileEntry,
+    hash_files,
+    recorded_content,
+    release_paths,
+)
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.history import History, Release
@@ -192,13 +199,15 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        histories: Path | None = None, link_checked: bool = False,
                        hosted: dict[str, HostedFile] | None = None,
                        view: HubView | None = None, options: Options | None = None,
-                       report_root: Path | None = None) -> VerifyReport:
+                       report_root: Path | None = None,
+                       hashed: Mapping[str, FileEntry] | None = None) -> VerifyReport:
     """Verify a release directory (a pinned snapshot when ``pin`` is given).
 
     ``hosted``: the Hub's listing of the revision (which files it holds; LFS sha256s);
     ``view``: its commits and tags (None for a local directory: no history checks);
     ``link_checked``: every gain is already known to be the link of its theta (the
     pre-publish release check), so the integrity checks do not compute it again.
+    ``hashed``: files of ``root`` the caller has just hashed, not read again for their sha256.
     """
     root = Path(root)
     if not root.is_dir():
@@ -221,7 +230,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
 
     t0 = time.perf_counter()
     manifest = _stage(checks, "build-manifest", "the build manifest reads", read_manifest, root)
-    content = check_content(root, manifest or None, hosted=hosted, quick=options.quick)
+    content = check_content(root, manifest or None, hosted=hosted, quick=options.quick,
+                            hashed=hashed)
     checks += content.checks
     seconds["content"] = time.perf_counter() - t0
     built = bool(manifest) and manifest.get("schema") == BUILD_MANIFEST_SCHEMA
@@ -389,8 +399,8 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     if path is not None:
         parsed = parse_hf_path(str(path))
         if parsed is None:
-            return verify_release_dir(Path(path), reference=_path(reference), target=str(path),
-                                      histories=_path(histories), options=options)
+            return verify_local_dir(Path(path), reference=_path(reference), target=str(path),
+                                    histories=_path(histories), options=options)
         repo, revision = parsed
     if not repo or not revision:
         raise UsageError("give --repo OWNER/NAME with --revision REV (tag or sha), or a PATH")
@@ -420,6 +430,25 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
                                   **kwargs)
 
 
+def verify_local_dir(root: Path, *, reference: Path | None = None, histories: Path | None = None,
+                     options: Options | None = None, link_checked: bool = False,
+                     target: str | None = None,
+                     files: Mapping[str, FileEntry] | None = None) -> VerifyReport:
+    """Verify a local release directory; when every check passes with the default references,
+    record a receipt of its files (:mod:`rcp_data.checks.receipts`). ``files``: every file of
+    the directory, hashed just now by the caller."""
+    if not Path(root).is_dir():
+        raise UsageError(f"release directory not found: {root}")
+    if files is None:
+        files = hash_files(root, release_paths(root))
+    report = verify_release_dir(root, reference=reference, target=target or str(root),
+                                histories=histories, options=options,
+                                link_checked=link_checked, hashed=files)
+    if report.ok and reference is None and histories is None:
+        write_receipt(files, checks=len(report.checks), suite=report.suite, tag=report.tag)
+    return report
+
+
 def _path(p: str | Path | None) -> Path | None:
     return Path(p) if p is not None else None
 
@@ -427,4 +456,4 @@ def _path(p: str | Path | None) -> Path | None:
 __all__ = ["CARD_K", "SCHEMA", "Options", "VerifyReport", "check_card_counts",
            "check_card_tables", "check_paper", "check_pin", "held_release",
            "paper_applies", "read_release_history", "replay_tables", "verify",
-           "verify_release_dir"]
+           "verify_local_dir", "verify_release_dir"]

@@ -20,8 +20,10 @@ release root; hidden files and ``__pycache__`` are never part of a release, and 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +66,22 @@ def sha256_file(path: str | Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def hash_file(root: str | Path, rel: str) -> FileEntry:
+    """The entry of file ``rel`` of ``root``: its size and sha256, both from one open of it."""
+    with (Path(root) / rel).open("rb") as fh:
+        sha = hashlib.file_digest(fh, "sha256").hexdigest()
+        return FileEntry(rel, os.fstat(fh.fileno()).st_size, sha)
+
+
+def hash_files(root: str | Path, paths: Iterable[str]) -> dict[str, FileEntry]:
+    """The entries of ``paths`` under ``root``, hashed on every core (``hashlib`` releases the
+    GIL while it hashes); keyed by path, in the order given."""
+    paths = list(paths)
+    workers = max(1, min(len(paths), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return {e.path: e for e in pool.map(lambda rel: hash_file(root, rel), paths)}
+
+
 def release_paths(root: str | Path) -> list[str]:
     """POSIX paths of every file of a release directory, sorted (hidden files and
     ``__pycache__`` skipped, except the Hub's ``.gitattributes``)."""
@@ -89,8 +107,7 @@ def is_listed(path: str) -> bool:
 def release_content(root: str | Path) -> list[FileEntry]:
     """The entries of every listed file of a release directory, in path order."""
     root = Path(root)
-    return [FileEntry(rel, (root / rel).stat().st_size, sha256_file(root / rel))
-            for rel in release_paths(root) if is_listed(rel)]
+    return list(hash_files(root, [rel for rel in release_paths(root) if is_listed(rel)]).values())
 
 
 def content_digest(entries: Iterable[FileEntry]) -> str:
@@ -157,5 +174,5 @@ def recorded_content(manifest: Mapping, *, source: str = BUILD_MANIFEST
 
 
 __all__ = ["BUILD_MANIFEST_SCHEMA", "HUB_HOUSEKEEPING", "REGENERATED_FILES", "UNLISTED_FILES", "FileEntry",
-           "content_digest", "content_fields", "is_listed", "record_content",
+           "content_digest", "content_fields", "hash_file", "hash_files", "is_listed", "record_content",
            "recorded_content", "release_content", "release_paths", "sha256_file"]

@@ -10,14 +10,17 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.io import check_schema, read_json, read_parquet
 from rcp_data.core.specs import SuiteSpec, known_suites, load_spec, suite_key
+
+if TYPE_CHECKING:  # pandas is imported where a table becomes a DataFrame
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -258,6 +261,8 @@ class ReleaseDir:
 
     def table(self, subset: str, kind: str, columns: list[str] | None = None) -> pd.DataFrame:
         if kind == "corpus":
+            import pandas as pd
+
             frames = [read_table(self.root, f, "corpus", columns)
                       for f in corpus_files(self.root, self.spec, subset)]
             return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -392,7 +397,7 @@ def config_data_files(config: dict) -> list[tuple[str, str]]:
 def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema | None = None,
                   *, row_group_size: int | None = None) -> None:
     """Write a table deterministically (same input, same bytes)."""
-    if isinstance(table, pd.DataFrame):
+    if not isinstance(table, pa.Table):  # a DataFrame
         table = pa.Table.from_pandas(table, schema=schema, preserve_index=False)
     elif schema is not None:
         table = table.select(schema.names).cast(schema)

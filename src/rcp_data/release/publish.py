@@ -34,7 +34,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core.content import FileEntry, recorded_content, sha256_file
+from rcp_data.core.content import FileEntry, hash_files, release_paths, sha256_file
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.history import (
     SCHEMA,
@@ -47,8 +47,6 @@ from rcp_data.core.history import (
     write_history,
 )
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
-from rcp_data.core.io import read_json
-from rcp_data.core.layout import BUILD_MANIFEST
 from rcp_data.core.reports import CheckReport
 
 log = logging.getLogger(__name__)
@@ -414,48 +412,54 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
-def verify_before_publishing(root: Path, *, link_checked: bool = False
-                             ) -> dict[str, FileEntry]:
-    """Run ``rcp-data verify`` on the release directory; refuse (nothing uploaded) if it fails.
-    Returns the files whose size and sha256 it proved (the build manifest's list).
+def verify_before_publishing(root: Path, *, link_checked: bool = False,
+                             reverify: bool = False) -> dict[str, FileEntry]:
+    """Prove the release directory passes ``rcp-data verify``; refuse (nothing uploaded) if it
+    fails. Returns every file's size and sha256, as hashed just now.
 
+    Every file is hashed. When a receipt shows that exactly these bytes passed every check under
+    this verifier (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless
+    ``reverify``; a verification that runs and passes leaves a receipt.
     ``link_checked``: the release check already proved every gain is the link of its theta.
     """
-    from rcp_data.checks.verify import verify_release_dir
+    from rcp_data.checks.receipts import find_receipt
 
-    report = verify_release_dir(root, link_checked=link_checked)
+    files = hash_files(root, release_paths(root))
+    receipt = None if reverify else find_receipt(files)
+    if receipt is not None:
+        log.info("verified %s before publishing: its %d files hashed again are the ones that "
+                 "passed all %d checks of rcp-data verify at %s under this rcp-data (receipt "
+                 "%s); --reverify runs them again", root, len(files), receipt.checks,
+                 receipt.verified_at, receipt.key[:12])
+        return files
+    from rcp_data.checks.verify import verify_local_dir  # the table, card and replay checks
+
+    report = verify_local_dir(root, link_checked=link_checked, files=files)
     if not report.ok:
         failed = "; ".join(f"{c.name}: {c.what} (found {c.found}; {c.where})"
                            for c in report.failed[:5])
         raise RefusedError(f"the release in {root} fails verification ({len(report.failed)} "
                            f"check(s)): {failed}. Nothing was uploaded")
     log.info("verified %s before publishing: %d checks, none failed", root, len(report.checks))
-    return _proven_content(root, report)
-
-
-def _proven_content(root: Path, report) -> dict[str, FileEntry]:
-    """The manifest's file list, when the passed report hashed every listed file."""
-    hashes = [c for c in report.checks if c.name == "content-hashes"]
-    if not hashes or not all(c.ok and c.status == "ok" for c in hashes):
-        return {}
-    recorded = recorded_content(read_json(Path(root) / BUILD_MANIFEST))
-    return {e.path: e for e in recorded[0]} if recorded else {}
+    return files
 
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
             parent_commit: str | None = None, client: HubClient | None = None,
-            create_repo: bool = False, record_to: str | Path | None = None
-            ) -> PublishResult:
+            create_repo: bool = False, record_to: str | Path | None = None,
+            reverify: bool = False) -> PublishResult:
     """Check, commit and tag one release directory (see the module docstring).
 
     ``record_to``: a folder of ``<suite>.json`` histories, or one history file, to record the
-    published release in; None records nowhere. Nothing else on disk is written.
+    published release in; None records nowhere. ``reverify``: run every check of the
+    verification even when a receipt covers these bytes. Nothing else on disk is written but
+    the receipt of a passed verification.
     """
     check_repo_id(repo)
     report = check_release_dir(root)
     report.raise_if_failed()
     # the gains were checked just now; the hashes it proves are handed to the upload
-    verified = verify_before_publishing(Path(root), link_checked=True)
+    verified = verify_before_publishing(Path(root), link_checked=True, reverify=reverify)
     client = client or HubClient.from_env()
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified)

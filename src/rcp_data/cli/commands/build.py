@@ -16,7 +16,6 @@ from pathlib import Path
 from rcp_data.cli.options import add_source_option, source_options
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
-from rcp_data.core.outputs import RELEASE, check_output_dir
 from rcp_data.core.specs import suite_key
 
 DEMO_SUITE = "demo"
@@ -79,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from rcp_data.core.gains import DEFAULT_LINK
+    from rcp_data.core.outputs import RELEASE, check_output_dir
     from rcp_data.core.specs import load_spec
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.registry import read_suite

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
-from rcp_data.core.outputs import CALIBRATION, check_output_dir
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +59,7 @@ def handler(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("calibrate")
+    from rcp_data.core.outputs import CALIBRATION, check_output_dir
     from rcp_data.stages.calibration.pipeline import calibrate_files
 
     if args.thetas is None and args.tournament is None and not args.rubric_only:

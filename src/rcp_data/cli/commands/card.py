@@ -20,17 +20,11 @@ from pathlib import Path
 
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
-from rcp_data.core.io import atomic_write_text
-from rcp_data.core.layout import RELEASES_JSON, release_spec
-from rcp_data.core.outputs import RELEASE, check_output_file, writable
 from rcp_data.core.specs import suite_key
-from rcp_data.documents.card import render_release_files, write_release_files
-from rcp_data.release.regenerate import REGENERATED_FILES, Regenerated, regenerate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["REGENERATED_FILES", "Regenerated", "regenerate", "register",
-           "render_release_files", "write_release_files"]
+__all__ = ["register"]
 
 def _release_root(args: argparse.Namespace) -> Path:
     """The release folder to render: a local one, or a Hub snapshot read like ``card
@@ -52,6 +46,11 @@ def _release_root(args: argparse.Namespace) -> Path:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from rcp_data.core.io import atomic_write_text
+    from rcp_data.core.layout import RELEASES_JSON, release_spec
+    from rcp_data.core.outputs import RELEASE, check_output_file, writable
+    from rcp_data.documents.card import render_card, write_release_files
+
     root = _release_root(args)
     if args.out and args.out != "-":
         out = check_output_file(args.out, inputs={"RELEASE_DIR": root}, force=args.force)
@@ -60,8 +59,6 @@ def _render(args: argparse.Namespace) -> int:
                          f"nor {RELEASE.manifest}); nothing was written")
     spec = release_spec(root, args.suite, hint="; pass --suite")
     if args.out:
-        from rcp_data.documents.card import render_card
-
         text = render_card(root, spec=spec, repo=args.repo)
         if args.out == "-":
             sys.stdout.write(text)
@@ -76,6 +73,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _regenerate(args: argparse.Namespace) -> int:
+    from rcp_data.release.regenerate import regenerate
+
     result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite,
                         client=args.hub_client)
     if result.commit is None:

@@ -41,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "FILE.json, started from the packaged history when new; in a checkout, "
                         "--record-to release/ updates the project's record (default: "
                         "$RCP_DATA_RECORD_TO, else nowhere)")
+    p.add_argument("--reverify", action="store_true",
+                   help="run every check of the verification again, even when an earlier "
+                        "'rcp-data verify' or publish passed on exactly these bytes (every file "
+                        "is hashed either way)")
     p.set_defaults(func=_publish)
 
     p = sub.add_parser("list", help="the Hub's tags and the repo's releases.json side by side")
@@ -86,7 +90,8 @@ def _publish(args: argparse.Namespace) -> int:
 
     result = publish(args.release_dir, args.repo, branch=args.branch,
                      parent_commit=args.parent_commit, create_repo=args.create_repo,
-                     record_to=args.record_to, client=args.hub_client)
+                     record_to=args.record_to, client=args.hub_client,
+                     reverify=args.reverify)
     for msg in result.messages:
         say(args, msg)
     if result.recorded:
