@@ -6,6 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,6 +17,7 @@ from rcp_data.core.io import (
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
+    float_values,
     read_json,
     read_parquet,
     write_json,
@@ -122,3 +124,28 @@ def test_check_records_are_frozen_and_keep_their_json_shape():
     assert not report.ok
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.suite = "demo"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "int64", "chunked", "sliced",
+                                  "no nulls", "all null", "empty"])
+def test_float_values_equal_pyarrows_own_conversion(kind):
+    """Read from the Arrow buffers (validity bits, offsets, chunks): the same floats, and NaN
+    where pyarrow's own to_numpy (through pandas) puts it."""
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=1003)
+    nulls = rng.random(1003) < 0.3
+    if kind == "no nulls":
+        nulls[:] = False
+    if kind == "all null":
+        nulls[:] = True
+    typ = {"float32": pa.float32(), "int64": pa.int64()}.get(kind, pa.float64())
+    data = (values * 1000).round() if kind == "int64" else values
+    arr = pa.array(data, mask=nulls).cast(typ)
+    column = {"chunked": pa.chunked_array([arr.slice(0, 10), arr.slice(10, 0), arr.slice(10)]),
+              "sliced": arr.slice(13, 777), "empty": arr.slice(0, 0)}.get(kind, arr)
+    expected = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    got = float_values(column)
+    assert got.dtype == np.float64 and got.shape == expected.shape
+    assert np.array_equal(got, expected, equal_nan=True)
+    if kind not in ("no nulls", "empty"):
+        assert np.isnan(got).sum() == column.null_count > 0

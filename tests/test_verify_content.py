@@ -18,7 +18,9 @@ from demo_fixture import copy_demo
 from rcp_data.checks.regenerated import line_differences
 from rcp_data.checks.verify import verify
 from rcp_data.core.content import (
+    HashingStopped,
     content_digest,
+    hash_files,
     recorded_content,
     release_content,
     sha256_file,
@@ -273,3 +275,22 @@ def test_a_card_rendered_by_another_version_says_so(release):
     assert details[-1] == (f"the build recorded rcp-data 0.0.1, this is {__version__}: a "
                            "template changed since renders other bytes (regenerate the card)")
     assert details[0].startswith("line ") and "Synthetic" in details[0]
+
+
+def test_hash_files_equal_hashlib_and_stop_when_told(tmp_path):
+    """Each entry is the file's size and sha256 as hashlib computes them; a set ``stop`` starts
+    no file (the publisher's background hashing after its release check failed)."""
+    import threading
+
+    for i, size in enumerate((0, 1, 65_537, 3 << 20)):
+        (tmp_path / f"f{i}.bin").write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    paths = sorted(p.name for p in tmp_path.iterdir())
+    got = hash_files(tmp_path, paths)
+    assert list(got) == paths
+    for rel, e in got.items():
+        data = (tmp_path / rel).read_bytes()
+        assert (e.path, e.size, e.sha256) == (rel, len(data), hashlib.sha256(data).hexdigest())
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(HashingStopped):
+        hash_files(tmp_path, paths, stop=stop)

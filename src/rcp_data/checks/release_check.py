@@ -22,6 +22,7 @@ from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.errors import shown as show_value
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.history import History, read_history, release_tag
+from rcp_data.core.io import float_values
 from rcp_data.core.reports import CheckReport
 from rcp_data.core.specs import SuiteSpec, load_spec, suite_key
 
@@ -132,12 +133,11 @@ def _check_gains(root: Path, spec: SuiteSpec, history: History) -> tuple[list[st
             if lacking:
                 raise KeyError(f"no column {lacking[0]!r}")
             table = parquet.read(columns=columns)
-        except (pa.ArrowInvalid, OSError, KeyError) as exc:
+            theta, g = float_values(table["theta"]), float_values(table["gain"])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, KeyError) as exc:
             problems.append(f"{path}: cannot read gain and theta ({exc})")
             continue
         rows_read += table.num_rows
-        theta = table["theta"].to_numpy(zero_copy_only=False).astype(np.float64)
-        g = table["gain"].to_numpy(zero_copy_only=False).astype(np.float64)
         bad, expected = gain_mismatches(theta, g, params, link)
         if not bad.any():
             continue

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -73,13 +74,25 @@ def hash_file(root: str | Path, rel: str) -> FileEntry:
         return FileEntry(rel, os.fstat(fh.fileno()).st_size, sha)
 
 
-def hash_files(root: str | Path, paths: Iterable[str]) -> dict[str, FileEntry]:
+def hash_files(root: str | Path, paths: Iterable[str], *,
+               stop: threading.Event | None = None) -> dict[str, FileEntry]:
     """The entries of ``paths`` under ``root``, hashed on every core (``hashlib`` releases the
-    GIL while it hashes); keyed by path, in the order given."""
+    GIL while it hashes); keyed by path, in the order given. ``stop``: once set, no further file
+    is started and :class:`HashingStopped` is raised."""
     paths = list(paths)
+
+    def one(rel: str) -> FileEntry:
+        if stop is not None and stop.is_set():
+            raise HashingStopped("hashing stopped before " + rel)
+        return hash_file(root, rel)
+
     workers = max(1, min(len(paths), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return {e.path: e for e in pool.map(lambda rel: hash_file(root, rel), paths)}
+        return {e.path: e for e in pool.map(one, paths)}
+
+
+class HashingStopped(RuntimeError):
+    """:func:`hash_files` was told to stop (its caller failed first)."""
 
 
 def release_paths(root: str | Path) -> list[str]:

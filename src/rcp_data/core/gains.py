@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.special import expit
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.io import atomic_write_text, read_json
@@ -91,6 +90,8 @@ class ItemParams:
 
     def pass_probabilities(self, theta: np.ndarray | Sequence[float]) -> np.ndarray:
         """P(criterion c passes | theta), shape ``theta.shape + (n_criteria,)``."""
+        from scipy.special import expit  # imported when a gain is computed
+
         t = np.asarray(theta, dtype=np.float64)[..., None]
         g = np.asarray(self.gamma)
         b = np.asarray(self.beta)
@@ -107,6 +108,8 @@ def _unweighted(params: ItemParams, theta: np.ndarray) -> np.ndarray:
 
 
 def _logistic(params: ItemParams, theta: np.ndarray) -> np.ndarray:
+    from scipy.special import expit
+
     return expit(np.asarray(theta, dtype=np.float64))
 
 

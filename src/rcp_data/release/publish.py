@@ -2,7 +2,9 @@
 
 Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``):
 
-1. Check the release directory (``check.py``); refuse before any upload if it fails.
+1. Check the release directory (``check.py``) and verify it as ``rcp-data verify`` does
+   (:func:`verify_before_publishing`: every file hashed; a receipt of the same bytes stands
+   for the other checks); refuse before any upload if either fails.
 2. Read the branch head and the tags; build an explicit operation list against that head:
    an add for every release file, a delete for every file on the branch the release lacks.
 3. ONE ``create_commit`` with ``parent_commit`` = that head, always: the ``--parent-commit``
@@ -25,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from typing import TYPE_CHECKING
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.core.content import FileEntry, hash_files, release_paths, sha256_file
@@ -48,6 +52,9 @@ from rcp_data.core.history import (
 )
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
 from rcp_data.core.reports import CheckReport
+
+if TYPE_CHECKING:  # huggingface_hub is imported when a commit is built
+    from huggingface_hub import CommitOperationAdd, HfApi
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +160,8 @@ class PublishPlan:
         """An add for every changed or new file (the others are the parent's, unchanged: the
         commit is made on top of that very parent), a delete for every file the release
         lacks."""
+        from huggingface_hub import CommitOperationDelete
+
         changed = set(self.changed)
         ops: list = [_addition(self.root, f) for f in self.files if f.path in changed]
         ops += [CommitOperationDelete(path_in_repo=p) for p in self.deleted]
@@ -165,6 +174,8 @@ def _addition(root: Path, f: LocalFile) -> CommitOperationAdd:
     the whole file once more to hash it; the Hub hashes the bytes it receives and refuses an
     upload whose sha256 is not the one announced, so a file changed since the verification
     cannot be published under the old hash."""
+    from huggingface_hub import CommitOperationAdd
+
     op = CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path))
     if f.verified_sha256 is not None:
         op.upload_info.sha256 = bytes.fromhex(f.verified_sha256)
@@ -413,18 +424,21 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
 
 
 def verify_before_publishing(root: Path, *, link_checked: bool = False,
-                             reverify: bool = False) -> dict[str, FileEntry]:
+                             reverify: bool = False,
+                             files: Mapping[str, FileEntry] | None = None
+                             ) -> dict[str, FileEntry]:
     """Prove the release directory passes ``rcp-data verify``; refuse (nothing uploaded) if it
     fails. Returns every file's size and sha256, as hashed just now.
 
-    Every file is hashed. When a receipt shows that exactly these bytes passed every check under
-    this verifier (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless
-    ``reverify``; a verification that runs and passes leaves a receipt.
+    Every file is hashed (``files``: hashed just now by the caller, every file of ``root``).
+    When a receipt shows that exactly these bytes passed every check under this verifier
+    (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless ``reverify``;
+    a verification that runs and passes leaves a receipt.
     ``link_checked``: the release check already proved every gain is the link of its theta.
     """
     from rcp_data.checks.receipts import find_receipt
 
-    files = hash_files(root, release_paths(root))
+    files = dict(files) if files is not None else hash_files(root, release_paths(root))
     receipt = None if reverify else find_receipt(files)
     if receipt is not None:
         log.info("verified %s before publishing: its %d files hashed again are the ones that "
@@ -444,6 +458,19 @@ def verify_before_publishing(root: Path, *, link_checked: bool = False,
     return files
 
 
+@contextmanager
+def _hashing(root: Path) -> Iterator[Future]:
+    """Every file of ``root`` hashed in the background (``hashlib`` releases the GIL) while the
+    release check runs; stopped after the file at hand when the caller fails first."""
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcp-hash")
+    try:
+        yield pool.submit(hash_files, root, release_paths(root), stop=stop)
+    finally:
+        stop.set()
+        pool.shutdown(wait=True)
+
+
 def publish(root: str | Path, repo: str, *, branch: str = "main",
             parent_commit: str | None = None, client: HubClient | None = None,
             create_repo: bool = False, record_to: str | Path | None = None,
@@ -456,11 +483,14 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     the receipt of a passed verification.
     """
     check_repo_id(repo)
-    report = check_release_dir(root)
-    report.raise_if_failed()
-    # the gains were checked just now; the hashes it proves are handed to the upload
-    verified = verify_before_publishing(Path(root), link_checked=True, reverify=reverify)
-    client = client or HubClient.from_env()
+    with _hashing(Path(root)) as hashed:
+        report = check_release_dir(root)
+        report.raise_if_failed()
+        client = client or HubClient.from_env()
+        client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
+        # the gains were checked just now; the hashes it proves are handed to the upload
+        verified = verify_before_publishing(Path(root), link_checked=True, reverify=reverify,
+                                            files=hashed.result())
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified)
     result = execute_plan(plan, client)
