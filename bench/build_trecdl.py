@@ -25,27 +25,30 @@ Measured (each stage a subprocess: wall time, peak RSS from ``wait4``):
   cache; reported apart from the build);
 - ``build``: ``rcp-data build trecdl`` (BM25 over the full corpus with bm25s, pools, gains,
   runs, corpus shards, card), with ``raw_collection`` so the repair count is computed;
-- ``copy``: the release folder copied on the same disk (the publish baseline);
+- ``copy``: the release folder copied on the same disk (the publish baseline, median of 3);
+- ``verify-local``: ``rcp-data verify RELEASE``, a maintainer's check before publishing; it
+  leaves the receipt of its pass (``rcp_data.checks.receipts``) in the bench's own cache;
 - ``publish``: ``rcp-data release publish`` to a local Hub in its own process (its peak RSS
-  too); the client uses the LFS path once the server speaks LFS, else the inline path;
-- ``verify``: ``rcp-data verify --repo R --revision <tag>`` into an empty Hugging Face cache.
+  too): every file hashed again, the receipt found, the LFS upload, one commit, one tag;
+- ``verify``: ``rcp-data verify --repo R --revision <tag>`` into an empty Hugging Face cache;
+- ``publish-reverify``: the same publish with ``--reverify`` (every check run again) into a
+  second empty local Hub (``--skip reverify`` leaves it out).
 
 Targets on 2 cores: build < 20 min and < 12 GiB; publish >= half the copy's speed; verify
 < 5 min. At a scale below 1 the corpus-bound numbers are extrapolated linearly (printed as
 such; ``--against`` another run's ``results.json`` fits a line through both).
 
-Measured at full scale on 2026-11-30, second session (2 cores, otherwise idle; load 1-2 from
-the stages themselves): build 11.2 min wall / 11.1 min CPU, peak RSS 4.36 GiB (9.1 min on a
-quieter run); the release is 30 files, 1,061 MiB. Copy (median of three): 1.5-2.4 s, 440-700
-MiB/s, including ``os.sync``. Publish to the LFS local Hub: 9.8-11.5 s in all, 0.13-0.27 x the
-copy (target >= 0.5: NOT met); its upload after the checks 3.4-3.7 s = 0.42-0.80 x the copy
-(median run 0.6 x); client peak RSS 0.57 GiB, server 0.15 GiB. What the rest of the publish is:
-interpreter and imports 1.5 s, the release check 1.4 s, the pre-publish verification 4.8 s
-(sha256 of every file 1.4 s, tables 1.7 s, card and replay 1.6 s). Verify by tag into an empty
-cache: 12.9-13.2 s, 0.59 GiB (target < 5 min: met). With TCP_NODELAY on the local Hub's
-connections (two more runs): publish 9.4-10.1 s = 0.25-0.26 x the copy, its upload 3.8-4.0 s =
-0.63-0.65 x; verify by tag 10.3-11.6 s. Earlier the same day: publish over the old
-inline path 92.9 s (0.02 x), over LFS before this session's fixes 49.0 s (upload 12.0 s).
+Measured at full scale on 2026-11-30 (2 cores, otherwise idle): build 9.3 min wall / 9.0 min
+CPU, peak RSS 4.32 GiB (11.2 min in an earlier session); the release is 30 files, 1,061 MiB.
+Third session, ``--skip build``, five runs of the final code: copy 1.2-2.0 s (median of three
+each, 541-851 MiB/s with ``os.sync``); verify-local 4.4-6.4 s; publish after it 3.2-4.3 s in
+all = 0.37-0.47 x the copy (target >= 0.5: not met), its upload after the checks 1.7-2.3 s =
+0.68-0.87 x; publish --reverify 9.2 s = 0.21 x; verify by tag 9.1-11.4 s, 0.58 GiB (target
+< 5 min: met). On 2 cores the publish is CPU-bound: 3.2-4.4 s of client CPU (startup
+and imports, sha256 of 1 GiB, huggingface_hub's upload) and 1.8-2.0 s of server CPU for 1 GiB
+(its own sha256 of every byte, the writes) against a copy the kernel makes in 0.6-1.3 s of CPU.
+Earlier: 92.9 s over the old inline path (0.02 x), 49.0 s over LFS before the second session's
+fixes, 9.4-10.1 s (0.25 x) before the receipts and the background hashing.
 """
 
 from __future__ import annotations

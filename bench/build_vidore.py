@@ -23,8 +23,8 @@ Prepared (not targets):
   lines at 1,700 x 2,200. Only the english corpus configs are written: the reader reads no other.
 - ``inputs``: ``rcp_data.demo.synthetic_judge.write_synthetic_inputs`` with 14 rerankers.
 
-Measured as for TREC-DL (``bench/build_trecdl.py``): ``build``, ``copy``, ``publish``,
-``verify``. Every measure is extrapolated linearly to scale 1 by the number of pages (question
+Measured as for TREC-DL (``bench/build_trecdl.py``): ``build``, ``copy``, ``verify-local``,
+``publish``, ``verify``, ``publish-reverify``. Every measure is extrapolated linearly to scale 1 by the number of pages (question
 rows grow with the same fraction); the floor of 160 pages per domain makes small scales
 over-represent pages, so the extrapolation is an upper bound there. ``--against`` a run at
 another scale fits a line through both (CPU time, peak RSS, peak anonymous memory: the build's
@@ -35,7 +35,10 @@ Re-run on 2026-11-30 (second session, idle cores) with ``--scale 0.02`` (0.066 o
 1,280 pages, 282 question rows): build 50.0 s, 1.10 GiB; publish of 197 files (495 MiB) 13.8 s,
 its upload 6.3 s = 0.17 x the copy (the CPUs idle: every response waited 40 ms for a delayed
 ACK); verify by tag 13.2 s. With TCP_NODELAY on the local Hub's connections: build 35.4 s;
-publish 9.6 s, its upload 2.7 s = 0.31 x the copy; verify by tag 9.8 s.
+publish 9.6 s, its upload 2.7 s = 0.31 x the copy; verify by tag 9.8 s. Third session, with
+the receipts and the background hashing: build 31.5 s; verify-local 5.5 s; publish after it
+3.6 s (0.25 x the copy of 0.9 s; its upload 2.0 s = 0.46 x); publish --reverify 9.6 s; verify by
+tag 9.7 s.
 
 Measured on 2026-11-30 (2 shared cores, load 2-4) at 0.072 and 0.104 of the pages (1,382 and
 1,996 pages of 417 KiB; 720 and 1,452 question rows), local Hub from the LFS branch
