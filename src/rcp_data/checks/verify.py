@@ -25,7 +25,10 @@ revision must reproduce*):
 Every problem of a file is a failed check naming it, never a traceback. Exit codes: 0 every
 check holds, 1 a check failed, 2 the verification could not run (the Hub unreachable, the repo
 or revision missing, the local path missing). Nothing is written to the Hub, and nothing outside
-the download cache (``quick`` builds its corpus stand-ins in a temporary folder it removes).
+the download cache (``quick`` builds its corpus stand-ins in a temporary folder it removes) but,
+for a local directory that passes, the receipt of its bytes in rcp-data's own cache
+(:mod:`rcp_data.checks.receipts`; ``release publish`` of the same bytes does not repeat the
+checks).
 """
 
 from __future__ import annotations

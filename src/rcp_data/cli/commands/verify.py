@@ -28,8 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "provenance-runs under both tie rules and compare with the card's tables (and with the "
         "paper's numbers when this is the release the paper used; otherwise the differences are "
         "a diff, not a failure), and render the card and task file again (byte equality). "
-        "Writes nothing to the Hub and nothing outside the download cache. Exit 0 all hold, 1 a "
-        "check failed (a malformed file included), 2 could not run.",
+        "Writes nothing to the Hub and nothing outside the download cache, but for a local "
+        "directory that passes a receipt of its bytes in $RCP_DATA_CACHE (else "
+        "~/.cache/rcp-data), which 'release publish' of the same bytes uses instead of "
+        "repeating the checks. Exit 0 all hold, 1 a check failed (a malformed file included), "
+        "2 could not run.",
     )
     p.add_argument("path", nargs="?", default=None,
                    help="a local release directory or hf://datasets/OWNER/NAME@REV")
