@@ -187,3 +187,26 @@ def test_the_verifier_identity_covers_every_packaged_file(tmp_path, monkeypatch)
         identities.append(receipts.verifier_identity())
     receipts.verifier_identity.cache_clear()
     assert len(set(identities)) == 3
+
+
+def test_a_file_added_while_the_release_is_checked_is_refused(tmp_path, client, hub_repo,
+                                                             monkeypatch):
+    """The files hashed (in the background, from the start) and the files the release check
+    lists must be the same: a file that appears in between is neither verified nor uploaded,
+    and the publish stops with one message naming it."""
+    import rcp_data.release.publish as publish_module
+
+    root = make_release_dir(tmp_path / "v1", hub_repo)
+    assert main(["-q", "verify", str(root)]) == 0   # a receipt: no second listing by verify
+    late = "alpha/late.txt"
+    real_check = publish_module.check_release_dir
+
+    def check_then_add(path, **kwargs):
+        (root / late).write_text("written while the release was being checked\n",
+                                 encoding="utf-8")
+        return real_check(path, **kwargs)
+
+    monkeypatch.setattr(publish_module, "check_release_dir", check_then_add)
+    with pytest.raises(RefusedError, match=f"changed while they were checked \\(added: {late};"):
+        publish(root, hub_repo, client=client, create_repo=True)
+    assert not client.api.repo_exists(hub_repo, repo_type="dataset")

@@ -491,6 +491,12 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         # the gains were checked just now; the hashes it proves are handed to the upload
         verified = verify_before_publishing(Path(root), link_checked=True, reverify=reverify,
                                             files=hashed.result())
+    if sorted(verified) != sorted(report.files):
+        added = sorted(set(report.files) - set(verified))
+        gone = sorted(set(verified) - set(report.files))
+        raise RefusedError(f"the files of {root} changed while they were checked (added: "
+                           f"{', '.join(added) or 'none'}; removed: {', '.join(gone) or 'none'})"
+                           "; nothing was uploaded. Publish it again once it is complete")
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified)
     result = execute_plan(plan, client)
