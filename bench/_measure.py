@@ -223,20 +223,22 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
                       log_dir=log_dir)
     local.note = "the folder, before publishing it (leaves the receipt the publish finds)"
     stages.append(local)
-    pub = _publish_stage("publish", python, release, repo, work / "hub", env, log_dir, copy,
-                         hub_src, verify_tag="verify" not in skip, stages=stages)
-    if pub is not None and pub.ok and "reverify" not in skip:
-        _publish_stage("publish-reverify", python, release, repo, work / "hub-reverify", env,
-                       log_dir, copy, hub_src, verify_tag=False, stages=stages,
-                       extra_args=["--reverify"])
+    published = _publish_stages("publish", python, release, repo, work / "hub", env, log_dir,
+                                copy, hub_src, verify_tag="verify" not in skip)
+    stages += published
+    if published[0].ok and "reverify" not in skip:
+        stages += _publish_stages("publish-reverify", python, release, repo,
+                                  work / "hub-reverify", env, log_dir, copy, hub_src,
+                                  verify_tag=False, extra_args=["--reverify"])
     return stages
 
 
-def _publish_stage(name: str, python: str, release: Path, repo: str, hub_root: Path, env: dict,
-                   log_dir: Path, copy: Stage, hub_src: Path | None, *, verify_tag: bool,
-                   stages: list[Stage], extra_args: Sequence[str] = ()) -> Stage | None:
+def _publish_stages(name: str, python: str, release: Path, repo: str, hub_root: Path, env: dict,
+                    log_dir: Path, copy: Stage, hub_src: Path | None, *, verify_tag: bool,
+                    extra_args: Sequence[str] = ()) -> list[Stage]:
     """Publish ``release`` to a new local Hub at ``hub_root`` (stage ``name``, its ratio to the
-    copy); then, with ``verify_tag``, verify it by tag into an empty cache."""
+    copy); then, with ``verify_tag``, verify it by tag into an empty cache. The publish stage
+    comes first."""
     import json
 
     shutil.rmtree(hub_root, ignore_errors=True)
@@ -261,7 +263,7 @@ def _publish_stage(name: str, python: str, release: Path, repo: str, hub_root: P
                     + (f" (its upload after the checks: {upload:,.1f} s = "
                        f"{copy.seconds / upload:.2f} x the copy)" if upload else "")
                     + f"; server peak RSS {_fmt_b(server_peak)}")
-        stages.append(pub)
+        stages = [pub]
         if pub.ok and verify_tag:
             history = json.loads((release / "provenance" / "releases.json").read_text())
             tag = history["releases"][-1]["tag"]
@@ -274,7 +276,7 @@ def _publish_stage(name: str, python: str, release: Path, repo: str, hub_root: P
             stages.append(ver)
     finally:
         server.stop()
-    return pub
+    return stages
 
 
 # ``rcp-data`` with time-stamped log lines (the CLI keeps a logging setup made before it)

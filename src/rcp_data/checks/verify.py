@@ -440,8 +440,6 @@ def verify_local_dir(root: Path, *, reference: Path | None = None, histories: Pa
     """Verify a local release directory; when every check passes with the default references,
     record a receipt of its files (:mod:`rcp_data.checks.receipts`). ``files``: every file of
     the directory, hashed just now by the caller."""
-    if not Path(root).is_dir():
-        raise UsageError(f"release directory not found: {root}")
     if files is None:
         files = hash_files(root, release_paths(root))
     report = verify_release_dir(root, reference=reference, target=target or str(root),

@@ -61,17 +61,18 @@ class FileEntry:
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file (``hashlib.file_digest``: read into one reused buffer)."""
-    with Path(path).open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def hash_file(root: str | Path, rel: str) -> FileEntry:
-    """The entry of file ``rel`` of ``root``: its size and sha256, both from one open of it."""
+    """The entry of file ``rel`` of ``root``: its size and sha256, both from one open of it
+    (``hashlib.file_digest``: read into one reused buffer)."""
     with (Path(root) / rel).open("rb") as fh:
         sha = hashlib.file_digest(fh, "sha256").hexdigest()
         return FileEntry(rel, os.fstat(fh.fileno()).st_size, sha)
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file."""
+    path = Path(path)
+    return hash_file(path.parent, path.name).sha256
 
 
 def hash_files(root: str | Path, paths: Iterable[str], *,

@@ -423,14 +423,13 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
-def verify_before_publishing(root: Path, *, link_checked: bool = False,
-                             reverify: bool = False,
-                             files: Mapping[str, FileEntry] | None = None
+def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
+                             link_checked: bool = False, reverify: bool = False
                              ) -> dict[str, FileEntry]:
     """Prove the release directory passes ``rcp-data verify``; refuse (nothing uploaded) if it
-    fails. Returns every file's size and sha256, as hashed just now.
+    fails. Returns ``files``: every file of ``root`` with its size and sha256, hashed just now
+    by the caller.
 
-    Every file is hashed (``files``: hashed just now by the caller, every file of ``root``).
     When a receipt shows that exactly these bytes passed every check under this verifier
     (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless ``reverify``;
     a verification that runs and passes leaves a receipt.
@@ -438,7 +437,6 @@ def verify_before_publishing(root: Path, *, link_checked: bool = False,
     """
     from rcp_data.checks.receipts import find_receipt
 
-    files = dict(files) if files is not None else hash_files(root, release_paths(root))
     receipt = None if reverify else find_receipt(files)
     if receipt is not None:
         log.info("verified %s before publishing: its %d files hashed again are the ones that "
@@ -489,8 +487,8 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         client = client or HubClient.from_env()
         client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
         # the gains were checked just now; the hashes it proves are handed to the upload
-        verified = verify_before_publishing(Path(root), link_checked=True, reverify=reverify,
-                                            files=hashed.result())
+        verified = verify_before_publishing(Path(root), hashed.result(), link_checked=True,
+                                            reverify=reverify)
     if sorted(verified) != sorted(report.files):
         added = sorted(set(report.files) - set(verified))
         gone = sorted(set(verified) - set(report.files))
