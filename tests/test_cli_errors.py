@@ -49,6 +49,26 @@ def test_the_command_line_starts_without_the_data_libraries():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("imported_first", [False, True])
+def test_library_progress_bars_are_off_in_a_pipe(imported_first):
+    """With stderr not a terminal, huggingface_hub's and datasets' bars are off, whether the
+    library is imported before the logging is configured or after (then by its environment
+    variable, so that configuring imports neither)."""
+    code = ("import sys, argparse\n"
+            + ("import huggingface_hub, datasets\n" if imported_first else "")
+            + "from rcp_data.cli.output import configure\n"
+            "configure(argparse.Namespace(verbose=False, quiet=False))\n"
+            "late = sorted({'huggingface_hub', 'datasets'} - set(sys.modules))\n"
+            "from huggingface_hub.utils import are_progress_bars_disabled\n"
+            "import datasets\n"
+            "print(late, are_progress_bars_disabled(), datasets.is_progress_bar_enabled())\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_DISABLE_PROGRESS_BARS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**env, "PYTHONPATH": SRC})
+    late = "[]" if imported_first else "['datasets', 'huggingface_hub']"
+    assert out.stdout.strip() == f"{late} True False"
+
+
 def test_compare_on_a_parquet_file(demo_release_v1, capsys):
     table = demo_release_v1 / "alpha/qrels.parquet"
     code = main(["compare", str(table), "--against", str(demo_release_v1 / "README.md")])

@@ -16,11 +16,11 @@ from test_release_check import make_release_dir
 import rcp_data
 import rcp_data.checks.receipts as receipts
 import rcp_data.checks.verify as verify_module
-import rcp_data.core.content as content
+import rcp_data.core.files as files
 from rcp_data.cli import main
 from rcp_data.core import layout
-from rcp_data.core.content import hash_files, release_paths
 from rcp_data.core.errors import RefusedError
+from rcp_data.core.files import hash_files, release_paths
 from rcp_data.core.hub_client import HubClient
 from rcp_data.release.publish import publish
 
@@ -34,7 +34,7 @@ def client(local_hub) -> HubClient:
 def calls(monkeypatch) -> dict[str, list]:
     """Counts of the verifications run and of the files hashed."""
     seen: dict[str, list] = {"verified": [], "hashed": []}
-    real_verify, real_hash = verify_module.verify_release_dir, content.hash_file
+    real_verify, real_hash = verify_module.verify_release_dir, files.hash_file
 
     def counting_verify(root, **kwargs):
         seen["verified"].append(Path(root))
@@ -45,7 +45,7 @@ def calls(monkeypatch) -> dict[str, list]:
         return real_hash(root, rel)
 
     monkeypatch.setattr(verify_module, "verify_release_dir", counting_verify)
-    monkeypatch.setattr(content, "hash_file", counting_hash)
+    monkeypatch.setattr(files, "hash_file", counting_hash)
     return seen
 
 
@@ -194,19 +194,19 @@ def test_a_file_added_while_the_release_is_checked_is_refused(tmp_path, client, 
     """The files hashed (in the background, from the start) and the files the release check
     lists must be the same: a file that appears in between is neither verified nor uploaded,
     and the publish stops with one message naming it."""
-    import rcp_data.release.publish as publish_module
+    import rcp_data.checks.release_check as release_check
 
     root = make_release_dir(tmp_path / "v1", hub_repo)
     assert main(["-q", "verify", str(root)]) == 0   # a receipt: no second listing by verify
     late = "alpha/late.txt"
-    real_check = publish_module.check_release_dir
+    real_check = release_check.check_release_dir
 
     def check_then_add(path, **kwargs):
         (root / late).write_text("written while the release was being checked\n",
                                  encoding="utf-8")
         return real_check(path, **kwargs)
 
-    monkeypatch.setattr(publish_module, "check_release_dir", check_then_add)
+    monkeypatch.setattr(release_check, "check_release_dir", check_then_add)
     with pytest.raises(RefusedError, match=f"changed while they were checked \\(added: {late};"):
         publish(root, hub_repo, client=client, create_repo=True)
     assert not client.api.repo_exists(hub_repo, repo_type="dataset")

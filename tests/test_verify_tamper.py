@@ -463,7 +463,7 @@ def test_emptied_qrels_and_non_utf8_card_are_failed_checks(hub):
 def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, monkeypatch):
     """The local Hub stores every file as a plain git blob; here its listing reports the corpus
     files as LFS files (their real sha256), as the real Hub does for parquet."""
-    from rcp_data.core.content import sha256_file
+    from rcp_data.core.files import sha256_file
     from rcp_data.core.hub_client import RemoteFile
 
     client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")

@@ -31,8 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rcp_data.core.content import HUB_HOUSEKEEPING, REGENERATED_FILES
+from rcp_data.core.content import REGENERATED_FILES
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import HUB_HOUSEKEEPING
 from rcp_data.core.history import History, Release, is_sha, read_history, same_commit
 from rcp_data.core.hub_client import CommitEntry, HubClient, RemoteFile
 from rcp_data.core.io import loads_json, read_json

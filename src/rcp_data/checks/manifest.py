@@ -22,15 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcp_data.core.content import (
-    FileEntry,
-    content_digest,
-    hash_files,
-    is_listed,
-    recorded_content,
-    release_paths,
-)
+from rcp_data.core.content import content_digest, is_listed, recorded_content
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.layout import BUILD_MANIFEST
 from rcp_data.core.reports import Check
 

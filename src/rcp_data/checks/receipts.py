@@ -29,8 +29,8 @@ from importlib import metadata
 from pathlib import Path
 
 import rcp_data
-from rcp_data.core.content import FileEntry
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import FileEntry
 from rcp_data.core.io import read_json, write_json
 
 log = logging.getLogger(__name__)

@@ -70,14 +70,9 @@ from rcp_data.checks.pin import (
 from rcp_data.checks.readable import check_readable
 from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
-from rcp_data.core.content import (
-    BUILD_MANIFEST_SCHEMA,
-    FileEntry,
-    hash_files,
-    recorded_content,
-    release_paths,
-)
+from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, recorded_content
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.history import History, Release
 from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path

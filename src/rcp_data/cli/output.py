@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 EXIT_CODES = """exit codes:
@@ -43,15 +44,20 @@ def configure(args: argparse.Namespace) -> None:
 
 
 def _silence_library_bars() -> None:
-    """huggingface_hub's and datasets' bars print into pipes and logs: turn them off."""
-    try:
+    """huggingface_hub's and datasets' bars print into pipes and logs: turn them off. A library
+    not imported yet is told by its environment variable, which it reads when it is imported
+    (importing it here would cost every command its import time, used or not); one the user
+    set is left as it is."""
+    if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
-    except ImportError:  # pragma: no cover - a core dependency
-        pass
-    if "datasets" in sys.modules:  # importing datasets only to silence it costs seconds
+    else:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "datasets" in sys.modules:
         sys.modules["datasets"].disable_progress_bars()
+    else:
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
 def say(args: argparse.Namespace, text: str) -> None:

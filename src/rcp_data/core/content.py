@@ -20,15 +20,12 @@ release root; hidden files and ``__pycache__`` are never part of a release, and 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import threading
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import HUB_HOUSEKEEPING, FileEntry, hash_files, release_paths
 from rcp_data.core.io import read_json, write_json
 from rcp_data.core.layout import (
     BUILD_MANIFEST,
@@ -44,72 +41,7 @@ BUILD_MANIFEST_SCHEMA = MANIFEST_SCHEMA   # one home: core.layout
 REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
 #: Files the content manifest leaves out: itself and the regenerated files.
 UNLISTED_FILES = frozenset({BUILD_MANIFEST, *REGENERATED_FILES})
-#: Files the Hub keeps in every repository; never listed, never an extra file.
-HUB_HOUSEKEEPING = frozenset({".gitattributes"})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One file of a release: POSIX path relative to the root, size in bytes, sha256 (hex)."""
-
-    path: str
-    size: int
-    sha256: str
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "size": self.size, "sha256": self.sha256}
-
-
-def hash_file(root: str | Path, rel: str) -> FileEntry:
-    """The entry of file ``rel`` of ``root``: its size and sha256, both from one open of it
-    (``hashlib.file_digest``: read into one reused buffer)."""
-    with (Path(root) / rel).open("rb") as fh:
-        sha = hashlib.file_digest(fh, "sha256").hexdigest()
-        return FileEntry(rel, os.fstat(fh.fileno()).st_size, sha)
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file."""
-    path = Path(path)
-    return hash_file(path.parent, path.name).sha256
-
-
-def hash_files(root: str | Path, paths: Iterable[str], *,
-               stop: threading.Event | None = None) -> dict[str, FileEntry]:
-    """The entries of ``paths`` under ``root``, hashed on every core (``hashlib`` releases the
-    GIL while it hashes); keyed by path, in the order given. ``stop``: once set, no further file
-    is started and :class:`HashingStopped` is raised."""
-    paths = list(paths)
-
-    def one(rel: str) -> FileEntry:
-        if stop is not None and stop.is_set():
-            raise HashingStopped("hashing stopped before " + rel)
-        return hash_file(root, rel)
-
-    workers = max(1, min(len(paths), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return {e.path: e for e in pool.map(one, paths)}
-
-
-class HashingStopped(RuntimeError):
-    """:func:`hash_files` was told to stop (its caller failed first)."""
-
-
-def release_paths(root: str | Path) -> list[str]:
-    """POSIX paths of every file of a release directory, sorted (hidden files and
-    ``__pycache__`` skipped, except the Hub's ``.gitattributes``)."""
-    root = Path(root)
-    out = []
-    for p in sorted(root.rglob("*")):
-        if not p.is_file():
-            continue
-        rel = p.relative_to(root)
-        hidden = any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
-        if hidden and rel.as_posix() not in HUB_HOUSEKEEPING:
-            continue
-        out.append(rel.as_posix())
-    return out
 
 
 def is_listed(path: str) -> bool:
@@ -187,6 +119,5 @@ def recorded_content(manifest: Mapping, *, source: str = BUILD_MANIFEST
     return entries, digest
 
 
-__all__ = ["BUILD_MANIFEST_SCHEMA", "HUB_HOUSEKEEPING", "REGENERATED_FILES", "UNLISTED_FILES", "FileEntry",
-           "content_digest", "content_fields", "hash_file", "hash_files", "is_listed", "record_content",
-           "recorded_content", "release_content", "release_paths", "sha256_file"]
+__all__ = ["BUILD_MANIFEST_SCHEMA", "REGENERATED_FILES", "UNLISTED_FILES", "content_digest",
+           "content_fields", "is_listed", "record_content", "recorded_content", "release_content"]

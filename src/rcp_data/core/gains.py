@@ -12,11 +12,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.io import atomic_write_text, read_json
+
+if TYPE_CHECKING:  # numpy is imported where a gain is computed (reading a history needs none)
+    import numpy as np
 
 DEFAULT_LINK = "weighted_discrimination"
 LINK_NAMES = ("weighted_discrimination", "unweighted", "logistic", "criterion:<Cn>")
@@ -90,6 +92,7 @@ class ItemParams:
 
     def pass_probabilities(self, theta: np.ndarray | Sequence[float]) -> np.ndarray:
         """P(criterion c passes | theta), shape ``theta.shape + (n_criteria,)``."""
+        import numpy as np
         from scipy.special import expit  # imported when a gain is computed
 
         t = np.asarray(theta, dtype=np.float64)[..., None]
@@ -99,6 +102,8 @@ class ItemParams:
 
 
 def _weighted(params: ItemParams, theta: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     g = np.asarray(params.gamma)
     return params.pass_probabilities(theta) @ (g / g.sum())
 
@@ -108,6 +113,7 @@ def _unweighted(params: ItemParams, theta: np.ndarray) -> np.ndarray:
 
 
 def _logistic(params: ItemParams, theta: np.ndarray) -> np.ndarray:
+    import numpy as np
     from scipy.special import expit
 
     return expit(np.asarray(theta, dtype=np.float64))
@@ -142,6 +148,8 @@ def get_link(name: str = DEFAULT_LINK) -> Callable[[ItemParams, np.ndarray], np.
 def gain(theta: np.ndarray | Sequence[float] | float, params: ItemParams,
          link: str = DEFAULT_LINK) -> np.ndarray:
     """Vectorized gain of ``theta`` under ``link``; NaN theta gives NaN."""
+    import numpy as np
+
     return get_link(link)(params, np.asarray(theta, dtype=np.float64))
 
 
@@ -150,6 +158,8 @@ def gain_mismatches(theta: np.ndarray, gains: np.ndarray, params: ItemParams,
     """``(bad, expected)``: which stored ``gains`` differ from ``link(theta)`` by more than
     :data:`GAIN_TOLERANCE`, and the link's values. A NaN theta (a document the judge never
     scored) expects gain 0, and a NaN gain there reads as 0; a NaN gain elsewhere is bad."""
+    import numpy as np
+
     theta = np.asarray(theta, dtype=np.float64)
     gains = np.asarray(gains, dtype=np.float64)
     scored = ~np.isnan(theta)

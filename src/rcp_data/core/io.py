@@ -18,12 +18,13 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError, SchemaError
+
+if TYPE_CHECKING:  # the data libraries are imported where a table is read
+    import numpy as np
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +208,8 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
 # -- parquet -------------------------------------------------------------------------------------
 def types_compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
     """Whether a column of type ``actual`` serves where the layout expects ``expected``."""
+    import pyarrow as pa
+
     if actual == expected:
         return True
     if pa.types.is_string(expected) and (pa.types.is_large_string(actual)
@@ -265,6 +268,9 @@ def float_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
     pyarrow's own ``to_numpy`` of a column with nulls goes through pandas, whose import costs a
     command that reads a few floats more than all its reading."""
+    import numpy as np
+    import pyarrow as pa
+
     a = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     a = a.cast(pa.float64())
     n = a.offset + len(a)
@@ -281,6 +287,9 @@ def float_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def read_parquet_schema(path: str | Path, *, what: str = "a parquet table") -> pa.Schema:
     """The schema of a parquet file; a missing or unreadable file is an InputError naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = Path(path)
     if not path.exists():
         raise InputError(f"missing file (expected {what})", path=str(path))
@@ -302,6 +311,9 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
     unreadable file is an :class:`InputError`, a missing or mistyped column a
     :class:`SchemaError`, each naming the file (``what`` says which table was expected).
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = Path(path)
     found = read_parquet_schema(path, what=what)
     if schema is not None:

@@ -27,19 +27,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import threading
 import uuid
-from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core.content import FileEntry, hash_files, release_paths, sha256_file
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
+from rcp_data.core.files import FileEntry, hashing_in_background, sha256_file
 from rcp_data.core.history import (
     SCHEMA,
     History,
@@ -456,19 +452,6 @@ def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
     return files
 
 
-@contextmanager
-def _hashing(root: Path) -> Iterator[Future]:
-    """Every file of ``root`` hashed in the background (``hashlib`` releases the GIL) while the
-    release check runs; stopped after the file at hand when the caller fails first."""
-    stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcp-hash")
-    try:
-        yield pool.submit(hash_files, root, release_paths(root), stop=stop)
-    finally:
-        stop.set()
-        pool.shutdown(wait=True)
-
-
 def publish(root: str | Path, repo: str, *, branch: str = "main",
             parent_commit: str | None = None, client: HubClient | None = None,
             create_repo: bool = False, record_to: str | Path | None = None,
@@ -481,7 +464,11 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     the receipt of a passed verification.
     """
     check_repo_id(repo)
-    with _hashing(Path(root)) as hashed:
+    # every file is hashed while the data libraries and huggingface_hub load and the release
+    # check runs: this module imports neither before the hashing starts
+    with hashing_in_background(root) as hashed:
+        from rcp_data.checks.release_check import check_release_dir
+
         report = check_release_dir(root)
         report.raise_if_failed()
         client = client or HubClient.from_env()

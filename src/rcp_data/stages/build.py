@@ -25,8 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data import __version__
-from rcp_data.core.content import content_fields, sha256_file
+from rcp_data.core.content import content_fields
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_parquet, write_json
 from rcp_data.core.layout import (

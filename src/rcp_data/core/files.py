@@ -1,0 +1,103 @@
+"""The files of a release directory: which they are, and their sizes and sha256s.
+
+Standard library only, so that a command can start hashing before it imports the data
+libraries (``release publish`` hashes every file while numpy, pyarrow and huggingface_hub load
+and the release check runs). A file is named by its POSIX path relative to the release root;
+hidden files and ``__pycache__`` are never part of a release, and the Hub's own
+``.gitattributes`` (:data:`HUB_HOUSEKEEPING`) is kept as the Hub's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Files the Hub keeps in every repository; never listed, never an extra file.
+HUB_HOUSEKEEPING = frozenset({".gitattributes"})
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a release: POSIX path relative to the root, size in bytes, sha256 (hex)."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
+def release_paths(root: str | Path) -> list[str]:
+    """POSIX paths of every file of a release directory, sorted (hidden files and
+    ``__pycache__`` skipped, except the Hub's ``.gitattributes``)."""
+    root = Path(root)
+    out = []
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(root)
+        hidden = any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
+        if hidden and rel.as_posix() not in HUB_HOUSEKEEPING:
+            continue
+        out.append(rel.as_posix())
+    return out
+
+
+def hash_file(root: str | Path, rel: str) -> FileEntry:
+    """The entry of file ``rel`` of ``root``: its size and sha256, both from one open of it
+    (``hashlib.file_digest``: read into one reused buffer)."""
+    with (Path(root) / rel).open("rb") as fh:
+        sha = hashlib.file_digest(fh, "sha256").hexdigest()
+        return FileEntry(rel, os.fstat(fh.fileno()).st_size, sha)
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file."""
+    path = Path(path)
+    return hash_file(path.parent, path.name).sha256
+
+
+class HashingStopped(RuntimeError):
+    """:func:`hash_files` was told to stop (its caller failed first)."""
+
+
+def hash_files(root: str | Path, paths: Iterable[str], *,
+               stop: threading.Event | None = None) -> dict[str, FileEntry]:
+    """The entries of ``paths`` under ``root``, hashed on every core (``hashlib`` releases the
+    GIL while it hashes); keyed by path, in the order given. ``stop``: once set, no further file
+    is started and :class:`HashingStopped` is raised."""
+    paths = list(paths)
+
+    def one(rel: str) -> FileEntry:
+        if stop is not None and stop.is_set():
+            raise HashingStopped("hashing stopped before " + rel)
+        return hash_file(root, rel)
+
+    workers = max(1, min(len(paths), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return {e.path: e for e in pool.map(one, paths)}
+
+
+@contextmanager
+def hashing_in_background(root: str | Path) -> Iterator[Future[dict[str, FileEntry]]]:
+    """Every file of ``root`` (:func:`release_paths`, listed when this starts) hashed in the
+    background; the future's result is :func:`hash_files`'s. Leaving the block early stops the
+    hashing after the files at hand."""
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcp-hash")
+    try:
+        yield pool.submit(hash_files, root, release_paths(root), stop=stop)
+    finally:
+        stop.set()
+        pool.shutdown(wait=True)
+
+
+__all__ = ["HUB_HOUSEKEEPING", "FileEntry", "HashingStopped", "hash_file", "hash_files",
+           "hashing_in_background", "release_paths", "sha256_file"]
