@@ -168,7 +168,7 @@ def add_run_arguments(p, seed: int) -> None:
     p.add_argument("--seed", type=int, default=seed)
     p.add_argument("--skip", default="", help="comma-separated measured stages to skip "
                    "(build: reuse the work folder's release; publish: verify the folder; "
-                   "reverify: no second publish with --reverify)")
+                   "reverify: no second publish with --reverify; floor: no transfer floor)")
     p.add_argument("--hub-src", type=Path, default=None,
                    help="serve the local Hub from this src folder (another checkout's, e.g. a "
                    "branch with the Hub's LFS support); default: this one")
@@ -206,6 +206,8 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
                  f" MiB/s (median of 3: {', '.join(f'{st.seconds:.1f}' for st in copies)} s)")
     stages.append(copy)
     shutil.rmtree(work / "release-copy", ignore_errors=True)
+    if "floor" not in skip:
+        stages.append(transfer_floor(python, release, work, env, log_dir, copy))
     if "publish" in skip:  # no Hub: verify the folder itself (no download)
         if "verify" not in skip:
             ver = run_stage("verify", [python, "-m", "rcp_data", "verify", release], env=env,
@@ -223,8 +225,9 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
                       log_dir=log_dir)
     local.note = "the folder, before publishing it (leaves the receipt the publish finds)"
     stages.append(local)
+    floor = next((st for st in stages if st.name == "transfer-floor"), None)
     published = _publish_stages("publish", python, release, repo, work / "hub", env, log_dir,
-                                copy, hub_src, verify_tag="verify" not in skip)
+                                copy, hub_src, verify_tag="verify" not in skip, floor=floor)
     stages += published
     if published[0].ok and "reverify" not in skip:
         stages += _publish_stages("publish-reverify", python, release, repo,
@@ -233,9 +236,29 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
     return stages
 
 
+def transfer_floor(python: str, release: Path, work: Path, env: dict, log_dir: Path,
+                   copy: Stage) -> Stage:
+    """``bench/transfer_floor.py``: every file hashed, then sent over loopback to a receiver
+    that hashes, writes and fsyncs it; no HTTP, no Hub, no library (the floor of a publish)."""
+    import json
+
+    dest = work / "floor-dest"
+    shutil.rmtree(dest, ignore_errors=True)
+    st = run_stage("transfer-floor", [python, Path(__file__).parent / "transfer_floor.py",
+                                      release, dest], env=env, log_dir=log_dir)
+    shutil.rmtree(dest, ignore_errors=True)
+    if st.ok:
+        lines = (log_dir / "transfer-floor.log").read_text(encoding="utf-8").splitlines()
+        st.extra = json.loads(lines[-1])
+        st.note = (f"hash {st.extra['hash_seconds']:.1f} s, then transfer "
+                   f"{st.extra['transfer_seconds']:.1f} s: the least a verifying upload does = "
+                   f"{copy.seconds / st.seconds:.2f} x the copy")
+    return st
+
+
 def _publish_stages(name: str, python: str, release: Path, repo: str, hub_root: Path, env: dict,
                     log_dir: Path, copy: Stage, hub_src: Path | None, *, verify_tag: bool,
-                    extra_args: Sequence[str] = ()) -> list[Stage]:
+                    extra_args: Sequence[str] = (), floor: Stage | None = None) -> list[Stage]:
     """Publish ``release`` to a new local Hub at ``hub_root`` (stage ``name``, its ratio to the
     copy); then, with ``verify_tag``, verify it by tag into an empty cache. The publish stage
     comes first."""
@@ -263,6 +286,9 @@ def _publish_stages(name: str, python: str, release: Path, repo: str, hub_root: 
                     + (f" (its upload after the checks: {upload:,.1f} s = "
                        f"{copy.seconds / upload:.2f} x the copy)" if upload else "")
                     + f"; server peak RSS {_fmt_b(server_peak)}")
+        if floor is not None and floor.ok:
+            pub.extra["floor_seconds"] = floor.seconds
+            pub.note += f"; {pub.seconds / floor.seconds:.2f} x the transfer floor's time"
         stages = [pub]
         if pub.ok and verify_tag:
             history = json.loads((release / "provenance" / "releases.json").read_text())

@@ -26,6 +26,9 @@ Measured (each stage a subprocess: wall time, peak RSS from ``wait4``):
 - ``build``: ``rcp-data build trecdl`` (BM25 over the full corpus with bm25s, pools, gains,
   runs, corpus shards, card), with ``raw_collection`` so the repair count is computed;
 - ``copy``: the release folder copied on the same disk (the publish baseline, median of 3);
+- ``transfer-floor``: ``bench/transfer_floor.py``, the least a verifying upload does (every
+  file hashed, then sent over loopback to a receiver that hashes, writes and fsyncs it; no
+  HTTP, no Hub; ``--skip floor`` leaves it out);
 - ``verify-local``: ``rcp-data verify RELEASE``, a maintainer's check before publishing; it
   leaves the receipt of its pass (``rcp_data.checks.receipts``) in the bench's own cache;
 - ``publish``: ``rcp-data release publish`` to a local Hub in its own process (its peak RSS

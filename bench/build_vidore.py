@@ -23,8 +23,8 @@ Prepared (not targets):
   lines at 1,700 x 2,200. Only the english corpus configs are written: the reader reads no other.
 - ``inputs``: ``rcp_data.demo.synthetic_judge.write_synthetic_inputs`` with 14 rerankers.
 
-Measured as for TREC-DL (``bench/build_trecdl.py``): ``build``, ``copy``, ``verify-local``,
-``publish``, ``verify``, ``publish-reverify``. Every measure is extrapolated linearly to scale 1 by the number of pages (question
+Measured as for TREC-DL (``bench/build_trecdl.py``): ``build``, ``copy``, ``transfer-floor``,
+``verify-local``, ``publish``, ``verify``, ``publish-reverify``. Every measure is extrapolated linearly to scale 1 by the number of pages (question
 rows grow with the same fraction); the floor of 160 pages per domain makes small scales
 over-represent pages, so the extrapolation is an upper bound there. ``--against`` a run at
 another scale fits a line through both (CPU time, peak RSS, peak anonymous memory: the build's
