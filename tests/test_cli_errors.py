@@ -49,6 +49,18 @@ def test_the_command_line_starts_without_the_data_libraries():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("module", ["rcp_data.release.publish", "rcp_data.core.history"])
+def test_publishing_starts_before_the_data_libraries_load(module):
+    """``release publish`` starts hashing the release as soon as its module is imported; the
+    data libraries and huggingface_hub load meanwhile (with the release check), not before."""
+    code = (f"import sys, {module}; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pandas', "
+            "'pyarrow', 'scipy', 'torch', 'huggingface_hub', 'datasets', 'yaml'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": SRC})
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("imported_first", [False, True])
 def test_library_progress_bars_are_off_in_a_pipe(imported_first):
     """With stderr not a terminal, huggingface_hub's and datasets' bars are off, whether the
