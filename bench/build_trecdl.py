@@ -52,8 +52,8 @@ and imports, sha256 of 1 GiB, huggingface_hub's upload) and 1.8-2.0 s of server 
 (its own sha256 of every byte, the writes) against a copy the kernel makes in 0.6-1.3 s of CPU.
 Fourth session, ``--skip build``, six runs (the machine slower in the last three: its copy
 1.5-3.4 s): transfer floor 2.1-3.2 s = 0.63-1.07 x the copy; publish 3.8-6.5 s = 0.31-0.53 x
-the copy and 1.55-2.02 x the floor (its upload after the checks 2.2-3.8 s against the floor's
-transfer of 1.3-2.0 s); verify by tag 10.0-15.2 s.
+the copy and 1.56-2.03 x the floor (its upload after the checks 2.2-3.8 s against the floor's
+transfer of 1.3-2.0 s); verify by tag 9.9-15.2 s.
 Earlier: 92.9 s over the old inline path (0.02 x), 49.0 s over LFS before the second session's
 fixes, 9.4-10.1 s (0.25 x) before the receipts and the background hashing.
 """
