@@ -22,7 +22,7 @@ from rcp_data.core.errors import shown as show_value
 from rcp_data.core.files import release_paths
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.history import History, read_history, release_tag
-from rcp_data.core.io import float_values
+from rcp_data.core.io import float_values, read_parquet
 from rcp_data.core.reports import CheckReport
 from rcp_data.core.specs import SuiteSpec, load_spec, suite_key
 
@@ -126,15 +126,14 @@ def _check_gains(root: Path, spec: SuiteSpec, history: History) -> tuple[list[st
         path = root / rel
         if not path.exists():
             continue
-        columns = ["query-id", "corpus-id", "gain", "theta"]
-        try:  # one file read as such (pq.read_table goes through pyarrow.dataset and pandas)
-            parquet = pq.ParquetFile(path)
-            lacking = [c for c in columns if c not in parquet.schema_arrow.names]
-            if lacking:
-                raise KeyError(f"no column {lacking[0]!r}")
-            table = parquet.read(columns=columns)
+        try:
+            table = read_parquet(path, columns=["query-id", "corpus-id", "gain", "theta"],
+                                 what="a qrels table")
             theta, g = float_values(table["theta"]), float_values(table["gain"])
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, KeyError) as exc:
+        except InputError as exc:
+            problems.append(exc.message)
+            continue
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:  # not numbers
             problems.append(f"{path}: cannot read gain and theta ({exc})")
             continue
         rows_read += table.num_rows

@@ -326,9 +326,9 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
     if columns is not None:
         columns = [c for c in columns if c in found.names]
     keep = [c for c in read_dictionary if columns is None or c in columns]
-    try:
-        return pq.read_table(path, columns=columns, read_dictionary=keep or None)
-    except (pa.ArrowInvalid, OSError) as exc:
+    try:  # the one file as such (pq.read_table goes through pyarrow.dataset, importing pandas)
+        return pq.ParquetFile(path, read_dictionary=keep or None).read(columns=columns)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
         raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
 
 

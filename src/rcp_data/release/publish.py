@@ -420,11 +420,10 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
 
 
 def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
-                             link_checked: bool = False, reverify: bool = False
-                             ) -> dict[str, FileEntry]:
+                             link_checked: bool = False, reverify: bool = False) -> None:
     """Prove the release directory passes ``rcp-data verify``; refuse (nothing uploaded) if it
-    fails. Returns ``files``: every file of ``root`` with its size and sha256, hashed just now
-    by the caller.
+    fails. ``files``: every file of ``root`` with its size and sha256, hashed just now by the
+    caller.
 
     When a receipt shows that exactly these bytes passed every check under this verifier
     (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless ``reverify``;
@@ -439,7 +438,7 @@ def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
                  "passed all %d checks of rcp-data verify at %s under this rcp-data (receipt "
                  "%s); --reverify runs them again", root, len(files), receipt.checks,
                  receipt.verified_at, receipt.key[:12])
-        return files
+        return
     from rcp_data.checks.verify import verify_local_dir  # the table, card and replay checks
 
     report = verify_local_dir(root, link_checked=link_checked, files=files)
@@ -449,7 +448,6 @@ def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
         raise RefusedError(f"the release in {root} fails verification ({len(report.failed)} "
                            f"check(s)): {failed}. Nothing was uploaded")
     log.info("verified %s before publishing: %d checks, none failed", root, len(report.checks))
-    return files
 
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
@@ -474,8 +472,8 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         client = client or HubClient.from_env()
         client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
         # the gains were checked just now; the hashes it proves are handed to the upload
-        verified = verify_before_publishing(Path(root), hashed.result(), link_checked=True,
-                                            reverify=reverify)
+        verified = hashed.result()
+        verify_before_publishing(Path(root), verified, link_checked=True, reverify=reverify)
     if sorted(verified) != sorted(report.files):
         added = sorted(set(report.files) - set(verified))
         gone = sorted(set(verified) - set(report.files))
