@@ -239,7 +239,8 @@ def release_stages(python: str, release: Path, repo: str, work: Path, env: dict,
 def transfer_floor(python: str, release: Path, work: Path, env: dict, log_dir: Path,
                    copy: Stage) -> Stage:
     """``bench/transfer_floor.py``: every file hashed, then sent over loopback to a receiver
-    that hashes, writes and fsyncs it; no HTTP, no Hub, no library (the floor of a publish)."""
+    that hashes, writes (as the local Hub stores an object) and fsyncs it; no HTTP, no Hub
+    server, no client library (the floor of a publish)."""
     import json
 
     dest = work / "floor-dest"

@@ -1,4 +1,4 @@
-"""The least work a verifying upload does, with no HTTP, no Hub and no library: the floor
+"""The least work a verifying upload does, with no HTTP, no Hub server and no client library: the floor
 under ``release publish`` on this machine, measured beside the copy and the publish.
 
     python bench/transfer_floor.py SRC_DIR DEST_DIR [--streams 5]
@@ -6,8 +6,10 @@ under ``release publish`` on this machine, measured beside the copy and the publ
 The sender hashes every file of SRC_DIR (sha256, on every core: what a publisher must know
 before an upload that names objects by their hash), then sends them to a receiver in its own
 process over loopback TCP (``socket.sendfile``, ``--streams`` at once, as huggingface_hub uploads
-five files at once). The receiver writes each file under DEST_DIR while it hashes it, fsyncs it
-(as the local Hub stores an object) and answers with its sha256; the sender checks every answer.
+five files at once). The receiver writes each file under DEST_DIR while it hashes it, as the
+local Hub stores an LFS object (``rcp_data.hub.objectfile``: whole blocks past the page cache
+where the filesystem allows), fsyncs it and answers with its sha256; the sender checks every
+answer.
 Prints one JSON line: files, bytes, and the seconds of the hashing and of the transfer.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import mmap
 import os
 import socket
 import struct
@@ -25,6 +28,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from rcp_data.hub.objectfile import ObjectFile
 
 CHUNK = 1 << 20
 _HEADER = struct.Struct("!IQ")   # path length, size
@@ -54,22 +59,21 @@ def _receive_one(conn: socket.socket, dest: Path) -> None:
         name_len, size = _HEADER.unpack(_read_exact(conn, _HEADER.size))
         target = dest / _read_exact(conn, name_len).decode()
         target.parent.mkdir(parents=True, exist_ok=True)
-        buf = memoryview(bytearray(CHUNK))
-        digest, left = hashlib.sha256(), size
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            while left:
-                n = conn.recv_into(buf, min(CHUNK, left))
-                if not n:
-                    raise ConnectionError(f"{target}: the sender closed the connection early")
-                digest.update(buf[:n])
-                view = buf[:n]
-                while view:
-                    view = view[os.write(fd, view):]
-                left -= n
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        buf = memoryview(mmap.mmap(-1, CHUNK))   # page-aligned, as direct I/O needs
+        digest, done = hashlib.sha256(), 0
+        with ObjectFile(target, truncate=True) as sink:   # as the local Hub stores an object
+            while done < size:
+                want = min(CHUNK, size - done)
+                filled = 0
+                while filled < want:   # whole pieces, so that they can be written directly
+                    n = conn.recv_into(buf[filled:want])
+                    if not n:
+                        raise ConnectionError(f"{target}: the sender closed the connection early")
+                    filled += n
+                digest.update(buf[:filled])
+                sink.write_at(buf[:filled], done)
+                done += filled
+            sink.fsync()
         conn.sendall(digest.hexdigest().encode())
 
 

@@ -15,6 +15,7 @@ from test_release_check import make_release_dir
 
 import rcp_data
 import rcp_data.checks.receipts as receipts
+import rcp_data.checks.release_check as release_check
 import rcp_data.checks.verify as verify_module
 import rcp_data.core.files as files
 from rcp_data.cli import main
@@ -32,19 +33,26 @@ def client(local_hub) -> HubClient:
 
 @pytest.fixture
 def calls(monkeypatch) -> dict[str, list]:
-    """Counts of the verifications run and of the files hashed."""
-    seen: dict[str, list] = {"verified": [], "hashed": []}
+    """Counts of the verifications run, of the release checks run and of the files hashed."""
+    seen: dict[str, list] = {"verified": [], "release-checked": [], "hashed": []}
     real_verify, real_hash = verify_module.verify_release_dir, files.hash_file
+    real_check = release_check.check_release_dir
 
     def counting_verify(root, **kwargs):
         seen["verified"].append(Path(root))
         return real_verify(root, **kwargs)
+
+    def counting_check(root, **kwargs):
+        seen["release-checked"].append(Path(root))
+        return real_check(root, **kwargs)
 
     def counting_hash(root, rel):
         seen["hashed"].append(rel)
         return real_hash(root, rel)
 
     monkeypatch.setattr(verify_module, "verify_release_dir", counting_verify)
+    monkeypatch.setattr(verify_module, "check_release_dir", counting_check)
+    monkeypatch.setattr(release_check, "check_release_dir", counting_check)
     monkeypatch.setattr(files, "hash_file", counting_hash)
     return seen
 
@@ -65,6 +73,7 @@ def test_verify_records_a_receipt_of_exactly_the_files_it_passed(tmp_path):
     assert data["bytes"] == sum(p.stat().st_size for p in root.rglob("*") if p.is_file()
                                 and not any(s.startswith(".") for s in p.relative_to(root).parts))
     assert data["suite"] == "demo" and data["checks"] > 20
+    assert data["publishable"] is True   # the release check ran and passed on the same bytes
     assert receipts.find_receipt(files) is not None
 
 
@@ -72,14 +81,54 @@ def test_a_publish_after_verify_hashes_every_file_and_runs_no_other_check(
         tmp_path, client, hub_repo, calls, caplog):
     root = make_release_dir(tmp_path / "v1", hub_repo)
     assert main(["-q", "verify", str(root)]) == 0
-    assert len(calls["verified"]) == 1
+    assert len(calls["verified"]) == len(calls["release-checked"]) == 1
     calls["hashed"].clear()
     with caplog.at_level(logging.INFO, logger="rcp_data.release.publish"):
         result = publish(root, hub_repo, client=client, create_repo=True)
     assert result.status == "published"
     assert len(calls["verified"]) == 1                    # no second verification
+    assert len(calls["release-checked"]) == 1             # nor a second release check
     assert sorted(calls["hashed"]) == release_paths(root)  # every file, once
-    assert "passed all" in caplog.text and "receipt" in caplog.text
+    assert "passed the release check and all" in caplog.text and "receipt" in caplog.text
+    files = client.api.list_repo_files(hub_repo, repo_type="dataset")
+    assert sorted(set(files) - {".gitattributes"}) == release_paths(root)
+
+
+def test_a_receipt_of_an_unpublishable_release_runs_the_release_check(
+        tmp_path, client, hub_repo, calls, monkeypatch):
+    """A verification whose release check failed records so; the publish of the same bytes
+    runs the release check itself (and only it: the verification's receipt stands)."""
+    root = make_release_dir(tmp_path / "v1", hub_repo)
+    real_check = verify_module.check_release_dir
+
+    def failing_check(path, **kwargs):
+        report = real_check(path, **kwargs)
+        report.problems.append("a problem this release check found")
+        return report
+
+    monkeypatch.setattr(verify_module, "check_release_dir", failing_check)
+    assert main(["-q", "verify", str(root)]) == 0   # verify itself passes
+    [path] = _receipts()
+    assert json.loads(path.read_text())["publishable"] is False
+    monkeypatch.setattr(release_check, "check_release_dir", failing_check)
+    with pytest.raises(RefusedError, match="a problem this release check found"):
+        publish(root, hub_repo, client=client, create_repo=True)
+    assert len(calls["verified"]) == 1
+    assert not client.api.repo_exists(hub_repo, repo_type="dataset")
+
+
+def test_a_receipt_whose_publishable_is_not_a_boolean_is_ignored(tmp_path, calls):
+    root = make_release_dir(tmp_path / "v1", "rcp-test/receipts")
+    assert main(["-q", "verify", str(root)]) == 0
+    [path] = _receipts()
+    data = json.loads(path.read_text())
+    hashed = hash_files(root, release_paths(root))
+    for value in ("yes", 1, None):
+        path.write_text(json.dumps({**data, "publishable": value}), encoding="utf-8")
+        assert receipts.find_receipt(hashed) is None
+    path.write_text(json.dumps({k: v for k, v in data.items() if k != "publishable"}),
+                    encoding="utf-8")
+    assert receipts.find_receipt(hashed) is None
 
 
 def test_verify_runs_every_check_even_with_a_receipt(tmp_path, calls):
@@ -183,30 +232,50 @@ def test_the_verifier_identity_covers_every_packaged_file(tmp_path, monkeypatch)
         if edit is not None:
             target = sorted(p for p in (copy / edit).rglob("*") if p.is_file())[0]
             target.write_bytes(target.read_bytes() + b"\n")
-        receipts.verifier_identity.cache_clear()
+        receipts._identity.cache_clear()
         identities.append(receipts.verifier_identity())
-    receipts.verifier_identity.cache_clear()
+    receipts._identity.cache_clear()
     assert len(set(identities)) == 3
 
 
+def test_the_verifier_identity_covers_specs_outside_the_package(tmp_path, monkeypatch):
+    """``$RCP_DATA_BUILDERS`` points the checks at other suite specs: their bytes are part of
+    the identity, so an edited spec never reuses a receipt of the old one."""
+    from rcp_data.resources import builders_dir
+
+    packaged = receipts.verifier_identity()
+    specs = tmp_path / "builders"
+    shutil.copytree(builders_dir(), specs, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("RCP_DATA_BUILDERS", str(specs))
+    copied = receipts.verifier_identity()
+    target = sorted(p for p in specs.rglob("*") if p.is_file())[0]
+    target.write_bytes(target.read_bytes() + b"\n")
+    receipts._identity.cache_clear()
+    edited = receipts.verifier_identity()
+    receipts._identity.cache_clear()
+    assert len({packaged, copied, edited}) == 3
+
+
+@pytest.mark.parametrize("receipt", [True, False], ids=["receipt", "no-receipt"])
 def test_a_file_added_while_the_release_is_checked_is_refused(tmp_path, client, hub_repo,
-                                                             monkeypatch):
-    """The files hashed (in the background, from the start) and the files the release check
-    lists must be the same: a file that appears in between is neither verified nor uploaded,
-    and the publish stops with one message naming it."""
-    import rcp_data.checks.release_check as release_check
-
+                                                             monkeypatch, receipt):
+    """The files hashed (listed when the hashing starts) and the files listed once the checks
+    are done must be the same: a file that appears in between is neither verified nor uploaded,
+    and the publish stops with one message naming it. With a receipt the file appears while
+    the files are hashed; without one, while the release check runs."""
     root = make_release_dir(tmp_path / "v1", hub_repo)
-    assert main(["-q", "verify", str(root)]) == 0   # a receipt: no second listing by verify
+    if receipt:
+        assert main(["-q", "verify", str(root)]) == 0
     late = "alpha/late.txt"
-    real_check = release_check.check_release_dir
+    module, name = (files, "hash_file") if receipt else (release_check, "check_release_dir")
+    real = getattr(module, name)
 
-    def check_then_add(path, **kwargs):
+    def add_then_run(*args, **kwargs):
         (root / late).write_text("written while the release was being checked\n",
                                  encoding="utf-8")
-        return real_check(path, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(release_check, "check_release_dir", check_then_add)
+    monkeypatch.setattr(module, name, add_then_run)
     with pytest.raises(RefusedError, match=f"changed while they were checked \\(added: {late};"):
         publish(root, hub_repo, client=client, create_repo=True)
     assert not client.api.repo_exists(hub_repo, repo_type="dataset")

@@ -3,11 +3,14 @@ again.
 
 A receipt says that every check of ``rcp-data verify`` passed on a release directory whose files
 were exactly these (each path, size and sha256), run by exactly this verifier (rcp-data's own
-files, the Python and the libraries whose results the checks compare). Its name is the sha256 of
-both. A verification reads nothing else (a local directory, the packaged references and records),
-so for the same name it would pass again; the publisher uses a receipt instead of repeating the
-table, card and replay checks, and still hashes every file to name it. File times are never
-trusted: only bytes read just now name a receipt.
+files, the Python and the libraries whose results the checks compare, and the suite specs
+wherever ``$RCP_DATA_BUILDERS`` puts them), and whether the release
+check of the publisher (``rcp_data.checks.release_check``) passed on them too. Its name is the
+sha256 of the files and the verifier. Neither check reads anything else (a local directory, the
+packaged references, specs and records), so for the same name they would give the same answer
+again; the publisher uses a receipt instead of repeating the checks it records as passed, and
+still hashes every file to name it. File times are never trusted: only bytes read just now name
+a receipt.
 
 Only a verification with the default references writes one (``--reference`` and ``--histories``
 change what is checked). Receipts live in the user's cache, ``$RCP_DATA_CACHE`` (else
@@ -32,10 +35,11 @@ import rcp_data
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry
 from rcp_data.core.io import read_json, write_json
+from rcp_data.core.specs import builders_dir
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "rcp-data.verification-receipt/1"
+SCHEMA = "rcp-data.verification-receipt/2"
 #: Libraries whose arithmetic or reading the checks compare against recorded values.
 LIBRARIES = ("numpy", "pandas", "pyarrow", "scipy", "torch", "pyyaml", "jinja2")
 
@@ -52,6 +56,7 @@ class Receipt:
     tag: str | None
     verified_at: str
     rcp_data: str
+    publishable: bool   # the release check passed on the same bytes
 
 
 def receipts_dir() -> Path:
@@ -63,10 +68,16 @@ def receipts_dir() -> Path:
     return Path(base) / "rcp-data" / "verified"
 
 
-@cache
 def verifier_identity() -> str:
     """sha256 over rcp-data's installed files (code, specs, references, templates), the Python
-    version and the versions of :data:`LIBRARIES`."""
+    version and the versions of :data:`LIBRARIES`; and over the files of the suite specs'
+    folder when ``$RCP_DATA_BUILDERS`` puts it outside the package."""
+    return _identity(str(Path(rcp_data.__file__).resolve().parent),
+                     str(builders_dir().resolve()))
+
+
+@cache
+def _identity(package: str, specs: str) -> str:
     h = hashlib.sha256(f"python {sys.version}\n".encode())
     for name in LIBRARIES:
         try:
@@ -74,13 +85,17 @@ def verifier_identity() -> str:
         except metadata.PackageNotFoundError:
             version = "absent"
         h.update(f"{name} {version}\n".encode())
-    package = Path(rcp_data.__file__).resolve().parent
-    for path in sorted(package.rglob("*")):
-        rel = path.relative_to(package).as_posix()
-        if not path.is_file() or "__pycache__" in rel.split("/") or path.suffix == ".pyc":
-            continue
-        h.update(f"{rel}\n".encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+    folders = [Path(package)]
+    if not Path(specs).is_relative_to(package):
+        folders.append(Path(specs))
+        h.update(f"specs {specs}\n".encode())
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder).as_posix()
+            if not path.is_file() or "__pycache__" in rel.split("/") or path.suffix == ".pyc":
+                continue
+            h.update(f"{rel}\n".encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 
@@ -105,6 +120,8 @@ def find_receipt(files: Mapping[str, FileEntry]) -> Receipt | None:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("key") != key:
             raise InputError("not a receipt of these files", path=str(path))
         fields = {k: data[k] for k in Receipt.__dataclass_fields__}
+        if not isinstance(fields["publishable"], bool):
+            raise InputError("'publishable' is not true or false", path=str(path))
         return Receipt(**fields)
     except (InputError, KeyError, TypeError) as exc:
         log.debug("ignoring the receipt %s: %s", path, exc)
@@ -112,13 +129,14 @@ def find_receipt(files: Mapping[str, FileEntry]) -> Receipt | None:
 
 
 def write_receipt(files: Mapping[str, FileEntry], *, checks: int, suite: str | None,
-                  tag: str | None) -> Path | None:
-    """Record that a verification of exactly ``files`` passed with ``checks`` checks; the
-    receipt's path, None when it could not be written (a warning says so)."""
+                  tag: str | None, publishable: bool) -> Path | None:
+    """Record that a verification of exactly ``files`` passed with ``checks`` checks, and
+    whether the release check passed on them (``publishable``); the receipt's path, None when it
+    could not be written (a warning says so)."""
     receipt = Receipt(key=receipt_key(files), files=len(files),
                       bytes=sum(e.size for e in files.values()), checks=checks, suite=suite,
                       tag=tag, verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                      rcp_data=rcp_data.__version__)
+                      rcp_data=rcp_data.__version__, publishable=publishable)
     path = receipts_dir() / f"{receipt.key}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ from rcp_data.checks.pin import (
 from rcp_data.checks.readable import check_readable
 from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
+from rcp_data.checks.release_check import check_release_dir
 from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, recorded_content
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
@@ -431,17 +432,23 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
 def verify_local_dir(root: Path, *, reference: Path | None = None, histories: Path | None = None,
                      options: Options | None = None, link_checked: bool = False,
                      target: str | None = None,
-                     files: Mapping[str, FileEntry] | None = None) -> VerifyReport:
+                     files: Mapping[str, FileEntry] | None = None,
+                     publishable: bool | None = None) -> VerifyReport:
     """Verify a local release directory; when every check passes with the default references,
-    record a receipt of its files (:mod:`rcp_data.checks.receipts`). ``files``: every file of
-    the directory, hashed just now by the caller."""
+    record a receipt of its files (:mod:`rcp_data.checks.receipts`) that also says whether the
+    publisher's release check passes on them (``publishable``, when the caller just ran it;
+    else it is run here). ``files``: every file of the directory, hashed just now by the
+    caller."""
     if files is None:
         files = hash_files(root, release_paths(root))
     report = verify_release_dir(root, reference=reference, target=target or str(root),
                                 histories=histories, options=options,
                                 link_checked=link_checked, hashed=files)
     if report.ok and reference is None and histories is None:
-        write_receipt(files, checks=len(report.checks), suite=report.suite, tag=report.tag)
+        if publishable is None:
+            publishable = check_release_dir(root).ok
+        write_receipt(files, checks=len(report.checks), suite=report.suite, tag=report.tag,
+                      publishable=publishable)
     return report
 
 

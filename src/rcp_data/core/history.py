@@ -26,6 +26,7 @@ from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_jso
 from rcp_data.core.specs import suite_key
 
 SCHEMA = "rcp-data.releases/1"
+RELEASES_JSON = "provenance/releases.json"   # a release directory's history
 STATUSES = ("current", "superseded")
 CALIBRATION_METHODS = {"2pl-irt": "2PL IRT"}
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.history import RELEASES_JSON
 from rcp_data.core.io import check_schema, read_json, read_parquet
 from rcp_data.core.specs import SuiteSpec, known_suites, load_spec, suite_key
 
@@ -118,7 +119,6 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 # Paths of the top-level release files.
-RELEASES_JSON = "provenance/releases.json"
 BUILD_MANIFEST = "provenance/build_manifest.json"
 MANIFEST_SCHEMA = "rcp-data.build-manifest/1"   # the build manifest's "schema"
 TASK_FILE = "rcp_ndcg_tasks.py"

@@ -12,7 +12,8 @@ answers for a dataset repository (its default ``.gitattributes`` plus its size a
 repository at ``<repo>.git/lfs/objects/<oid[0:2]>/<oid[2:4]>/<oid>`` (git-lfs's own layout). The
 git tree holds a git-lfs pointer file in its place, so history, ``git clone`` and ``git fsck``
 work as for any git-lfs repository. Uploads stream into a temporary file under the store's
-``.tmp`` folder while their sha256 and size are computed, and only a verified object is moved in.
+``.tmp`` folder while their sha256 and size are computed (written past the page cache where the
+filesystem allows: :mod:`rcp_data.hub.objectfile`), and only a verified object is moved in.
 Large objects arrive in parts (the Hub's ``multipart`` transfer): each part is written at its
 offset in one temporary file and answered with an etag naming that upload of the part; the
 completion request checks every part's etag, the size and the sha256 before the object is moved
@@ -31,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.hub.errors import HubError
-from rcp_data.hub.limits import CHUNK, Body
+from rcp_data.hub.limits import Body
+from rcp_data.hub.objectfile import receive_into
 
 LFS_SIZE_THRESHOLD = 10 * 1024 * 1024
 LFS_EXTENSIONS = frozenset(
@@ -98,6 +100,10 @@ def check_size(size: object) -> int:
     return size
 
 
+def _ignore(_piece: memoryview) -> None:
+    """A part that arrives out of order is hashed at the completion instead."""
+
+
 class LfsStore:
     """The LFS objects of every repository, uploaded through ``tmp`` (see the module docstring)."""
 
@@ -134,21 +140,11 @@ class LfsStore:
             body.drain(size)
             return False
         fd, tmp = tempfile.mkstemp(prefix="hub-lfs-", dir=self.tmp)
+        os.close(fd)
         try:
             digest = hashlib.sha256()
-            seen = 0
-
-            def observe(chunk: bytes) -> None:
-                nonlocal seen
-                seen += len(chunk)
-                if seen > size:
-                    raise HubError(400, f"Upload is longer than the object size {size}")
-                digest.update(chunk)
-
-            with os.fdopen(fd, "wb") as sink:
-                got = body.copy_to(sink, observe)
-                sink.flush()
-                os.fsync(sink.fileno())
+            got = receive_into(body, tmp, offset=0, most=size, truncate=True,
+                               observe=digest.update, fsync=True)
             self._check(oid, size, digest.hexdigest(), got)
             self._move_in(repo, oid, Path(tmp))
         finally:
@@ -187,19 +183,9 @@ class LfsStore:
             elif running is not None and running[0] != number:
                 running = None  # out of order or sent again: the completion reads the object
             Path(f"{partial}.part{number}").unlink(missing_ok=True)
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT, 0o644)
-            got = 0
-            try:
-                os.lseek(fd, start, os.SEEK_SET)
-                while chunk := body.read(CHUNK):
-                    got += len(chunk)
-                    if got > expected:
-                        raise HubError(400, f"Part {number} is longer than {expected} bytes")
-                    if running is not None:
-                        running[1].update(chunk)
-                    os.write(fd, chunk)
-            finally:
-                os.close(fd)
+            observe = running[1].update if running is not None else _ignore
+            got = receive_into(body, partial, offset=start, most=expected, truncate=False,
+                               observe=observe, fsync=False, what=f"Part {number}")
             if got != expected:
                 raise HubError(400, f"Part {number} must be {expected} bytes, got {got}")
             if running is not None:

@@ -90,6 +90,28 @@ class Body:
             raise HubError(400, "Request body ended before its announced length")
         return data
 
+    def readinto(self, view: memoryview) -> int:
+        """Fill ``view`` with the next bytes of the body: all of it, or less at the body's end
+        (0 there). A body with a length is read straight into ``view``, without a copy."""
+        filled = 0
+        while filled < len(view) and not self._finished:
+            if self.length is None:
+                data = self.read(len(view) - filled)
+                view[filled:filled + len(data)] = data
+                filled += len(data)
+                continue
+            want = min(len(view) - filled, self.length - self.received)
+            try:
+                n = self._rfile.readinto(view[filled:filled + want]) or 0
+            except OSError as exc:  # a timeout or a reset while reading
+                raise ClientGone(str(exc)) from None
+            if n < want:
+                raise HubError(400, "Request body ended before its announced length")
+            filled += n
+            self.received += n
+            self._finished = self.received >= self.length
+        return filled
+
     def _line(self) -> bytes:
         try:
             line = self._rfile.readline(_MAX_LINE + 1)

@@ -2,9 +2,9 @@
 
 Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``):
 
-1. Check the release directory (``check.py``) and verify it as ``rcp-data verify`` does
-   (:func:`verify_before_publishing`: every file hashed; a receipt of the same bytes stands
-   for the other checks); refuse before any upload if either fails.
+1. Hash every file, then check the release directory (``checks/release_check.py``) and verify
+   it as ``rcp-data verify`` does (:func:`check_before_publishing`; a receipt of the same bytes
+   stands for the checks it records as passed); refuse before any upload if either fails.
 2. Read the branch head and the tags; build an explicit operation list against that head:
    an add for every release file, a delete for every file on the branch the release lacks.
 3. ONE ``create_commit`` with ``parent_commit`` = that head, always: the ``--parent-commit``
@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
-from rcp_data.core.files import FileEntry, hashing_in_background, sha256_file
+from rcp_data.core.files import FileEntry, hashing_in_background, release_paths, sha256_file
 from rcp_data.core.history import (
+    RELEASES_JSON,
     SCHEMA,
     History,
     Release,
@@ -419,35 +420,62 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     return path
 
 
-def verify_before_publishing(root: Path, files: dict[str, FileEntry], *,
-                             link_checked: bool = False, reverify: bool = False) -> None:
-    """Prove the release directory passes ``rcp-data verify``; refuse (nothing uploaded) if it
-    fails. ``files``: every file of ``root`` with its size and sha256, hashed just now by the
-    caller.
+def _same_files(root: Path, hashed: Mapping[str, FileEntry], listed: list[str]) -> None:
+    """Refuse unless the files hashed are the files listed after them (none came or went)."""
+    if sorted(hashed) != sorted(listed):
+        added = sorted(set(listed) - set(hashed))
+        gone = sorted(set(hashed) - set(listed))
+        raise RefusedError(f"the files of {root} changed while they were checked (added: "
+                           f"{', '.join(added) or 'none'}; removed: {', '.join(gone) or 'none'})"
+                           "; nothing was uploaded. Publish it again once it is complete")
 
-    When a receipt shows that exactly these bytes passed every check under this verifier
-    (:mod:`rcp_data.checks.receipts`), the other checks are not run again, unless ``reverify``;
-    a verification that runs and passes leaves a receipt.
-    ``link_checked``: the release check already proved every gain is the link of its theta.
+
+def check_before_publishing(root: Path, files: Mapping[str, FileEntry], *,
+                            reverify: bool = False) -> CheckReport:
+    """Prove the release directory may be published: the release check
+    (:func:`~rcp_data.checks.release_check.check_release_dir`) and every check of
+    ``rcp-data verify`` pass on it; refuse (nothing uploaded) if either fails. ``files``: every
+    file of ``root`` with its size and sha256, hashed just now by the caller. Returns the
+    release check's report (the files of ``root`` and its release history).
+
+    A receipt of exactly these bytes under this rcp-data (:mod:`rcp_data.checks.receipts`)
+    stands for the checks it records as passed, unless ``reverify``; a verification that runs
+    and passes here leaves a receipt.
     """
     from rcp_data.checks.receipts import find_receipt
 
     receipt = None if reverify else find_receipt(files)
-    if receipt is not None:
+    if receipt is not None and receipt.publishable:
         log.info("verified %s before publishing: its %d files hashed again are the ones that "
-                 "passed all %d checks of rcp-data verify at %s under this rcp-data (receipt "
-                 "%s); --reverify runs them again", root, len(files), receipt.checks,
-                 receipt.verified_at, receipt.key[:12])
-        return
+                 "passed the release check and all %d checks of rcp-data verify at %s under "
+                 "this rcp-data (receipt %s); --reverify runs them again", root, len(files),
+                 receipt.checks, receipt.verified_at, receipt.key[:12])
+        report = CheckReport(root=root, suite=receipt.suite, files=release_paths(root),
+                             history=read_history(root / RELEASES_JSON, for_commit=True))
+        _same_files(root, files, report.files)
+        return report
+    from rcp_data.checks.release_check import check_release_dir
+
+    report = check_release_dir(root)
+    report.raise_if_failed()
+    _same_files(root, files, report.files)
+    if receipt is not None:  # recorded as not publishable, yet the release check passes now
+        log.info("verified %s before publishing: the release check passed and its %d files "
+                 "passed all %d checks of rcp-data verify at %s (receipt %s)", root,
+                 len(files), receipt.checks, receipt.verified_at, receipt.key[:12])
+        return report
     from rcp_data.checks.verify import verify_local_dir  # the table, card and replay checks
 
-    report = verify_local_dir(root, link_checked=link_checked, files=files)
-    if not report.ok:
+    # the release check proved just now that every gain is the link of its theta
+    verified = verify_local_dir(root, link_checked=True, files=files, publishable=True)
+    if not verified.ok:
         failed = "; ".join(f"{c.name}: {c.what} (found {c.found}; {c.where})"
-                           for c in report.failed[:5])
-        raise RefusedError(f"the release in {root} fails verification ({len(report.failed)} "
-                           f"check(s)): {failed}. Nothing was uploaded")
-    log.info("verified %s before publishing: %d checks, none failed", root, len(report.checks))
+                           for c in verified.failed[:5])
+        raise RefusedError(f"the release in {root} fails verification "
+                           f"({len(verified.failed)} check(s)): {failed}. Nothing was uploaded")
+    log.info("verified %s before publishing: %d checks, none failed", root,
+             len(verified.checks))
+    return report
 
 
 def publish(root: str | Path, repo: str, *, branch: str = "main",
@@ -457,29 +485,21 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     """Check, commit and tag one release directory (see the module docstring).
 
     ``record_to``: a folder of ``<suite>.json`` histories, or one history file, to record the
-    published release in; None records nowhere. ``reverify``: run every check of the
-    verification even when a receipt covers these bytes. Nothing else on disk is written but
-    the receipt of a passed verification.
+    published release in; None records nowhere. ``reverify``: run every check even when a
+    receipt covers these bytes. Nothing else on disk is written but the receipt of a passed
+    verification.
     """
     check_repo_id(repo)
-    # every file is hashed while the data libraries and huggingface_hub load and the release
-    # check runs: this module imports neither before the hashing starts
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError(f"release directory not found: {root}")
+    # every file is hashed while huggingface_hub loads: this module imports neither it nor a
+    # data library before the hashing starts
     with hashing_in_background(root) as hashed:
-        from rcp_data.checks.release_check import check_release_dir
-
-        report = check_release_dir(root)
-        report.raise_if_failed()
         client = client or HubClient.from_env()
         client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
-        # the gains were checked just now; the hashes it proves are handed to the upload
         verified = hashed.result()
-        verify_before_publishing(Path(root), verified, link_checked=True, reverify=reverify)
-    if sorted(verified) != sorted(report.files):
-        added = sorted(set(report.files) - set(verified))
-        gone = sorted(set(verified) - set(report.files))
-        raise RefusedError(f"the files of {root} changed while they were checked (added: "
-                           f"{', '.join(added) or 'none'}; removed: {', '.join(gone) or 'none'})"
-                           "; nothing was uploaded. Publish it again once it is complete")
+    report = check_before_publishing(root, verified, reverify=reverify)
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified)
     result = execute_plan(plan, client)
