@@ -279,7 +279,9 @@ def _publish_stages(name: str, python: str, release: Path, repo: str, hub_root: 
                      "copy_seconds": copy.seconds, "upload_seconds": upload}
         lfs = (log_dir / "hub-server.log").read_text(errors="replace").count("lfs/objects/batch")
         pub.extra["lfs_batch_requests"] = lfs
-        receipt = "receipt" in (log_dir / f"{name}.log").read_text(errors="replace")
+        # the publisher's line when a receipt of the same bytes stood for its checks
+        receipt = "hashed again are the ones that passed" in \
+            (log_dir / f"{name}.log").read_text(errors="replace")
         pub.note = (("every check run again (--reverify); " if extra_args else
                      "after verify-local: files hashed, its receipt found; " if receipt else "")
                     + f"{'LFS' if lfs else 'inline'} path: {n_bytes / pub.seconds / MIB:,.0f} "

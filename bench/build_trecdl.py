@@ -27,8 +27,8 @@ Measured (each stage a subprocess: wall time, peak RSS from ``wait4``):
   runs, corpus shards, card), with ``raw_collection`` so the repair count is computed;
 - ``copy``: the release folder copied on the same disk (the publish baseline, median of 3);
 - ``transfer-floor``: ``bench/transfer_floor.py``, the least a verifying upload does (every
-  file hashed, then sent over loopback to a receiver that hashes, writes and fsyncs it; no
-  HTTP, no Hub; ``--skip floor`` leaves it out);
+  file hashed, then sent over loopback to a receiver that hashes, writes as the local Hub does
+  and fsyncs it; no HTTP, no Hub server; ``--skip floor`` leaves it out);
 - ``verify-local``: ``rcp-data verify RELEASE``, a maintainer's check before publishing; it
   leaves the receipt of its pass (``rcp_data.checks.receipts``) in the bench's own cache;
 - ``publish``: ``rcp-data release publish`` to a local Hub in its own process (its peak RSS
@@ -54,6 +54,17 @@ Fourth session, ``--skip build``, six runs (the machine slower in the last three
 1.5-3.4 s): transfer floor 2.1-3.2 s = 0.63-1.07 x the copy; publish 3.8-6.5 s = 0.31-0.53 x
 the copy and 1.56-2.03 x the floor (its upload after the checks 2.2-3.8 s against the floor's
 transfer of 1.3-2.0 s); verify by tag 9.9-15.2 s.
+Fifth session, ``--skip build``, after three changes: the local Hub writes LFS objects past
+the page cache (a buffered 1 GiB write into fresh page cache cost this VM 3.1-3.5 s of kernel
+CPU, a direct one 0.02-0.08 s: the server's CPU for this publish fell from 3.6-5.8 s to
+1.2-1.3 s); a receipt also stands for publish's release check (no numpy, pyarrow or scipy is
+loaded); files are hashed in 4 MiB pieces. Six full runs of the final code: copy 1.3-1.9 s;
+transfer floor 1.6-2.1 s = 0.76-0.90 x the copy; publish 2.4-3.0 s = 0.47-0.71 x the copy
+(0.47, 0.53, 0.60, 0.64, 0.67, 0.71; 1.26-1.61 x the floor), its upload after the checks
+1.5-2.0 s; publish --reverify 5.5-6.6 s = 0.19-0.30 x; verify by tag 8.2-9.3 s, 0.50-0.58 GiB.
+The publish stays CPU-bound on 2 cores: huggingface_hub's upload of 1 GiB takes 1.3 s of client
+CPU (0.15 s for a client that sends with ``sendfile``), the server 1.2-1.3 s (its sha256 of
+every byte, the receive), the client's own sha256 0.85 s.
 Earlier: 92.9 s over the old inline path (0.02 x), 49.0 s over LFS before the second session's
 fixes, 9.4-10.1 s (0.25 x) before the receipts and the background hashing.
 """

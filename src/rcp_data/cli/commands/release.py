@@ -42,9 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--record-to release/ updates the project's record (default: "
                         "$RCP_DATA_RECORD_TO, else nowhere)")
     p.add_argument("--reverify", action="store_true",
-                   help="run every check of the verification again, even when an earlier "
-                        "'rcp-data verify' or publish passed on exactly these bytes (every file "
-                        "is hashed either way)")
+                   help="run the release check and every check of the verification again, "
+                        "even when an earlier 'rcp-data verify' or publish passed on exactly "
+                        "these bytes (every file is hashed either way)")
     p.set_defaults(func=_publish)
 
     p = sub.add_parser("list", help="the Hub's tags and the repo's releases.json side by side")
