@@ -32,7 +32,8 @@ Measured (each stage a subprocess: wall time, peak RSS from ``wait4``):
 - ``verify-local``: ``rcp-data verify RELEASE``, a maintainer's check before publishing; it
   leaves the receipt of its pass (``rcp_data.checks.receipts``) in the bench's own cache;
 - ``publish``: ``rcp-data release publish`` to a local Hub in its own process (its peak RSS
-  too): every file hashed again, the receipt found, the LFS upload, one commit, one tag;
+  too): every file hashed again, the receipt found, the LFS upload, one commit, one tag; three
+  times, each into a new Hub, and the median kept, as for the copy;
 - ``verify``: ``rcp-data verify --repo R --revision <tag>`` into an empty Hugging Face cache;
 - ``publish-reverify``: the same publish with ``--reverify`` (every check run again) into a
   second empty local Hub (``--skip reverify`` leaves it out).
