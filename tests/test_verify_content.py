@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -276,8 +277,10 @@ def test_hash_files_equal_hashlib_and_stop_when_told(tmp_path):
     no file (the publisher's background hashing after its release check failed)."""
     import threading
 
-    for i, size in enumerate((0, 1, 65_537, 3 << 20)):
-        (tmp_path / f"f{i}.bin").write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    # random bytes, sizes around the 4 MiB piece, a large file before smaller ones: a piece
+    # left over from another file (the buffer is reused) would change a hash
+    for i, size in enumerate(((9 << 20) + 3, 1, 4 << 20, (4 << 20) + 1, 0, 65_537, 3 << 20)):
+        (tmp_path / f"f{i}.bin").write_bytes(os.urandom(size))
     paths = sorted(p.name for p in tmp_path.iterdir())
     got = hash_files(tmp_path, paths)
     assert list(got) == paths

@@ -9,7 +9,6 @@ without reading the body, and the connection is closed), a body that ends early 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from typing import BinaryIO
@@ -167,12 +166,10 @@ class Body:
             parts.append(chunk)
         return b"".join(parts)
 
-    def copy_to(self, sink: BinaryIO, observe: Callable[[bytes], None] | None = None) -> int:
-        """Stream the rest of the body into ``sink`` (``observe`` sees every chunk); bytes read."""
+    def copy_to(self, sink: BinaryIO) -> int:
+        """Stream the rest of the body into ``sink``; bytes read."""
         total = 0
         while chunk := self.read(CHUNK):
-            if observe is not None:
-                observe(chunk)
             sink.write(chunk)
             total += len(chunk)
         return total
