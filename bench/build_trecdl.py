@@ -59,13 +59,14 @@ Fifth session, ``--skip build``, after three changes: the local Hub writes LFS o
 the page cache (a buffered 1 GiB write into fresh page cache cost this VM 3.1-3.5 s of kernel
 CPU, a direct one 0.02-0.08 s: the server's CPU for this publish fell from 3.6-5.8 s to
 1.2-1.3 s); a receipt also stands for publish's release check (no numpy, pyarrow or scipy is
-loaded); files are hashed in 4 MiB pieces. Six full runs of the final code: copy 1.3-1.9 s;
-transfer floor 1.6-2.1 s = 0.76-0.90 x the copy; publish 2.4-3.0 s = 0.47-0.71 x the copy
-(0.47, 0.53, 0.60, 0.64, 0.67, 0.71; 1.26-1.61 x the floor), its upload after the checks
-1.5-2.0 s; publish --reverify 5.5-6.6 s = 0.19-0.30 x; verify by tag 8.2-9.3 s, 0.50-0.58 GiB.
-The publish stays CPU-bound on 2 cores: huggingface_hub's upload of 1 GiB takes 1.3 s of client
-CPU (0.15 s for a client that sends with ``sendfile``), the server 1.2-1.3 s (its sha256 of
-every byte, the receive), the client's own sha256 0.85 s.
+loaded); files are hashed in 4 MiB pieces. Six full runs of the final code, the publish the
+median of three each: copy 1.2-1.6 s; transfer floor 1.6-1.9 s = 0.70-0.83 x the copy; publish
+2.1-2.8 s = 0.48-0.64 x the copy (0.48, 0.58, 0.58, 0.60, 0.61, 0.64; its single runs 2.1-2.8
+s; 1.28-1.46 x the floor), its upload after the checks 1.3-1.8 s; publish --reverify 5.1-6.2 s
+= 0.21-0.30 x; verify by tag 8.0-8.8 s, 0.52-0.55 GiB. The publish stays CPU-bound on 2 cores:
+huggingface_hub's upload of 1 GiB takes 1.3 s of client CPU (0.15 s for a client that sends
+with ``sendfile``), the server 1.2-1.3 s (its sha256 of every byte, the receive), the client's
+own sha256 0.85 s.
 Earlier: 92.9 s over the old inline path (0.02 x), 49.0 s over LFS before the second session's
 fixes, 9.4-10.1 s (0.25 x) before the receipts and the background hashing.
 """
