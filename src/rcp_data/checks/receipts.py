@@ -4,9 +4,9 @@ again.
 A receipt says that every check of ``rcp-data verify`` passed on a release directory whose files
 were exactly these (each path, size and sha256), run by exactly this verifier (rcp-data's own
 files, the Python and the libraries whose results the checks compare, and the suite specs
-wherever ``$RCP_DATA_BUILDERS`` puts them), and whether the release
-check of the publisher (``rcp_data.checks.release_check``) passed on them too. Its name is the
-sha256 of the files and the verifier. Neither check reads anything else (a local directory, the
+wherever ``$RCP_DATA_BUILDERS`` puts them), and whether the publisher's release check
+(``rcp_data.checks.release_check``) passed on them too. Its name is the sha256 of the files and
+the verifier. Neither check reads anything else (a local directory, the
 packaged references, specs and records), so for the same name they would give the same answer
 again; the publisher uses a receipt instead of repeating the checks it records as passed, and
 still hashes every file to name it. File times are never trusted: only bytes read just now name

@@ -1,8 +1,7 @@
 """The files of a release directory: which they are, and their sizes and sha256s.
 
-Standard library only, so that a command can start hashing before it imports the data
-libraries (``release publish`` hashes every file while numpy, pyarrow and huggingface_hub load
-and the release check runs). A file is named by its POSIX path relative to the release root;
+Standard library only, so that a command can start hashing before it imports anything else
+(``release publish`` hashes every file while huggingface_hub loads). A file is named by its POSIX path relative to the release root;
 hidden files and ``__pycache__`` are never part of a release, and the Hub's own
 ``.gitattributes`` (:data:`HUB_HOUSEKEEPING`) is kept as the Hub's.
 """
