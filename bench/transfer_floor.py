@@ -29,6 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rcp_data.core.files import hash_files
 from rcp_data.hub.objectfile import ObjectFile
 
 CHUNK = 1 << 20
@@ -37,11 +38,6 @@ _HEADER = struct.Struct("!IQ")   # path length, size
 
 def _files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _read_exact(conn: socket.socket, n: int) -> bytes:
@@ -94,8 +90,8 @@ def receive(dest: Path, count: int) -> None:
 def send(src: Path, dest: Path, streams: int) -> dict:
     names = _files(src)
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        hashes = dict(zip(names, pool.map(lambda n: _sha256(src / n), names), strict=True))
+    # on every core, as release publish hashes them
+    hashes = {rel: e.sha256 for rel, e in hash_files(src, names).items()}
     hashed = time.perf_counter()
     receiver = subprocess.Popen([sys.executable, __file__, "--receive", str(dest), str(len(names))],
                                 stdout=subprocess.PIPE, text=True)

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
-from rcp_data.core.files import FileEntry, hashing_in_background, release_paths, sha256_file
+from rcp_data.core.files import (
+    FileEntry,
+    digest_file,
+    hashing_in_background,
+    release_paths,
+    sha256_file,
+)
 from rcp_data.core.history import (
     RELEASES_JSON,
     SCHEMA,
@@ -57,7 +63,6 @@ log = logging.getLogger(__name__)
 
 KEEP_ON_BRANCH = frozenset({".gitattributes"})  # Hub housekeeping a release never deletes
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_CHUNK = 1 << 20
 
 
 def check_repo_id(repo: str) -> str:
@@ -83,19 +88,13 @@ class LocalFile:
     def git_oid(self) -> str:
         """The git blob sha1 (what the Hub reports for a regular file)."""
         git = hashlib.sha1(f"blob {self.size}\0".encode())  # noqa: S324 - git's object id
-        return _digest(self.root / self.path, git)
+        digest_file(self.root / self.path, git)
+        return git.hexdigest()
 
     @cached_property
     def sha256(self) -> str:
         """The sha256 (what the Hub reports for an LFS/Xet file)."""
         return self.verified_sha256 or sha256_file(self.root / self.path)
-
-
-def _digest(path: Path, h) -> str:
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def local_file(root: Path, rel: str, verified: Mapping[str, FileEntry] | None = None
