@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from rcp_data.core.layout import write_parquet
+from rcp_data.model.tables import write_parquet
 from rcp_data.stages.calibration.fit import MapArrays, negative_log_posterior
 from rcp_data.stages.calibration.simulate import simulate_verdicts
 

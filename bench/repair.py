@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rcp_data.core.layout import SCHEMAS, shard_name
 from rcp_data.demo.synthetic_corpus import generate_batches, generate_passages
+from rcp_data.model.layout import SCHEMAS, shard_name
 from rcp_data.sources.text_repair import repair_array, repair_settings
 from rcp_data.sources.text_repair_reference import irds_repair_bytes
 

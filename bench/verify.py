@@ -41,20 +41,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, record_content
 from rcp_data.core.gains import ItemParams, gain
-from rcp_data.core.history import History, Release, release_tag, write_history
 from rcp_data.core.io import write_json
-from rcp_data.core.layout import (
+from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.model.history import History, ReleaseRecord, release_tag, write_history
+from rcp_data.model.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
+    MANIFEST_SCHEMA,
     RELEASES_JSON,
     SCHEMAS,
     provenance_file,
     shard_name,
     subset_file,
 )
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.model.manifest import record_content
 from rcp_data.stages.pools import rrf_fuse
 
 TARGET_S = 60.0
@@ -182,13 +183,13 @@ def generate(root: Path, n_queries: int) -> Path:
         counts.update(_domain(spec, d.name, n_queries, models, rng, root))
         print(f"  generated domain {d.name}", file=sys.stderr)
     PARAMS.write(root / ITEM_PARAMS)
-    history = History(repo=REPO, releases=(Release(
+    history = History(repo=REPO, releases=(ReleaseRecord(
         release=1, tag=release_tag(1, JUDGE["model"]), revision=None, data_revision=None,
         judge=dict(JUDGE), calibration={"method": "2pl-irt", "item_params": ITEM_PARAMS,
                                         "link": "weighted_discrimination"},
         status="current", summary="SYNTHETIC benchmark release"),))
     write_history(history, root / RELEASES_JSON)
-    write_json({"schema": BUILD_MANIFEST_SCHEMA, "suite": spec.name, "synthetic": True,
+    write_json({"schema": MANIFEST_SCHEMA, "suite": spec.name, "synthetic": True,
                 "judge": JUDGE, "calibration": {"item_params": ITEM_PARAMS,
                                                 "link": "weighted_discrimination"},
                 "counts": counts}, root / BUILD_MANIFEST)

@@ -180,10 +180,10 @@ def replay_per_query(root: Path, spec, runs: dict[str, dict[str, dict[str, float
                      k: int = 10, model: str = "mteb-run") -> pd.DataFrame:
     """Per-query values of one model's runs on several subsets (``{subset: {query: {doc:
     score}}}``), in the long layout ``rcp_data.scoring.replay.summarize`` takes (both tie rules)."""
-    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.model.release import Release
     from rcp_data.scoring.replay import build_subset_runs, score_subset
 
-    rel = ReleaseDir(Path(root), spec)
+    rel = Release(Path(root), spec)
     frames = []
     for subset, run in runs.items():
         rows = [(q, d, float(s)) for q, docs in run.items() for d, s in docs.items()]

@@ -12,9 +12,9 @@ from reference_links import weighted_discrimination
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.suite import make_demo_release, make_sources, write_inputs
+from rcp_data.model.release import Release
 from rcp_data.stages.build import build_release, read_inputs
 
 
@@ -48,7 +48,7 @@ def test_layout_files(demo_release):
 
 
 def test_gains_equal_the_link_of_theta(demo_release):
-    rel = ReleaseDir(demo_release, load_spec("demo"))
+    rel = Release(demo_release, load_spec("demo"))
     params = ItemParams.read(demo_release / "provenance/item_params.synth.json")
     for sub in ("alpha", "beta"):
         q = rel.table(sub, "qrels")
@@ -59,7 +59,7 @@ def test_gains_equal_the_link_of_theta(demo_release):
 
 
 def test_demo_covers_the_hard_cases(demo_release):
-    rel = ReleaseDir(demo_release, load_spec("demo"))
+    rel = Release(demo_release, load_spec("demo"))
     # exclusions: self-documents leave top_ranked but stay in the pool, flagged
     exc = rel.table("alpha", "excluded")
     assert exc["query-id"].tolist() == ["alpha-q000", "alpha-q001", "alpha-q002"]
@@ -90,7 +90,7 @@ def test_demo_covers_the_hard_cases(demo_release):
 
 
 def test_runs_rank_by_score_and_stored_position(demo_release):
-    runs = ReleaseDir(demo_release, load_spec("demo")).provenance("runs", "alpha")
+    runs = Release(demo_release, load_spec("demo")).provenance("runs", "alpha")
     for (_, _), grp in runs.groupby(["model", "query-id"]):
         assert grp["stored_position"].tolist() == list(range(len(grp)))
         by_score = grp.sort_values("score", ascending=False, kind="stable")

@@ -11,7 +11,7 @@ import pytest
 
 from rcp_data.cli import main
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import write_parquet
+from rcp_data.model.tables import write_parquet
 from rcp_data.stages.calibration.diagnostics import expected_calibration_error, yen_q3
 from rcp_data.stages.calibration.simulate import simulate_verdicts
 

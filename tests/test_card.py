@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 from demo_fixture import copy_demo
 
-from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, detect_suite, provenance_file
 from rcp_data.core.specs import load_spec
 from rcp_data.documents.card import render_card, subset_facts
+from rcp_data.model.layout import RELEASES_JSON, provenance_file
+from rcp_data.model.release import Release
+from rcp_data.model.suite import detect_suite
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,7 @@ def test_configs_cover_every_table(demo_release, demo_card):
 
 def test_numbers_come_from_the_data(demo_release, demo_card, tmp_path):
     spec = load_spec("demo")
-    rd = ReleaseDir(demo_release, spec)
+    rd = Release(demo_release, spec)
     pool = pd.concat([rd.provenance("pool", s) for s in spec.provenance_splits])
     injected = int(pool["gt_injected"].sum())
     assert f"{injected} of {len(pool)} pool pairs" in demo_card
@@ -156,7 +158,7 @@ def test_real_suite_card_has_no_synthetic_banner(demo_release, tmp_path):
     """Only data says whether a release is synthetic: a non-synthetic suite whose build
     manifest says it was built from generated data still gets the banner."""
     from rcp_data.core.io import read_json, write_json
-    from rcp_data.core.layout import BUILD_MANIFEST
+    from rcp_data.model.layout import BUILD_MANIFEST
 
     spec = dataclasses.replace(load_spec("demo"), synthetic=False)
     flagged = render_card(demo_release, spec=spec)
@@ -225,8 +227,8 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
     import datasets
     from huggingface_hub import HfApi, hf_hub_download
 
-    from rcp_data.core.history import add_release, read_history
     from rcp_data.documents.card import release_history, write_release_files
+    from rcp_data.model.history import add_release, read_history
     from rcp_data.release.publish import publish
     from rcp_data.release.regenerate import REGENERATED_FILES, regenerate
 
@@ -303,9 +305,9 @@ def test_publish_regenerate_and_supersede(demo_release, local_hub, tmp_path):
 def test_relation_to_the_paper_counts_cells_as_printed():
     """Hand-made tables: the paper's NanoBEIR values (as fractions), one RCP cell moved by 0.1
     point and one by 0.02 (still printing the same): the paragraph counts what prints alike."""
-    from rcp_data.core.history import history_path, read_history
     from rcp_data.core.io import read_json
     from rcp_data.documents.card_facts import paper_relation
+    from rcp_data.model.history import history_path, read_history
     from rcp_data.resources import provenance_dir
 
     spec = load_spec("nanobeir")

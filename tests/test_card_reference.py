@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from rcp_data.core.history import fill_known_shas, read_history
-from rcp_data.core.layout import BUILD_MANIFEST, RELEASES_JSON, card_front_matter
 from rcp_data.core.specs import load_spec
+from rcp_data.model.card_format import card_front_matter
+from rcp_data.model.history import fill_known_shas, read_history
+from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON
 
 REPO = "rcp-test/nanobeir-synthetic"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -160,8 +161,8 @@ def test_synthetic_build_says_so_everywhere(built, card_with_sha):
     table = sections(card_with_sha)["Releases and judge provenance"]
     assert "(SYNTHETIC)" in table and "](https://huggingface.co/" not in table
     # RELEASES.md and verify's report line
-    from rcp_data.core.history import History
     from rcp_data.documents.releases_md import render_suite
+    from rcp_data.model.history import History
 
     md = render_suite("nanobeir", History.from_dict(history))
     assert "rcp-data/SYNTHETIC-judge @ `synthetic` (SYNTHETIC)" in md

@@ -49,7 +49,7 @@ def test_the_command_line_starts_without_the_data_libraries():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("module", ["rcp_data.release.publish", "rcp_data.core.history"])
+@pytest.mark.parametrize("module", ["rcp_data.release.publish", "rcp_data.model.history"])
 def test_publishing_starts_before_the_data_libraries_load(module):
     """``release publish`` starts hashing the release as soon as its module is imported; the
     data libraries and huggingface_hub load meanwhile (with the release check), not before."""

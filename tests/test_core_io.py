@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rcp_data.checks.reports import MAX_DETAILS, Check, CheckReport
 from rcp_data.core.errors import InputError, SchemaError
 from rcp_data.core.io import (
     atomic_dir,
@@ -22,7 +23,6 @@ from rcp_data.core.io import (
     read_parquet,
     write_json,
 )
-from rcp_data.core.reports import MAX_DETAILS, Check, CheckReport
 
 
 def _leftovers(folder: Path, keep: set[str]) -> list[str]:

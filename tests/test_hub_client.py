@@ -19,7 +19,6 @@ from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.verify import verify
 from rcp_data.cli import main
 from rcp_data.core.errors import RefusedError, UsageError
-from rcp_data.core.history import release_tag
 from rcp_data.core.hub_client import (
     REAL_HUB,
     BranchMoved,
@@ -30,6 +29,7 @@ from rcp_data.core.hub_client import (
     hub_errors,
     translate,
 )
+from rcp_data.model.history import release_tag
 from rcp_data.release.publish import execute_plan, plan_publish, publish
 from rcp_data.release.refs import list_releases
 from rcp_data.release.regenerate import regenerate

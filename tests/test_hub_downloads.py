@@ -33,8 +33,8 @@ from huggingface_hub.utils._runtime import is_xet_available
 
 from rcp_data.core.hub_client import REAL_HUB, HubClient, identifies_as_local_hub
 from rcp_data.core.io import write_json
-from rcp_data.core.layout import BUILD_MANIFEST, corpus_record
 from rcp_data.core.specs import load_spec
+from rcp_data.model.layout import BUILD_MANIFEST, corpus_record
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 
@@ -69,7 +69,7 @@ def big(local_hub, tmp_path_factory, demo_data):
     """The padded demo release, published: ``(root, sha, tag, repo bytes, corpus bytes)``."""
     root = copy_demo(demo_data, tmp_path_factory.mktemp("big") / "release")
     pad_corpus(root)
-    from rcp_data.core.content import record_content
+    from rcp_data.model.manifest import record_content
 
     record_content(root)   # the padded corpus is what this release lists
     prepare_release(root, load_spec("demo"), REPO, date="2026-11-30")

@@ -13,8 +13,10 @@ import pytest
 
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import SCHEMAS, ReleaseDir, write_parquet
 from rcp_data.core.specs import load_spec
+from rcp_data.model.layout import SCHEMAS
+from rcp_data.model.release import Release
+from rcp_data.model.tables import write_parquet
 
 LINK = "weighted_discrimination"
 
@@ -32,7 +34,7 @@ def release(pristine, tmp_path) -> Path:
 
 
 def _run(root: Path):
-    rel = ReleaseDir(root, load_spec("demo"))
+    rel = Release(root, load_spec("demo"))
     params = ItemParams.read(root / "provenance/item_params.synth.json")
     checks, _ = run_integrity(rel, params, LINK)
     return {c.name: c for c in checks if not c.ok}, checks
@@ -66,7 +68,7 @@ def test_gain_link_not_recomputed_when_already_checked(release):
     judged = q.index[q["theta"].notna()]
     q.loc[judged[7], "gain"] += 1e-9        # off the link: only the link check sees it
     write_parquet(q, path, SCHEMAS["qrels"])
-    rel = ReleaseDir(release, load_spec("demo"))
+    rel = Release(release, load_spec("demo"))
     params = ItemParams.read(release / "provenance/item_params.synth.json")
     checks, _ = run_integrity(rel, params, LINK, link_checked=True)
     gains = [c for c in checks if c.name == "gains"]

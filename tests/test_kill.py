@@ -24,7 +24,7 @@ from test_release_check import make_release_dir
 
 import rcp_data
 from rcp_data.cli import main
-from rcp_data.core.history import release_tag
+from rcp_data.model.history import release_tag
 
 pytestmark = pytest.mark.slow
 

@@ -80,9 +80,9 @@ def test_help_documents_exit_codes():
 
 
 def test_messages_name_the_flag_not_internals():
-    from rcp_data.core.history import History, Release, add_release
+    from rcp_data.model.history import History, ReleaseRecord, add_release
 
-    r = Release(release=1, tag="v1-org-judge", revision=None, data_revision=None,
+    r = ReleaseRecord(release=1, tag="v1-org-judge", revision=None, data_revision=None,
                 judge={"model": "org/judge"},
                 calibration={"method": "2pl-irt", "item_params": "p.json",
                              "link": "weighted_discrimination"}, status="current")

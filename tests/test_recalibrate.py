@@ -13,9 +13,9 @@ from reference_links import weighted_discrimination
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.history import read_history
-from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
+from rcp_data.model.history import read_history
+from rcp_data.model.release import Release
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.recalibrate import diff_releases, recalibrate_release, refit_from_release
 from rcp_data.scoring.compare import load_tables
@@ -49,7 +49,7 @@ def v2(v1, refit, tmp_path_factory) -> Path:
 
 def test_new_release_has_the_refit_gains_and_same_data(v1, v2, refit):
     spec = load_spec("demo")
-    a, b = ReleaseDir(v1[0], spec), ReleaseDir(v2, spec)
+    a, b = Release(v1[0], spec), Release(v2, spec)
     params = ItemParams.read(v2 / "provenance/item_params.synth.json")
     assert params.gamma == pytest.approx(refit.params.gamma)
     for s in spec.subset_names:
@@ -83,8 +83,8 @@ def test_history_marks_the_previous_release_superseded(v2):
 def test_diff_report_counts_gains_and_cells(v1, v2):
     spec = load_spec("demo")
     d = diff_releases(v1[0], v2, spec)
-    qa = pd.concat([ReleaseDir(v1[0], spec).table(s, "qrels") for s in spec.subset_names])
-    qb = pd.concat([ReleaseDir(v2, spec).table(s, "qrels") for s in spec.subset_names])
+    qa = pd.concat([Release(v1[0], spec).table(s, "qrels") for s in spec.subset_names])
+    qb = pd.concat([Release(v2, spec).table(s, "qrels") for s in spec.subset_names])
     delta = (qb["gain"].to_numpy() - qa["gain"].to_numpy())[qa["theta"].notna().to_numpy()]
     assert d.judged_pairs == len(delta)
     assert d.gains_changed == int((np.abs(delta) > 1e-12).sum()) > 0
@@ -159,7 +159,7 @@ def test_rubric_only_calibrate_recalibrate_verify_end_to_end(v1, tmp_path, capsy
     params = ItemParams.read(tmp_path / "fit" / "item_params.json")
     fitted = pd.read_parquet(tmp_path / "fit" / "thetas.parquet")
     for s in spec.subset_names:
-        q = ReleaseDir(tmp_path / "v2", spec).table(s, "qrels")
+        q = Release(tmp_path / "v2", spec).table(s, "qrels")
         judged = q["theta"].notna()
         assert judged.any()
         np.testing.assert_allclose(q.loc[judged, "gain"],
@@ -177,11 +177,11 @@ def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
 
     from vidore_fixtures import write_domain
 
-    from rcp_data.core.history import write_history
-    from rcp_data.core.layout import RELEASES_JSON
     from rcp_data.core.specs import SHOWN_TIE_RULES
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.documents.card import views_shown
+    from rcp_data.model.history import write_history
+    from rcp_data.model.layout import RELEASES_JSON
     from rcp_data.release.prepare import new_release_history
     from rcp_data.sources.vidore import read_suite
     from rcp_data.stages.build import build_release, read_inputs

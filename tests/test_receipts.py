@@ -19,10 +19,10 @@ import rcp_data.checks.release_check as release_check
 import rcp_data.checks.verify as verify_module
 import rcp_data.core.files as files
 from rcp_data.cli import main
-from rcp_data.core import layout
 from rcp_data.core.errors import RefusedError
 from rcp_data.core.files import hash_files, release_paths
 from rcp_data.core.hub_client import HubClient
+from rcp_data.model import layout
 from rcp_data.release.publish import publish
 
 

@@ -17,11 +17,11 @@ from demo_fixture import session_demo_data
 from reference_links import weighted_discrimination
 
 from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core import layout
 from rcp_data.core.errors import RefusedError, UsageError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.history import SCHEMA, History, add_release, release_tag
 from rcp_data.core.specs import load_spec
+from rcp_data.model import layout
+from rcp_data.model.history import SCHEMA, History, add_release, release_tag
 
 JUDGE = {"model": "rcp-data/synthetic-judge-7b", "revision": "test", "short": "synth"}
 PARAMS_FILE = "provenance/item_params.synth.json"
@@ -60,7 +60,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
     """A valid SYNTHETIC release of the demo suite: the demo data with release ``release``'s
     item parameters (same thetas in every release: only the gains change), its releases.json,
     card and task file."""
-    from rcp_data.core.content import record_content
+    from rcp_data.model.manifest import record_content
     from rcp_data.release.prepare import render_release_files
 
     spec = load_spec("demo")

@@ -10,7 +10,14 @@ import pytest
 
 from rcp_data.cli import main
 from rcp_data.core.errors import InputError, VerificationFailed
-from rcp_data.core.history import (
+from rcp_data.documents.releases_md import (
+    release_table_rows,
+    render_release_table,
+    render_release_table_text,
+    render_releases_md,
+    write_releases_md,
+)
+from rcp_data.model.history import (
     SCHEMA,
     History,
     add_release,
@@ -24,13 +31,6 @@ from rcp_data.core.history import (
     release_tag,
     validate_history,
     write_history,
-)
-from rcp_data.documents.releases_md import (
-    release_table_rows,
-    render_release_table,
-    render_release_table_text,
-    render_releases_md,
-    write_releases_md,
 )
 
 QWEN35 = "nvidia/Qwen3.5-397B-A17B-NVFP4"

@@ -20,10 +20,10 @@ from test_release_check import first_history, make_release_dir, second_history
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main
-from rcp_data.core import layout
 from rcp_data.core.errors import RefusedError
-from rcp_data.core.history import SCHEMA, fill_known_shas, read_history, release_tag
 from rcp_data.core.hub_client import HubClient
+from rcp_data.model import layout
+from rcp_data.model.history import SCHEMA, fill_known_shas, read_history, release_tag
 from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
 from rcp_data.release.refs import list_releases, render_listing
 

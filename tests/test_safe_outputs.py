@@ -21,7 +21,8 @@ import pytest
 
 from rcp_data.cli import main
 from rcp_data.core.io import clean_stale_temporaries
-from rcp_data.core.outputs import RELEASE, output_dir
+from rcp_data.core.outputs import output_dir
+from rcp_data.model.layout import RELEASE
 
 DATE = "2026-11-30"
 

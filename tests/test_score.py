@@ -21,8 +21,8 @@ import pytest
 from demo_fixture import copy_demo
 from scipy import stats
 
-from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
+from rcp_data.model.release import Release
 
 MODEL = "demo/beta-reranker"
 OTHER = "demo/gamma-reranker"
@@ -39,7 +39,7 @@ def demo_release(tmp_path_factory, demo_data) -> Path:
 
 def _runs(root: Path) -> pd.DataFrame:
     spec = load_spec("demo")
-    rd = ReleaseDir(root, spec)
+    rd = Release(root, spec)
     return pd.concat([rd.provenance("runs", s) for s in spec.provenance_splits],
                      ignore_index=True)
 
@@ -117,7 +117,7 @@ def test_missing_queries_count_zero_and_outside_documents_are_ignored(demo_relea
                                                                          abs=1e-12)
     cov = got["runs"]["partial"]
     assert cov["queries_missing"] == 1 and cov["unknown_queries"] == 1
-    rd = ReleaseDir(demo_release, load_spec("demo"))
+    rd = Release(demo_release, load_spec("demo"))
     candidates = {(q, d) for s in ("alpha", "beta")
                   for q, ids in zip(rd.table(s, "top_ranked")["query-id"],
                                     rd.table(s, "top_ranked")["corpus-ids"], strict=True)
@@ -223,8 +223,8 @@ def test_an_mteb_prediction_folder_is_read(demo_release, tmp_path):
 def published_demo(tmp_path_factory, local_hub, demo_data):
     from huggingface_hub import HfApi
 
-    from rcp_data.core.layout import RELEASES_JSON
     from rcp_data.documents.card import release_history, write_release_files
+    from rcp_data.model.layout import RELEASES_JSON
     from rcp_data.release.publish import publish
 
     repo = f"rcp-test/score-{uuid.uuid4().hex[:8]}"

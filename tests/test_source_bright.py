@@ -200,8 +200,8 @@ def test_instructions_come_from_mteb():
 
 # -- phase 2: the shared build on the real examples (SYNTHETIC corpora and judge inputs) ----
 def test_build_bright_subsets(suite, raw, tmp_path):
-    from rcp_data.core.layout import ReleaseDir
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.model.release import Release
     from rcp_data.sources.base import SuiteSource
     from rcp_data.stages.build import build_release, read_inputs
 
@@ -214,7 +214,7 @@ def test_build_bright_subsets(suite, raw, tmp_path):
                              partial=True)
     assert manifest["sources"]["instructions"]["aops"].startswith("Represent this Math problem")
     assert manifest["counts"]["aops"]["excluded_repeats"] == 103
-    rel = ReleaseDir(tmp_path / "out", spec)
+    rel = Release(tmp_path / "out", spec)
     for name in names:
         records = raw[name.replace("_", "-")]
         pool = rel.provenance("pool", name)

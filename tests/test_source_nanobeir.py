@@ -188,8 +188,8 @@ def test_cli_build_nanobeir(tmp_path):
     from fixtures_nanobeir import MANY_POSITIVES
 
     from rcp_data import cli
-    from rcp_data.core.layout import ReleaseDir
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.model.release import Release
     from rcp_data.sources.nanobeir import read_suite
 
     fixtures = make_all()
@@ -200,7 +200,7 @@ def test_cli_build_nanobeir(tmp_path):
                    str(tmp_path / "release"), "--source-option", "allow_download=0",
                    "--repo", "rcp-test/nanobeir-synthetic"])
     assert rc == 0
-    rel = ReleaseDir(tmp_path / "release", spec)
+    rel = Release(tmp_path / "release", spec)
     for dataset, fx in fixtures.items():
         name = _name_of(dataset)
         pool = rel.provenance("pool", name)
@@ -236,11 +236,11 @@ def _replay_matches_trec_eval(root, spec, subset: str) -> None:
     import numpy as np
     import pytrec_eval
 
-    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.model.release import Release
     from rcp_data.scoring.replay import replay_release
 
     got = replay_release(root, spec, k=10, tie_rule="doc-id").to_json()["metrics"]["qrel_ndcg"]
-    rel = ReleaseDir(root, spec)
+    rel = Release(root, spec)
     qrels = rel.table(subset, "qrels")
     qrel = {}
     for q, d, g in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"], strict=True):

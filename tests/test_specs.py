@@ -66,8 +66,8 @@ SPELLINGS = {
 
 @pytest.mark.parametrize("suite", sorted(SPELLINGS))
 def test_every_spelling_names_one_suite(suite):
-    from rcp_data.core.history import history_path
     from rcp_data.core.specs import suite_key
+    from rcp_data.model.history import history_path
 
     for spelling in SPELLINGS[suite]:
         assert suite_key(spelling) == suite
@@ -93,7 +93,7 @@ def test_cli_suite_options_accept_every_spelling(spelling):
 def test_suite_of_a_release_directory(tmp_path):
     from rcp_data.core.errors import InputError
     from rcp_data.core.io import write_json
-    from rcp_data.core.layout import card_suite, detect_suite, release_spec
+    from rcp_data.model.suite import card_suite, detect_suite, release_spec
 
     assert detect_suite(tmp_path) is None
     with pytest.raises(InputError, match="cannot tell the suite of this release"):

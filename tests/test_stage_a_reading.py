@@ -11,7 +11,7 @@ from scipy.special import expit
 
 from rcp_data.cli import main
 from rcp_data.core.errors import InputError, SchemaError, UsageError
-from rcp_data.core.layout import write_parquet
+from rcp_data.model.tables import write_parquet
 from rcp_data.stages.calibration.bt import BtObjective
 from rcp_data.stages.calibration.bt_pairs import pair_statistics
 from rcp_data.stages.calibration.tournament import (

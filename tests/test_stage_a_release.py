@@ -20,10 +20,12 @@ from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.history import read_history
-from rcp_data.core.layout import ReleaseDir, card_configs, write_parquet
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.suite import make_sources
+from rcp_data.model.card_format import card_configs
+from rcp_data.model.history import read_history
+from rcp_data.model.release import Release
+from rcp_data.model.tables import write_parquet
 from rcp_data.release.prepare import prepare_release
 from rcp_data.stages.build import build_release, read_inputs
 
@@ -78,7 +80,7 @@ def test_calibrate_from_raw_answers_writes_the_stage_a_record(built, demo_data):
 def test_release_ships_the_answers_and_records_the_rules(built):
     release = built["release"]
     spec = load_spec("demo")
-    rd = ReleaseDir(release, spec)
+    rd = Release(release, spec)
     for split in spec.provenance_splits:
         t = rd.provenance("judge_tournament", split)
         assert list(t.columns) == ["query-id", "call_index", "phase", "position", "corpus-id",
@@ -140,7 +142,7 @@ def test_recalibrate_rereads_the_answers_with_another_rule(built, tmp_path, caps
                                                                  "stage_b": "complete"}
     assert report["diff"]["gains_changed"] > 0
     spec = load_spec("demo")
-    a, b = ReleaseDir(v1, spec), ReleaseDir(v2, spec)
+    a, b = Release(v1, spec), Release(v2, spec)
     for split in spec.provenance_splits:
         assert a.provenance("judge_tournament", split).equals(
             b.provenance("judge_tournament", split))

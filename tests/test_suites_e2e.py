@@ -25,8 +25,8 @@ import pandas as pd
 import pytest
 from mteb_helpers import StoredRunReranker, hub_task_module, run_mteb
 
-from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.model.release import Release
 from rcp_data.sources import irds_cache
 
 DATE = "2026-11-30"
@@ -173,7 +173,7 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     snapshot = verified.root
     group_mean = _cli_replay(snapshot, "group-mean")
     doc_id = _cli_replay(snapshot, "doc-id")
-    runs = ReleaseDir(snapshot, spec).provenance("runs", spec.provenance_split(subset))
+    runs = Release(snapshot, spec).provenance("runs", spec.provenance_split(subset))
     from rcp_data.demo.synthetic_judge import reranker_names
 
     rerankers = [m for m in reranker_names(4) if m in set(runs["model"])]
@@ -184,7 +184,7 @@ def test_replay_and_stock_mteb_give_the_same_numbers(published, verified, tmp_pa
     assert (group_mean["rcp_ndcg"][coarse][subset] != doc_id["rcp_ndcg"][coarse][subset])
 
     # excluded documents were judged (pooled), so an ideal that kept them would differ
-    rel = ReleaseDir(snapshot, spec)
+    rel = Release(snapshot, spec)
     excluded = rel.table(subset, "excluded")
     pairs = {(q, d) for q, ids in zip(excluded["query-id"], excluded["excluded-corpus-ids"],
                                       strict=True) for d in ids}

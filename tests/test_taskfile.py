@@ -262,8 +262,8 @@ def published_demo(tmp_path_factory, local_hub, demo_data):
     """The demo release published as release 1 on the local Hub: (repo, tag, sha, release dir)."""
     from huggingface_hub import HfApi
 
-    from rcp_data.core.layout import RELEASES_JSON
     from rcp_data.documents.card import release_history, write_release_files
+    from rcp_data.model.layout import RELEASES_JSON
     from rcp_data.release.publish import publish
 
     hub_repo = f"rcp-test/taskfile-{uuid.uuid4().hex[:8]}"
@@ -281,7 +281,8 @@ def published_demo(tmp_path_factory, local_hub, demo_data):
 
 def _replay_tables(root: Path, scores: dict[str, dict[str, float]], subset: str, work: Path):
     """The project's replay of the encoder's scores: a copy of the release whose runs are them."""
-    from rcp_data.core.layout import SCHEMAS, provenance_file, write_parquet
+    from rcp_data.model.layout import SCHEMAS, provenance_file
+    from rcp_data.model.tables import write_parquet
     from rcp_data.scoring import replay
 
     copy = work / "replayed"

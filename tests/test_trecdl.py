@@ -13,8 +13,8 @@ import pytest
 import trecdl_fixtures as fx
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.layout import BUILD_MANIFEST, provenance_file, subset_file
 from rcp_data.core.specs import load_spec
+from rcp_data.model.layout import BUILD_MANIFEST, provenance_file, subset_file
 
 YEARS = {"trec_dl_2019": 2019, "trec_dl_2020": 2020}
 
@@ -471,9 +471,9 @@ def _pool_rule_problems(spec, out, name, pool: pd.DataFrame) -> list[str]:
     import pyarrow as pa
 
     from rcp_data.checks.integrity import _Corpora, check_pool_rule, load_subset
-    from rcp_data.core.layout import ReleaseDir
+    from rcp_data.model.release import Release
 
-    rel = ReleaseDir(out, spec)
+    rel = Release(out, spec)
     table = pa.Table.from_pandas(pool.reset_index(drop=True), preserve_index=False)
     (check,) = check_pool_rule(rel, load_subset(rel, name, table, _Corpora(rel)))
     return check.details

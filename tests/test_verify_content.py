@@ -18,12 +18,12 @@ from demo_fixture import copy_demo
 
 from rcp_data.checks.regenerated import line_differences
 from rcp_data.checks.verify import verify
-from rcp_data.core.content import content_digest, recorded_content, release_content
 from rcp_data.core.errors import InputError, RefusedError
 from rcp_data.core.files import HashingStopped, hash_files, sha256_file
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, TASK_FILE
 from rcp_data.core.specs import load_spec
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, TASK_FILE
+from rcp_data.model.manifest import content_digest, recorded_content, release_content
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.recalibrate import recalibrate_release
 

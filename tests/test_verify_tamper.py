@@ -24,17 +24,11 @@ from demo_fixture import copy_demo, refit_release_2
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from rcp_data.checks.verify import verify
-from rcp_data.core.history import read_history
 from rcp_data.core.hub_client import HubClient
-from rcp_data.core.layout import (
-    BUILD_MANIFEST,
-    CARD_FILE,
-    RELEASES_JSON,
-    TASK_FILE,
-    card_configs,
-    config_data_files,
-)
 from rcp_data.core.specs import load_spec
+from rcp_data.model.card_format import card_configs, config_data_files
+from rcp_data.model.history import read_history
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, TASK_FILE
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 from rcp_data.release.regenerate import regenerate

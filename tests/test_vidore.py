@@ -11,9 +11,9 @@ from vidore_fixtures import LANGS, N_QUESTIONS, write_domain
 
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import ReleaseDir
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+from rcp_data.model.release import Release
 from rcp_data.sources.vidore import read_suite
 from rcp_data.stages.build import build_release, read_inputs
 
@@ -90,12 +90,12 @@ def test_empty_ocr_page_enters_no_pool(release):
 
 def test_release_passes_integrity(release):
     spec = load_spec("vidore_v3")
-    rel = ReleaseDir(release, spec)
+    rel = Release(release, spec)
     params = ItemParams.read(release / "provenance/item_params.synthjudge.json")
     from dataclasses import replace
 
     partial = replace(spec, subsets=tuple(s for s in spec.subsets if s.domain in DOMAINS))
-    checks, _ = run_integrity(ReleaseDir(rel.root, partial), params, "weighted_discrimination")
+    checks, _ = run_integrity(Release(rel.root, partial), params, "weighted_discrimination")
     assert [c.name for c in checks if not c.ok] == []
 
 

@@ -227,7 +227,7 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     """
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import write_json
-    from rcp_data.core.layout import write_parquet
+    from rcp_data.model.tables import write_parquet
     from rcp_data.stages.pools import normalize_run
 
     real = staged.real

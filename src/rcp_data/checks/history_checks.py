@@ -31,14 +31,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rcp_data.core.content import REGENERATED_FILES
+from rcp_data.checks.reports import Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import HUB_HOUSEKEEPING
-from rcp_data.core.history import History, Release, is_sha, read_history, same_commit
 from rcp_data.core.hub_client import CommitEntry, HubClient, RemoteFile
 from rcp_data.core.io import loads_json, read_json
-from rcp_data.core.layout import RELEASES_JSON
-from rcp_data.core.reports import Check
+from rcp_data.model.history import History, ReleaseRecord, is_sha, read_history, same_commit
+from rcp_data.model.layout import REGENERATED_FILES, RELEASES_JSON
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ def _s(sha: str | None) -> str:
     return sha[:12] if sha else "null"
 
 
-def _core(r: Release) -> dict:
+def _core(r: ReleaseRecord) -> dict:
     return {k: v for k, v in r.to_dict().items() if k not in FILLED_LATER}
 
 
@@ -143,7 +142,7 @@ def _differing(then: dict | None, now: dict) -> list[str]:
     return sorted(k for k in set(then) | set(now) if then.get(k) != now.get(k))
 
 
-def check_history(view: HubView, history: History, release: Release,
+def check_history(view: HubView, history: History, release: ReleaseRecord,
                   records: list[tuple[str, History]]) -> list[Check]:
     """Every history check of the revision ``view.sha`` holding ``release`` of ``history``."""
     n = release.release
@@ -173,7 +172,7 @@ def check_history(view: HubView, history: History, release: Release,
     return checks
 
 
-def _tag_check(view: HubView, release: Release, commit: str) -> Check:
+def _tag_check(view: HubView, release: ReleaseRecord, commit: str) -> Check:
     target = view.tags.get(release.tag)
     what = f"the Hub's tag {release.tag} points at the commit that introduced release " \
            f"{release.release}"
@@ -185,7 +184,7 @@ def _tag_check(view: HubView, release: Release, commit: str) -> Check:
                      f"{release.release} is commit {commit}"])
 
 
-def _current_entry(view: HubView, release: Release, commit: str) -> Check:
+def _current_entry(view: HubView, release: ReleaseRecord, commit: str) -> Check:
     """releases.json at the revision names the release's own commit (or null, on it)."""
     problems = []
     if release.revision is None and view.sha != commit:
@@ -362,7 +361,7 @@ def _records(view: HubView, history: History, n: int, commit: str,
 def project_records(suite: str, histories: Path | None) -> list[tuple[str, History]]:
     """The project's records of a suite: the packaged ``release/<suite>.json`` and, when
     given, ``<histories>/<suite>.json`` (each that exists and reads)."""
-    from rcp_data.core.history import history_path
+    from rcp_data.model.history import history_path
 
     out = []
     candidates = [(f"release/{suite}.json", history_path(suite))]

@@ -20,23 +20,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.io import schema_diff
-from rcp_data.core.layout import (
+from rcp_data.model.card_format import config_data_files
+from rcp_data.model.layout import (
     OPTIONAL_COLUMNS,
     PROVENANCE_CONFIG,
     SCHEMAS,
-    ReleaseDir,
-    config_data_files,
     corpus_files,
     corpus_record,
     criteria_columns,
     provenance_file,
-    read_release_table,
     subset_file,
 )
-from rcp_data.core.reports import MAX_DETAILS, Check
+from rcp_data.model.release import Release
+from rcp_data.model.tables import read_release_table
 from rcp_data.stages.pools import FUSED
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def check_configs(root: Path, configs: list[dict]) -> list[Check]:
     return checks
 
 
-def check_config_coverage(rel: ReleaseDir, configs: list[dict]) -> list[Check]:
+def check_config_coverage(rel: Release, configs: list[dict]) -> list[Check]:
     """The card declares a config for every table the release holds."""
     names = {c.get("config_name") for c in configs}
     want = []
@@ -235,7 +235,7 @@ class SubsetTables:
 class _Corpora:
     """Corpus ids per corpus (a shared corpus is read once)."""
 
-    def __init__(self, rel: ReleaseDir):
+    def __init__(self, rel: Release):
         self.rel = rel
         self._cache: dict[tuple[str, ...], pa.Array] = {}
 
@@ -255,7 +255,7 @@ class _Corpora:
         return self._cache[files]
 
 
-def load_subset(rel: ReleaseDir, subset: str, pool: pa.Table, corpora: _Corpora
+def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
                 ) -> SubsetTables:
     root = rel.root
     top = _read(root, subset_file(subset, "top_ranked"), "top_ranked")
@@ -285,7 +285,7 @@ def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[s
     return out
 
 
-def check_subset(rel: ReleaseDir, t: SubsetTables, params: ItemParams, link: str, *,
+def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *,
                  link_checked: bool = False) -> list[Check]:
     """Per-subset checks. ``link_checked``: every gain is known to equal the link of its theta
     (the pre-publish release check proved it), so that is not computed again."""
@@ -428,7 +428,7 @@ def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, start_of, starts
 
 
-def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
+def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     """Pool sizes and ground-truth injection follow the suite's rule."""
     spec, s, K = rel.spec, t.name, t.keys
     size, rule = spec.pool.size, spec.pool.rule
@@ -500,7 +500,7 @@ def check_pool_rule(rel: ReleaseDir, t: SubsetTables) -> list[Check]:
 
 
 # -- fusion -----------------------------------------------------------------------------------
-def check_fusion(rel: ReleaseDir, split: str, pool: pa.Table) -> list[Check]:
+def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     """Fusing provenance-first-stage reproduces ``rrf_fused`` and the pool's ``rrf_score``.
 
     An independent, vectorized reading of the design note's rule: ``sum_r 1 / (k + rank_r)``
@@ -660,7 +660,7 @@ def _repeated(ids: pa.Array) -> list[tuple[str, int]]:
                     strict=True))
 
 
-def check_ids(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
+def check_ids(rel: Release, tables: dict[str, SubsetTables]) -> list[Check]:
     """Corpus ids are unique per corpus; query ids are unique per subset, and the queries
     table and top_ranked name the same queries."""
     problems, seen = [], set()
@@ -687,7 +687,7 @@ def check_ids(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
     return [_ok("ids-unique", what, f"{len(seen)} corpora, {len(tables)} subsets")]
 
 
-def check_optional(rel: ReleaseDir) -> list[Check]:
+def check_optional(rel: Release) -> list[Check]:
     """Report optional provenance tables that the release does not carry."""
     out = []
     for kind in ("first_stage", "judge_criteria", "runs"):
@@ -706,7 +706,7 @@ def subset_counts(t: SubsetTables) -> dict[str, int]:
                                       False).sum())}
 
 
-def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> list[Check]:
+def check_manifest_counts(rel: Release, tables: dict[str, SubsetTables]) -> list[Check]:
     """The counts the build recorded (and the card states) equal the data."""
     manifest = rel.manifest()
     counts = manifest.get("counts", {})
@@ -734,7 +734,7 @@ def check_manifest_counts(rel: ReleaseDir, tables: dict[str, SubsetTables]) -> l
                 f"{len(tables)} subsets", "provenance/build_manifest.json")]
 
 
-def run_integrity(rel: ReleaseDir, params: ItemParams, link: str,
+def run_integrity(rel: Release, params: ItemParams, link: str,
                   configs: list[dict] | None = None, *, link_checked: bool = False
                   ) -> tuple[list[Check], dict[str, SubsetTables]]:
     """All data checks of a release directory (``link_checked``: see :func:`check_subset`)."""

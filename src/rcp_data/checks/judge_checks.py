@@ -20,15 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.checks.integrity import SubsetTables, _bools, _floats, _isin, _strings
+from rcp_data.checks.reports import Check
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import (
-    BUILD_MANIFEST,
-    ReleaseDir,
-    criteria_columns,
-    provenance_file,
-    read_release_table,
-)
-from rcp_data.core.reports import Check
+from rcp_data.model.layout import BUILD_MANIFEST, criteria_columns, provenance_file
+from rcp_data.model.release import Release
+from rcp_data.model.tables import read_release_table
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +44,7 @@ def _pair(t: SubsetTables, key: int) -> str:
     return f"subset {t.name}, query {q}, document {d}"
 
 
-def check_judge(rel: ReleaseDir, params: ItemParams, tables: dict[str, SubsetTables]
+def check_judge(rel: Release, params: ItemParams, tables: dict[str, SubsetTables]
                 ) -> list[Check]:
     """The judge checks of every provenance split whose verdict table is present."""
     crit_problems, verdict_problems, theta_problems = [], [], []
@@ -133,7 +129,7 @@ def check_judge(rel: ReleaseDir, params: ItemParams, tables: dict[str, SubsetTab
     ]
 
 
-def _counts(rel: ReleaseDir, tables: dict[str, SubsetTables], verdict_rows: dict[str, int]
+def _counts(rel: Release, tables: dict[str, SubsetTables], verdict_rows: dict[str, int]
             ) -> list[Check]:
     """The build manifest's per-subset counts of the judged data equal the data."""
     counts = rel.manifest().get("counts") or {}
@@ -167,7 +163,7 @@ def _counts(rel: ReleaseDir, tables: dict[str, SubsetTables], verdict_rows: dict
 
 
 # -- the Stage A refit ------------------------------------------------------------------------
-def refit_hook(rel: ReleaseDir) -> list[Check]:
+def refit_hook(rel: Release) -> list[Check]:
     """The Stage A refit (:func:`rcp_data.checks.refit.refit_checks`): theta_bt refitted from
     ``provenance-judge-tournament`` under the recorded rule, then the 2PL, each compared with the
     published values within its stated tolerance; ``absent`` for a release without Stage A

@@ -1,7 +1,7 @@
 """Content checks: the revision holds exactly the files its build manifest lists, byte for byte.
 
 A release this project built lists every file (path, size, sha256) in
-``provenance/build_manifest.json`` (:mod:`rcp_data.core.content`). Verify proves that
+``provenance/build_manifest.json`` (:mod:`rcp_data.model.manifest`). Verify proves that
 
 - the list is well formed and its digest is the digest of the list (``content-manifest``);
 - the revision holds exactly the listed files: none missing, none added (``content-files``);
@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcp_data.core.content import content_digest, is_listed, recorded_content
+from rcp_data.checks.reports import Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
-from rcp_data.core.layout import BUILD_MANIFEST
-from rcp_data.core.reports import Check
+from rcp_data.model.layout import BUILD_MANIFEST
+from rcp_data.model.manifest import content_digest, is_listed, recorded_content
 
 
 @dataclass(frozen=True)

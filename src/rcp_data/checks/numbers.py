@@ -19,12 +19,13 @@ import numpy as np
 import pandas as pd
 
 from rcp_data import resources
+from rcp_data.checks.reports import Check
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.history import History, Release, history_path, read_history, same_commit
 from rcp_data.core.io import read_json
-from rcp_data.core.layout import CARD_FILE, read_manifest
-from rcp_data.core.reports import Check
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.model.history import History, ReleaseRecord, history_path, read_history, same_commit
+from rcp_data.model.layout import CARD_FILE
+from rcp_data.model.manifest import read_manifest
 
 CARD_K = 10
 
@@ -215,7 +216,7 @@ def paper_release(spec: SuiteSpec, history: History | None) -> dict | None:
     return info or None
 
 
-def paper_applies(spec: SuiteSpec, history: History | None, release: Release | None,
+def paper_applies(spec: SuiteSpec, history: History | None, release: ReleaseRecord | None,
                   sha: str | None) -> tuple[bool, str]:
     """Whether this revision is the release the paper's tables were replayed from."""
     info = paper_release(spec, history)
@@ -281,7 +282,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
 
 
 def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: History | None,
-                  release: Release | None, sha: str | None, reference: Path, *,
+                  release: ReleaseRecord | None, sha: str | None, reference: Path, *,
                   pre_policy: bool = False, for_card: bool = False
                   ) -> tuple[list[Check], Replayed | None]:
     """Replay, card tables and the paper; returns the checks and the replay (None when the

@@ -14,19 +14,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rcp_data.core.history import (
+from rcp_data.checks.reports import Check
+from rcp_data.core.hub_client import PinnedRevision
+from rcp_data.core.io import read_json
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.history import (
     History,
-    Release,
+    ReleaseRecord,
     history_path,
     read_history,
     same_commit,
     validate_history,
 )
-from rcp_data.core.hub_client import PinnedRevision
-from rcp_data.core.io import read_json
-from rcp_data.core.layout import RELEASES_JSON, TASK_FILE
-from rcp_data.core.reports import Check
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.layout import RELEASES_JSON, TASK_FILE
 
 
 def read_release_history(root: Path) -> tuple[History | None, list[str]]:
@@ -46,7 +46,7 @@ def read_release_history(root: Path) -> tuple[History | None, list[str]]:
     return history, problems
 
 
-def held_release(history: History, sha: str | None) -> Release | None:
+def held_release(history: History, sha: str | None) -> ReleaseRecord | None:
     """The release a commit holds: the one with ``revision: null``, else the one naming
     ``sha``, else the latest (a later commit that changed only card, task file and history)."""
     if not history.releases:
@@ -62,7 +62,7 @@ def held_release(history: History, sha: str | None) -> Release | None:
 
 
 def check_pin(pin: PinnedRevision | None, history: History | None, problems: list[str],
-              hub_tags: dict[str, str] | None = None) -> tuple[list[Check], Release | None]:
+              hub_tags: dict[str, str] | None = None) -> tuple[list[Check], ReleaseRecord | None]:
     """Does the requested revision agree with releases.json at that revision? Returns the
     checks and the release the commit holds (whose calibration its data must follow).
 
@@ -138,7 +138,7 @@ def check_pin(pin: PinnedRevision | None, history: History | None, problems: lis
 
 def project_history_release(spec: SuiteSpec, pin: PinnedRevision | None,
                             histories: Path | None = None) -> tuple[History | None,
-                                                                     Release | None]:
+                                                                     ReleaseRecord | None]:
     """For a revision without releases.json (the repos published before this project's release
     policy): the project's ``release/<suite>.json`` history of that repo and the release it
     names at this commit (by tag, revision or data revision), else ``(None, None)``."""
@@ -155,7 +155,7 @@ def project_history_release(spec: SuiteSpec, pin: PinnedRevision | None,
     return history, None
 
 
-def check_pin_by_project_history(pin: PinnedRevision, history: History, release: Release | None,
+def check_pin_by_project_history(pin: PinnedRevision, history: History, release: ReleaseRecord | None,
                                  path: str) -> list[Check]:
     """The pin of a revision that predates releases.json, checked against the project's record."""
     checks = [Check("releases-json", True, "the revision carries its release history",
@@ -182,7 +182,7 @@ def check_pin_by_project_history(pin: PinnedRevision, history: History, release:
 
 
 # -- the task file -------------------------------------------------------------------------------
-def check_task_file(root: Path, release: Release | None) -> list[Check]:
+def check_task_file(root: Path, release: ReleaseRecord | None) -> list[Check]:
     """``rcp_ndcg_tasks.py`` pins the release this revision holds (its sha once known, else
     its tag; the design note's literal ``_REVISION = "..."`` block)."""
     path = Path(root) / TASK_FILE

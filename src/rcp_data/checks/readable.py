@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rcp_data.checks.reports import Check
 from rcp_data.core.io import schema_diff
-from rcp_data.core.layout import OPTIONAL_COLUMNS, SCHEMAS, SUBSET_KINDS, criteria_columns
-from rcp_data.core.reports import Check
+from rcp_data.model.layout import OPTIONAL_COLUMNS, SCHEMAS, SUBSET_KINDS, criteria_columns
 
 TEXT_SUFFIXES = (".md", ".py", ".txt", ".json", ".yaml", ".yml", ".toml", ".gitattributes")
 

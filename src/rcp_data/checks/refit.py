@@ -25,8 +25,9 @@ import pandas as pd
 
 from rcp_data.checks.integrity import Check
 from rcp_data.core.errors import InputError
-from rcp_data.core.layout import ReleaseDir, detect_suite
 from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.model.release import Release
+from rcp_data.model.suite import detect_suite
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def check_theta_bt(published: pd.DataFrame, refit: pd.DataFrame, rule: str) -> C
 
 
 def _published_thetas(root: Path, spec: SuiteSpec) -> pd.DataFrame:
-    rel = ReleaseDir(root, spec)
+    rel = Release(root, spec)
     parts = []
     for subset in spec.subset_names:
         if not rel.has(subset, "qrels"):

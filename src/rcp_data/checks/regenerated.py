@@ -22,11 +22,11 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import RcpDataError
-from rcp_data.core.history import History
-from rcp_data.core.layout import CARD_FILE, TASK_FILE
-from rcp_data.core.reports import MAX_DETAILS, Check
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.history import History
+from rcp_data.model.layout import CARD_FILE, TASK_FILE
 
 CLIP = 120
 WHAT = {

@@ -16,15 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.core import layout
+from rcp_data.checks.reports import CheckReport
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.errors import shown as show_value
 from rcp_data.core.files import release_paths
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
-from rcp_data.core.history import History, read_history, release_tag
 from rcp_data.core.io import float_values, read_parquet
-from rcp_data.core.reports import CheckReport
 from rcp_data.core.specs import SuiteSpec, load_spec, suite_key
+from rcp_data.model import layout
+from rcp_data.model.history import History, read_history, release_tag
 
 log = logging.getLogger(__name__)
 

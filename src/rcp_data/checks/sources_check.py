@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import RcpDataError
-from rcp_data.core.layout import ReleaseDir, corpus_files
-from rcp_data.core.reports import MAX_DETAILS, Check
+from rcp_data.model.layout import corpus_files
+from rcp_data.model.release import Release
 from rcp_data.sources.base import CorpusReader, SubsetSource
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 CORPUS_COLUMNS = ("id", "title", "text")
 
 
-def check_sources(rel: ReleaseDir, options: dict | None = None, *,
+def check_sources(rel: Release, options: dict | None = None, *,
                   corpus: bool = True) -> list[Check]:
     """Compare the release with the upstream its suite's reader gives (``options``: the
     reader's, as ``build --source-option``); ``corpus`` False leaves the corpus out."""
@@ -94,7 +95,7 @@ def _check(name: str, what: str, problems: list[str], subsets: list[str]) -> Che
                  where=", ".join(subsets), details=problems)
 
 
-def _queries(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
+def _queries(rel: Release, subset: str, up: SubsetSource) -> list[str]:
     mine = rel.table(subset, "queries")
     theirs = up.queries.astype({"id": str})
     cols = ["text"] + (["instruction"] if "instruction" in mine.columns else [])
@@ -114,7 +115,7 @@ def _queries(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
     return out
 
 
-def _qrels(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
+def _qrels(rel: Release, subset: str, up: SubsetSource) -> list[str]:
     mine = rel.table(subset, "qrels", ["query-id", "corpus-id", "score"])
     released = set(mine["query-id"]) | set(rel.table(subset, "queries", ["id"])["id"])
     theirs = up.qrels.astype({"query-id": str, "corpus-id": str})
@@ -142,7 +143,7 @@ def _qrels(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
     return out
 
 
-def _excluded(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
+def _excluded(rel: Release, subset: str, up: SubsetSource) -> list[str]:
     def as_sets(frame: pd.DataFrame | None) -> dict[str, set[str]]:
         if frame is None:
             return {}
@@ -156,7 +157,7 @@ def _excluded(rel: ReleaseDir, subset: str, up: SubsetSource) -> list[str]:
             if mine.get(q) != theirs.get(q)]
 
 
-def _release_batches(rel: ReleaseDir, files: tuple[str, ...], columns: list[str]
+def _release_batches(rel: Release, files: tuple[str, ...], columns: list[str]
                      ) -> Iterator[pa.Table]:
     for f in files:
         yield from (pa.Table.from_batches([b]) for b in pq.ParquetFile(rel.root / f)
@@ -186,7 +187,7 @@ def _aligned(a: Iterator[pa.Table], b: Iterator[pa.Table]
         ta, tb = ta.slice(n), tb.slice(n)
 
 
-def _corpus(rel: ReleaseDir, files: tuple[str, ...], upstream: CorpusReader
+def _corpus(rel: Release, files: tuple[str, ...], upstream: CorpusReader
             ) -> tuple[list[str], int]:
     """Mismatches of a release corpus against the upstream stream, by id; documents read."""
     have = set(pq.read_schema(rel.root / files[0]).names)

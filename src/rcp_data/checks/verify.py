@@ -71,25 +71,19 @@ from rcp_data.checks.readable import check_readable
 from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core.content import BUILD_MANIFEST_SCHEMA, recorded_content
+from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
 from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
-from rcp_data.core.history import History, Release
 from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path
 from rcp_data.core.io import read_json
-from rcp_data.core.layout import (
-    BUILD_MANIFEST,
-    CARD_FILE,
-    RELEASES_JSON,
-    ReleaseDir,
-    card_configs,
-    read_manifest,
-    release_is_synthetic,
-    release_spec,
-)
-from rcp_data.core.reports import VERIFY_SCHEMA, Check, VerifyReport
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.card_format import card_configs
+from rcp_data.model.history import History, ReleaseRecord
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, MANIFEST_SCHEMA, RELEASES_JSON
+from rcp_data.model.manifest import read_manifest, recorded_content
+from rcp_data.model.release import Release, release_is_synthetic
+from rcp_data.model.suite import release_spec
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +121,7 @@ def _stage(checks: list[Check], name: str, what: str, fn: Callable[..., T], *arg
         return None
 
 
-def _calibration(root: Path, release: Release | None) -> tuple[ItemParams, str, str]:
+def _calibration(root: Path, release: ReleaseRecord | None) -> tuple[ItemParams, str, str]:
     if release is not None and release.item_params:
         return ItemParams.read(root / release.item_params), release.link, release.item_params
     cal = read_manifest(root).get("calibration") or {}
@@ -161,7 +155,7 @@ def _card_text(root: Path, checks: list[Check]) -> str | None:
 
 def _pin_checks(root: Path, spec: SuiteSpec, pin: PinnedRevision | None, histories: Path | None,
                 hub_tags: dict[str, str] | None, checks: list[Check]
-                ) -> tuple[History | None, Release | None, bool]:
+                ) -> tuple[History | None, ReleaseRecord | None, bool]:
     """The pin checks; returns the history, the release the revision holds and whether the
     revision predates the release policy (no releases.json: the project's record is used)."""
     history = problems = None
@@ -233,7 +227,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                             hashed=hashed)
     checks += content.checks
     seconds["content"] = time.perf_counter() - t0
-    built = bool(manifest) and manifest.get("schema") == BUILD_MANIFEST_SCHEMA
+    built = bool(manifest) and manifest.get("schema") == MANIFEST_SCHEMA
 
     t0 = time.perf_counter()
     if view is not None and history is not None and release is not None and not pre_policy:
@@ -260,14 +254,14 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     if calibration is not None:
         params, link, params_path = calibration
         found = _stage(checks, "integrity", "the data tables read", run_integrity,
-                       ReleaseDir(root, spec), params, link, configs, link_checked=link_checked)
+                       Release(root, spec), params, link, configs, link_checked=link_checked)
         if found is not None:
             integrity, tables = found
             checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link "
                                         f"{link})") if c.name == "gains" else c
                        for c in integrity]
             checks += _stage(checks, "judge", "the judge provenance reads", check_judge,
-                             ReleaseDir(root, spec), params, tables) or []
+                             Release(root, spec), params, tables) or []
     if card_text is not None and tables:
         checks += _stage(checks, "card-counts", "the counts the card states",
                          lambda: check_card_counts(card_text, data_totals(root, tables))) or []
@@ -303,7 +297,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
 
         t0 = time.perf_counter()
         checks += _stage(checks, "sources", "the release against its upstream", check_sources,
-                         ReleaseDir(root, spec), options.source_options,
+                         Release(root, spec), options.source_options,
                          corpus=not _stand_ins(root)) or []
         seconds["sources"] = time.perf_counter() - t0
     return _report(root, report_root, target, pin, spec, release, checks, seconds)
@@ -314,7 +308,7 @@ def _stand_ins(root: Path) -> bool:
 
 
 def _report(root: Path, report_root: Path | None, target: str | None,
-            pin: PinnedRevision | None, spec: SuiteSpec | None, release: Release | None,
+            pin: PinnedRevision | None, spec: SuiteSpec | None, release: ReleaseRecord | None,
             checks: list[Check], seconds: dict[str, float]) -> VerifyReport:
     report = VerifyReport(
         target=target or str(root), root=report_root or root, repo=pin.repo if pin else None,

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json
-from rcp_data.core.layout import BUILD_MANIFEST, MANIFEST_SCHEMA
 
 Inputs = Mapping[str, str | Path | None]
 
@@ -52,7 +51,6 @@ class OutputKind:
         return isinstance(data, dict) and data.get("schema") == self.schema
 
 
-RELEASE = OutputKind("release folder", BUILD_MANIFEST, MANIFEST_SCHEMA)
 CALIBRATION = OutputKind("calibration folder", "diagnostics.json", "rcp-data.calibration/1")
 DEMO = OutputKind("demo folder", "demo.json", "rcp-data.demo/1")
 
@@ -163,5 +161,5 @@ _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
              errno.EISDIR)
 
 
-__all__ = ["CALIBRATION", "DEMO", "RELEASE", "Inputs", "OutputKind", "check_output_dir",
+__all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_output_dir",
            "check_output_file", "output_dir", "writable"]

@@ -20,31 +20,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.history import (
-    History,
-    Release,
-    calibration_record,
-    judge_slug,
-    read_history,
-    release_tag,
-)
 from rcp_data.core.io import atomic_write_text
-from rcp_data.core.layout import (
-    BUILD_MANIFEST,
-    CARD_FILE,
-    OPTIONAL_PROVENANCE_KINDS,
-    PROVENANCE_CONFIG,
-    PROVENANCE_KINDS,
-    RELEASES_JSON,
-    TASK_FILE,
-    ReleaseDir,
-    corpus_file_facts,
-    corpus_pattern,
-    provenance_file,
-    release_is_synthetic,
-    release_spec,
-    subset_file,
-)
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.documents.card_facts import (
     CardFacts,
@@ -60,6 +36,28 @@ from rcp_data.documents.card_facts import (
 )
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
+from rcp_data.model.history import (
+    History,
+    ReleaseRecord,
+    calibration_record,
+    judge_slug,
+    read_history,
+    release_tag,
+)
+from rcp_data.model.layout import (
+    BUILD_MANIFEST,
+    CARD_FILE,
+    OPTIONAL_PROVENANCE_KINDS,
+    PROVENANCE_CONFIG,
+    PROVENANCE_KINDS,
+    RELEASES_JSON,
+    TASK_FILE,
+    corpus_pattern,
+    provenance_file,
+    subset_file,
+)
+from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
+from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import (
     ReplayResult,
     load_release,
@@ -118,7 +116,7 @@ def _span(low: int, high: int) -> str:
 
 
 def suite_tag(spec: SuiteSpec) -> str:
-    """The tag naming the suite (``rcp_data.core.layout.detect_suite`` reads it back)."""
+    """The tag naming the suite (``rcp_data.model.suite.detect_suite`` reads it back)."""
     return spec.name.replace("_", "-")
 
 
@@ -129,13 +127,13 @@ def release_history(root: Path, spec: SuiteSpec, *, repo: str | None = None) -> 
     path = Path(root) / RELEASES_JSON
     if path.exists():
         return read_history(path)
-    manifest = ReleaseDir(Path(root), spec).manifest()
+    manifest = Release(Path(root), spec).manifest()
     judge = manifest.get("judge")
     calibration = manifest.get("calibration")
     if not judge or not calibration:
         raise InputError(f"neither {RELEASES_JSON} nor a build manifest with 'judge' and "
                          "'calibration'", path=str(Path(root) / BUILD_MANIFEST))
-    release = Release(
+    release = ReleaseRecord(
         release=1,
         tag=release_tag(1, judge["model"]),
         revision=None,
@@ -215,7 +213,7 @@ class SubsetFacts:
     candidates_max: int = 0
 
 
-def all_subset_facts(rd: ReleaseDir) -> list[SubsetFacts]:
+def all_subset_facts(rd: Release) -> list[SubsetFacts]:
     """Facts of every subset, reading each provenance pool once."""
     pools: dict[str, pd.DataFrame] = {}
     out = []
@@ -232,7 +230,7 @@ def _pairs(queries: pd.Series, docs: pd.Series) -> pd.MultiIndex:
     return pd.MultiIndex.from_arrays([queries.astype(object), docs.astype(object)])
 
 
-def subset_facts(rd: ReleaseDir, subset: str, *, pool: pd.DataFrame | None = None
+def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
                  ) -> SubsetFacts:
     """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
     spec = rd.spec
@@ -367,7 +365,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     current = history.current
     if current is None:
         raise InputError("the release history has no current release", path=str(root))
-    rd = ReleaseDir(root, spec)
+    rd = Release(root, spec)
     synthetic = (release_is_synthetic(root, synthetic_suite=spec.synthetic)
                  or current.synthetic)
     facts_card = CardFacts.of(spec)
@@ -453,7 +451,7 @@ def card_title(spec: SuiteSpec, synthetic: bool) -> str:
     return spec.pretty_name
 
 
-def synthetic_what(spec: SuiteSpec, rd: ReleaseDir) -> str:
+def synthetic_what(spec: SuiteSpec, rd: Release) -> str:
     """What of a synthetic release was generated, from its build manifest."""
     manifest = rd.manifest()
     judge = (manifest.get("judge") or {}).get("model", "")
@@ -529,7 +527,7 @@ def release_notes(spec: SuiteSpec, history: History) -> list[str]:
     return lines
 
 
-def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) -> list[str]:
+def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> list[str]:
     lines = []
     with_ex = [x for x in facts if x.excluded_docs]
     if with_ex:
@@ -582,7 +580,7 @@ def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir) ->
 
 def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[dict]:
     first = spec.subset_names[0]
-    rd = ReleaseDir(root, spec)
+    rd = Release(root, spec)
     rows = []
     corpus_note = (f"one copy per {spec.corpus.layout.replace('per-', '')}, shared by its "
                    "subsets" if spec.corpus.layout != "per-subset" else "one per subset")
@@ -630,7 +628,7 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
     return rows
 
 
-def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir,
+def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release,
                card_facts: CardFacts, *, synthetic: bool) -> list[str]:
     pairs = sum(x.pool_pairs for x in facts)
     injected = sum(x.gt_injected for x in facts)
@@ -672,7 +670,7 @@ def _stage_a_counts(params_path: Path) -> dict:
     return counts if isinstance(counts, dict) and "windows_total" in counts else {}
 
 
-def tournament_step(spec: SuiteSpec, rd: ReleaseDir) -> str:
+def tournament_step(spec: SuiteSpec, rd: Release) -> str:
     """The Stage A paragraph: the answers shipped, the reading rule, the refit they allow."""
     splits = [s for s in spec.provenance_splits if rd.has_provenance("judge_tournament", s)]
     if not splits:
@@ -702,7 +700,7 @@ def tournament_step(spec: SuiteSpec, rd: ReleaseDir) -> str:
             f"{read} Both fits can be re-run from this revision alone.")
 
 
-def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: ReleaseDir, *,
+def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, *,
                synthetic: bool = False) -> list[str]:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:

@@ -17,11 +17,13 @@ import pyarrow.parquet as pq
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError
-from rcp_data.core.history import History
 from rcp_data.core.io import read_json
-from rcp_data.core.layout import ReleaseDir, read_manifest, subset_file
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec
 from rcp_data.documents.taskfile import template_text
+from rcp_data.model.history import History
+from rcp_data.model.layout import subset_file
+from rcp_data.model.manifest import read_manifest
+from rcp_data.model.release import Release
 
 CARD_KEYS = {"retrievers", "second_judge", "judge_note", "mteb", "external_validation",
              "citations", "upstream", "instructions", "reference"}
@@ -123,7 +125,7 @@ def judge_lines(facts: CardFacts) -> list[str]:
 
 
 # -- query instructions --------------------------------------------------------------------------
-def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: ReleaseDir) -> str | None:
+def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: Release) -> str | None:
     """What the card says about query instructions: those the build recorded (carried in the
     task file, so mteb applies them), else what the spec says of the upstream tasks."""
     recorded = (read_manifest(rd.root).get("sources") or {}).get("instructions") or {}
@@ -149,7 +151,7 @@ def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: ReleaseDir) -> str |
 
 
 # -- examples of the suite's quirks (from the data) ----------------------------------------------
-def copied_self_documents(rd: ReleaseDir) -> list[tuple[str, str, str]]:
+def copied_self_documents(rd: Release) -> list[tuple[str, str, str]]:
     """``(subset, query, document)`` of excluded documents filed under another id than the
     query's own: copies of the query's text (e.g. NanoArguAna's self-arguments)."""
     out = []
@@ -162,7 +164,7 @@ def copied_self_documents(rd: ReleaseDir) -> list[tuple[str, str, str]]:
     return out
 
 
-def deep_queries(rd: ReleaseDir, positive: int) -> dict[str, list[str]]:
+def deep_queries(rd: Release, positive: int) -> dict[str, list[str]]:
     """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
     out: dict[str, list[str]] = {}
     for s in rd.spec.subset_names:

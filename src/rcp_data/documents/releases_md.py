@@ -9,12 +9,8 @@ import logging
 from pathlib import Path
 
 from rcp_data.core.errors import RcpDataError, VerificationFailed
-from rcp_data.core.history import (
-    CALIBRATION_METHODS,
-    History,
-    load_project_histories,
-)
 from rcp_data.core.io import atomic_write_text
+from rcp_data.model.history import CALIBRATION_METHODS, History, load_project_histories
 
 log = logging.getLogger(__name__)
 

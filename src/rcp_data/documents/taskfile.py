@@ -18,8 +18,9 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_write_text
-from rcp_data.core.layout import BUILD_MANIFEST, TASK_FILE, read_manifest
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.layout import BUILD_MANIFEST, TASK_FILE
+from rcp_data.model.manifest import read_manifest
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import link_name
-from rcp_data.core.history import (
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.history import (
     SCHEMA,
     History,
     add_release,
@@ -20,8 +21,8 @@ from rcp_data.core.history import (
     read_history,
     write_history,
 )
-from rcp_data.core.layout import RELEASES_JSON, ReleaseDir, release_is_synthetic
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.layout import RELEASES_JSON
+from rcp_data.model.release import Release, release_is_synthetic
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
                         summary: str = "", date: str | None = None,
                         previous_revision: str | None = None) -> History:
     """The history of the repo with the release built in ``root`` appended as current."""
-    manifest = ReleaseDir(Path(root), spec).manifest()
+    manifest = Release(Path(root), spec).manifest()
     judge = manifest.get("judge")
     calibration = manifest.get("calibration")
     if not judge or not calibration:

@@ -34,6 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rcp_data.checks.reports import CheckReport
 from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.files import (
     FileEntry,
@@ -42,19 +43,18 @@ from rcp_data.core.files import (
     release_paths,
     sha256_file,
 )
-from rcp_data.core.history import (
-    RELEASES_JSON,
+from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
+from rcp_data.model.history import (
     SCHEMA,
     History,
-    Release,
+    ReleaseRecord,
     history_path,
     read_history,
     record_release,
     same_commit,
     write_history,
 )
-from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
-from rcp_data.core.reports import CheckReport
+from rcp_data.model.layout import RELEASES_JSON
 
 if TYPE_CHECKING:  # huggingface_hub is imported when a commit is built
     from huggingface_hub import CommitOperationAdd, HfApi
@@ -132,7 +132,7 @@ class PublishPlan:
     root: Path
     repo: str
     branch: str
-    release: Release
+    release: ReleaseRecord
     history: History
     suite: str | None
     parent: str | None
@@ -250,7 +250,7 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
 
 
 def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None,
-          client: HubClient, release: Release, history: History,
+          client: HubClient, release: ReleaseRecord, history: History,
           verified: Mapping[str, FileEntry]) -> PublishPlan:
     api = client.api
     refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
@@ -331,7 +331,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
                          changed=len(plan.changed), deleted=len(plan.deleted), messages=[msg])
 
 
-def commit_title(release: Release) -> str:
+def commit_title(release: ReleaseRecord) -> str:
     """The title of the commit that publishes ``release``."""
     return f"Release {release.release} ({release.tag})"
 

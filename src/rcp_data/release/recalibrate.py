@@ -19,25 +19,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rcp_data.core.content import record_content
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.io import write_json
-from rcp_data.core.layout import (
+from rcp_data.core.outputs import Inputs, output_dir
+from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.model.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
+    RELEASE,
     RELEASES_JSON,
     SCHEMAS,
     TASK_FILE,
-    ReleaseDir,
     provenance_file,
-    read_manifest,
-    release_is_synthetic,
     subset_file,
-    write_parquet,
 )
-from rcp_data.core.outputs import RELEASE, Inputs, output_dir
-from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.model.manifest import read_manifest, record_content
+from rcp_data.model.release import Release, release_is_synthetic
+from rcp_data.model.tables import write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     empty, or a release folder written earlier and ``force`` given, and apart from ``prev`` and
     ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
     """
-    from rcp_data.core.history import add_release, read_history, write_history
+    from rcp_data.model.history import add_release, read_history, write_history
     from rcp_data.release.prepare import render_release_files, synthetic_summary
 
     history = read_history(Path(prev) / RELEASES_JSON)
@@ -66,7 +65,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
         raise InputError("the release history has no current release to recalibrate",
                          path=str(Path(prev) / RELEASES_JSON))
     link = link or current.link
-    rel = ReleaseDir(Path(prev), spec)
+    rel = Release(Path(prev), spec)
     where = {"RELEASE_DIR": prev, **(inputs or {})}
     with output_dir(Path(out), RELEASE, inputs=where, force=force) as tmp:
         shutil.copytree(prev, tmp, dirs_exist_ok=True)
@@ -125,7 +124,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     return new_history.releases[-1].to_dict()
 
 
-def _write_theta_bt(tmp: Path, rel: ReleaseDir, spec: SuiteSpec, thetas: pd.DataFrame) -> None:
+def _write_theta_bt(tmp: Path, rel: Release, spec: SuiteSpec, thetas: pd.DataFrame) -> None:
     """``provenance-judge-bt`` of every provenance split from the refit's ``theta_bt``."""
     from rcp_data.stages.judge import bt_rows
 
@@ -190,7 +189,7 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseD
 
     diff = ReleaseDiff()
     deltas = []
-    ra, rb = ReleaseDir(Path(a), spec), ReleaseDir(Path(b), spec)
+    ra, rb = Release(Path(a), spec), Release(Path(b), spec)
     for subset in spec.subset_names:
         if not ra.has(subset, "qrels"):
             continue

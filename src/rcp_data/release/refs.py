@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.history import History, loads_history, same_commit
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubNotFound
 from rcp_data.core.io import loads_json
-from rcp_data.core.layout import RELEASES_JSON
+from rcp_data.model.history import History, loads_history, same_commit
+from rcp_data.model.layout import RELEASES_JSON
 from rcp_data.release.publish import check_repo_id
 
 log = logging.getLogger(__name__)

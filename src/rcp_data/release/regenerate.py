@@ -18,17 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.history import fill_known_shas, read_history
 from rcp_data.core.hub_client import HubClient
-from rcp_data.core.layout import (
-    CARD_FILE,
-    CORPUS_PATTERNS,
-    RELEASES_JSON,
-    TASK_FILE,
-    read_manifest,
-    release_spec,
-)
 from rcp_data.documents.card import render_release_files
+from rcp_data.model.history import fill_known_shas, read_history
+from rcp_data.model.layout import CARD_FILE, CORPUS_PATTERNS, RELEASES_JSON, TASK_FILE
+from rcp_data.model.manifest import read_manifest
+from rcp_data.model.suite import release_spec
 
 log = logging.getLogger(__name__)
 

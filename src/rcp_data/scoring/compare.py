@@ -24,8 +24,8 @@ from pathlib import Path
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import loads_json, read_json
-from rcp_data.core.layout import card_suite
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, known_suites, load_spec
+from rcp_data.model.suite import card_suite
 from rcp_data.scoring.replay import METRICS, model_order
 
 TOLERANCE = 0.05

@@ -31,13 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, SchemaError, UsageError, shown
-from rcp_data.core.layout import (
-    ReleaseDir,
-    detect_suite,
-    provenance_file,
-    read_release_table,
-    subset_file,
-)
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import (
     RULE_LETTERS,
@@ -49,6 +42,10 @@ from rcp_data.core.specs import (
     SuiteSpec,
     load_spec,
 )
+from rcp_data.model.layout import provenance_file, subset_file
+from rcp_data.model.release import Release
+from rcp_data.model.suite import detect_suite
+from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
 
 log = logging.getLogger(__name__)
@@ -530,7 +527,7 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
     if not root.is_dir():
         raise InputError("not a directory", path=str(root))
     spec, known = resolve_spec(root, spec)
-    release = ReleaseDir(root, spec)
+    release = Release(root, spec)
     by_split: dict[str, list[str]] = {}
     for s in spec.subset_names:
         by_split.setdefault(spec.provenance_split(s), []).append(s)

@@ -25,25 +25,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data import __version__
-from rcp_data.core.content import content_fields
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_parquet, write_json
-from rcp_data.core.layout import (
+from rcp_data.core.outputs import check_output_dir, output_dir
+from rcp_data.core.progress import progress
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.layout import (
     BUILD_MANIFEST,
     MANIFEST_SCHEMA,
+    RELEASE,
     SCHEMAS,
     corpus_record,
     judge_criteria_schema,
     provenance_file,
     shard_name,
     subset_file,
-    write_parquet,
 )
-from rcp_data.core.outputs import RELEASE, check_output_dir, output_dir
-from rcp_data.core.progress import progress
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.manifest import content_fields
+from rcp_data.model.tables import write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.judge import (
     JudgeInfo,

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _history(args: argparse.Namespace, suite: str, repo: str):
-    from rcp_data.core.history import history_path, read_history
+    from rcp_data.model.history import history_path, read_history
 
     if args.history:
         return read_history(args.history)
@@ -78,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from rcp_data.core.gains import DEFAULT_LINK
-    from rcp_data.core.outputs import RELEASE, check_output_dir
+    from rcp_data.core.outputs import check_output_dir
     from rcp_data.core.specs import load_spec
+    from rcp_data.model.layout import RELEASE
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.registry import read_suite
     from rcp_data.stages.build import build_release, read_inputs

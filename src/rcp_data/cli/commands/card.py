@@ -47,9 +47,10 @@ def _release_root(args: argparse.Namespace) -> Path:
 
 def _render(args: argparse.Namespace) -> int:
     from rcp_data.core.io import atomic_write_text
-    from rcp_data.core.layout import RELEASES_JSON, release_spec
-    from rcp_data.core.outputs import RELEASE, check_output_file, writable
+    from rcp_data.core.outputs import check_output_file, writable
     from rcp_data.documents.card import render_card, write_release_files
+    from rcp_data.model.layout import RELEASE, RELEASES_JSON
+    from rcp_data.model.suite import release_spec
 
     root = _release_root(args)
     if args.out and args.out != "-":

@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.core.errors import UsageError
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import read_parquet
-    from rcp_data.core.layout import release_spec
-    from rcp_data.core.outputs import RELEASE, check_output_dir
+    from rcp_data.core.outputs import check_output_dir
+    from rcp_data.model.layout import RELEASE
+    from rcp_data.model.suite import release_spec
     from rcp_data.release.recalibrate import diff_releases, recalibrate_release
     from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
     from rcp_data.stages.validate import check_thetas

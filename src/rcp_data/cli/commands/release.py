@@ -113,8 +113,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _render_md(args: argparse.Namespace) -> int:
-    from rcp_data.core.history import load_project_histories
     from rcp_data.documents.releases_md import render_releases_md, write_releases_md
+    from rcp_data.model.history import load_project_histories
 
     if args.out is None:
         if args.check:
@@ -127,8 +127,8 @@ def _render_md(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from rcp_data.core.history import history_path, read_history
     from rcp_data.documents.releases_md import render_release_table, render_release_table_text
+    from rcp_data.model.history import history_path, read_history
 
     path = Path(args.source)
     if not path.exists():

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.core.layout import REPLAY_PATTERNS
+    from rcp_data.model.layout import REPLAY_PATTERNS
     from rcp_data.scoring.replay import replay_release
 
     root, _pin = args.hub_client.local_release(args.path, allow_patterns=REPLAY_PATTERNS)

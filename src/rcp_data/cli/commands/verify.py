@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
+    from rcp_data.checks.reports import VERIFY_SCHEMA
     from rcp_data.checks.verify import verify
-    from rcp_data.core.reports import VERIFY_SCHEMA
 
     try:
         options = source_options(args)

@@ -14,8 +14,8 @@ import pyarrow as pa
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import write_json
-from rcp_data.core.layout import write_parquet
 from rcp_data.core.outputs import CALIBRATION, Inputs, output_dir
+from rcp_data.model.tables import write_parquet
 from rcp_data.stages.calibration.diagnostics import fit_diagnostics
 from rcp_data.stages.calibration.fit import MapSettings, fit_map, read_thetas
 from rcp_data.stages.calibration.reading import DEFAULT_RULE

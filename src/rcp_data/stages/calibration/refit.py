@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.layout import BUILD_MANIFEST, RELEASES_JSON, provenance_file
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON, provenance_file
 from rcp_data.stages.calibration.reading import DEFAULT_RULE
 
 log = logging.getLogger(__name__)

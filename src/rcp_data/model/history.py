@@ -26,7 +26,6 @@ from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_jso
 from rcp_data.core.specs import suite_key
 
 SCHEMA = "rcp-data.releases/1"
-RELEASES_JSON = "provenance/releases.json"   # a release directory's history
 STATUSES = ("current", "superseded")
 CALIBRATION_METHODS = {"2pl-irt": "2PL IRT"}
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -62,7 +61,7 @@ def same_commit(a: str | None, b: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Release:
+class ReleaseRecord:
     """One release: a tagged commit with one judge's calibrated gains."""
 
     release: int
@@ -100,7 +99,7 @@ class Release:
 
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "<releases>", row: int | None = None
-                  ) -> Release:
+                  ) -> ReleaseRecord:
         if not isinstance(data, Mapping):
             raise InputError("a release must be a JSON object", path=source, row=row)
         for key in ("release", "tag", "revision", "judge", "calibration", "status"):
@@ -144,26 +143,26 @@ class History:
     """The releases of one Hub repository, oldest first."""
 
     repo: str
-    releases: tuple[Release, ...]
+    releases: tuple[ReleaseRecord, ...]
     schema: str = SCHEMA
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
-    def current(self) -> Release | None:
+    def current(self) -> ReleaseRecord | None:
         cur = [r for r in self.releases if r.status == "current"]
         return cur[-1] if cur else None
 
     @property
-    def latest(self) -> Release | None:
+    def latest(self) -> ReleaseRecord | None:
         return self.releases[-1] if self.releases else None
 
-    def get(self, number: int) -> Release:
+    def get(self, number: int) -> ReleaseRecord:
         for r in self.releases:
             if r.release == number:
                 return r
         raise InputError(f"{self.repo}: no release {number}")
 
-    def by_tag(self, tag: str) -> Release | None:
+    def by_tag(self, tag: str) -> ReleaseRecord | None:
         for r in self.releases:
             if r.tag == tag:
                 return r
@@ -192,7 +191,7 @@ class History:
         rel = data.get("releases")
         if not isinstance(rel, list):
             raise InputError("'releases' must be a list", path=source, field="releases")
-        releases = tuple(Release.from_dict(r, source=source, row=i) for i, r in enumerate(rel))
+        releases = tuple(ReleaseRecord.from_dict(r, source=source, row=i) for i, r in enumerate(rel))
         extra = {k: copy.deepcopy(v) for k, v in data.items()
                  if k not in ("schema", "repo", "releases")}
         return cls(repo=data["repo"], releases=releases, schema=schema, extra=extra)
@@ -355,7 +354,7 @@ def add_release(history: History, *, judge: Mapping, calibration: Mapping, summa
                              f"{previous_revision} (--previous-revision)")
         releases[i] = replace(r, revision=rev, data_revision=r.data_revision or rev,
                               status="superseded", superseded_by=number)
-    new = Release(
+    new = ReleaseRecord(
         release=number,
         tag=release_tag(number, str(judge["model"])),
         revision=None,
@@ -401,7 +400,7 @@ def fill_known_shas(history: History, refs: object) -> History:
     return replace(history, releases=tuple(releases))
 
 
-def record_release(history: History, published: Release, revision: str) -> History:
+def record_release(history: History, published: ReleaseRecord, revision: str) -> History:
     """History with a release the toolkit just published (its commit ``revision`` now known).
 
     Replaces an entry of the same number (it must carry the same tag) or appends it; every

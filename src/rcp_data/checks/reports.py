@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rcp_data.core.errors import RefusedError
-from rcp_data.core.history import History
+from rcp_data.model.history import History
 
 MAX_DETAILS = 20
 STATUSES = ("ok", "failed", "absent", "diff", "skipped")

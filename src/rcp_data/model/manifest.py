@@ -27,20 +27,8 @@ from pathlib import Path
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import HUB_HOUSEKEEPING, FileEntry, hash_files, release_paths
 from rcp_data.core.io import read_json, write_json
-from rcp_data.core.layout import (
-    BUILD_MANIFEST,
-    CARD_FILE,
-    MANIFEST_SCHEMA,
-    RELEASES_JSON,
-    TASK_FILE,
-)
+from rcp_data.model.layout import BUILD_MANIFEST, MANIFEST_SCHEMA, UNLISTED_FILES
 
-#: The schema of ``provenance/build_manifest.json``.
-BUILD_MANIFEST_SCHEMA = MANIFEST_SCHEMA   # one home: core.layout
-#: Files a card regeneration rewrites (a commit after the release may change only these).
-REGENERATED_FILES = (CARD_FILE, TASK_FILE, RELEASES_JSON)
-#: Files the content manifest leaves out: itself and the regenerated files.
-UNLISTED_FILES = frozenset({BUILD_MANIFEST, *REGENERATED_FILES})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -119,5 +107,18 @@ def recorded_content(manifest: Mapping, *, source: str = BUILD_MANIFEST
     return entries, digest
 
 
-__all__ = ["BUILD_MANIFEST_SCHEMA", "REGENERATED_FILES", "UNLISTED_FILES", "content_digest",
-           "content_fields", "is_listed", "record_content", "recorded_content", "release_content"]
+def read_manifest(root: str | Path) -> dict:
+    """The build manifest of a release directory (empty when there is none)."""
+    path = Path(root) / BUILD_MANIFEST
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError("the build manifest must be a JSON object", path=str(path))
+    return data
+
+
+
+
+__all__ = ["MANIFEST_SCHEMA", "content_digest", "content_fields", "is_listed", "read_manifest",
+           "record_content", "recorded_content", "release_content"]

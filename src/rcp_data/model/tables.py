@@ -1,0 +1,49 @@
+"""Reading and writing the tables of a release, their columns checked against the layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rcp_data.core.io import check_schema, read_parquet
+from rcp_data.model.layout import OPTIONAL_COLUMNS, SCHEMAS
+
+if TYPE_CHECKING:  # pandas is imported where a table becomes a DataFrame
+    import pandas as pd
+
+
+# -- reading -----------------------------------------------------------------------------------
+def check_columns(schema: pa.Schema, kind: str, path: str | Path) -> None:
+    """Raise :class:`SchemaError` naming the file and column when ``schema`` lacks a column of
+    ``kind`` or has one of the wrong type."""
+    check_schema(schema, SCHEMAS[kind], path, OPTIONAL_COLUMNS.get(kind, ()))
+
+
+def read_release_table(path: str | Path, kind: str, columns: list[str] | None = None, *,
+                       read_dictionary: tuple[str, ...] | list[str] = ()) -> pa.Table:
+    """Read a release table of ``kind`` (arrow), its columns checked against the layout."""
+    return read_parquet(path, columns, schema=SCHEMAS[kind],
+                        optional=OPTIONAL_COLUMNS.get(kind, ()), what=f"the {kind} table",
+                        read_dictionary=read_dictionary)
+
+
+def read_table(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """Read ``root/rel`` as a DataFrame, checking the columns of ``kind``."""
+    return read_release_table(Path(root) / rel, kind, columns).to_pandas()
+
+
+# -- writing -----------------------------------------------------------------------------------
+def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema | None = None,
+                  *, row_group_size: int | None = None) -> None:
+    """Write a table deterministically (same input, same bytes)."""
+    if not isinstance(table, pa.Table):  # a DataFrame
+        table = pa.Table.from_pandas(table, schema=schema, preserve_index=False)
+    elif schema is not None:
+        table = table.select(schema.names).cast(schema)
+    table = table.replace_schema_metadata(None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd", row_group_size=row_group_size)
+
