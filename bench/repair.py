@@ -35,7 +35,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rcp_data.demo.synthetic_corpus import generate_batches, generate_passages
-from rcp_data.model.layout import SCHEMAS, shard_name
+from rcp_data.model.layout import shard_name
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.sources.text_repair import repair_array, repair_settings
 from rcp_data.sources.text_repair_reference import irds_repair_bytes
 

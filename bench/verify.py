@@ -50,12 +50,12 @@ from rcp_data.model.layout import (
     CARD_FILE,
     MANIFEST_SCHEMA,
     RELEASES_JSON,
-    SCHEMAS,
     provenance_file,
     shard_name,
     subset_file,
 )
 from rcp_data.model.manifest import record_content
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.stages.pools import rrf_fuse
 
 TARGET_S = 60.0

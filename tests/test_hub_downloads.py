@@ -34,7 +34,8 @@ from huggingface_hub.utils._runtime import is_xet_available
 from rcp_data.core.hub_client import REAL_HUB, HubClient, identifies_as_local_hub
 from rcp_data.core.io import write_json
 from rcp_data.core.specs import load_spec
-from rcp_data.model.layout import BUILD_MANIFEST, corpus_record
+from rcp_data.model.layout import BUILD_MANIFEST
+from rcp_data.model.tables import corpus_record
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 

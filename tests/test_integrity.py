@@ -14,8 +14,8 @@ import pytest
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
-from rcp_data.model.layout import SCHEMAS
 from rcp_data.model.release import Release
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
 
 LINK = "weighted_discrimination"

@@ -16,7 +16,7 @@ from rcp_data.cli import main
 from rcp_data.core.errors import InputError, SchemaError
 from rcp_data.core.io import write_json
 from rcp_data.core.specs import load_spec
-from rcp_data.model.layout import SCHEMAS
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
 from rcp_data.scoring.replay import load_release, replay_release, score_queries
 

@@ -281,7 +281,8 @@ def published_demo(tmp_path_factory, local_hub, demo_data):
 
 def _replay_tables(root: Path, scores: dict[str, dict[str, float]], subset: str, work: Path):
     """The project's replay of the encoder's scores: a copy of the release whose runs are them."""
-    from rcp_data.model.layout import SCHEMAS, provenance_file
+    from rcp_data.model.layout import provenance_file
+    from rcp_data.model.schemas import SCHEMAS
     from rcp_data.model.tables import write_parquet
     from rcp_data.scoring import replay
 

@@ -27,7 +27,8 @@ from rcp_data.cli import main
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.specs import load_spec
 from rcp_data.model.history import History, read_history, write_history
-from rcp_data.model.layout import CARD_FILE, RELEASES_JSON, SCHEMAS, TASK_FILE
+from rcp_data.model.layout import CARD_FILE, RELEASES_JSON, TASK_FILE
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
 from rcp_data.release.publish import publish
 from rcp_data.scoring.compare import CellKey, TableSet, load_tables

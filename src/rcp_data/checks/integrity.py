@@ -25,18 +25,10 @@ from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.io import schema_diff
 from rcp_data.model.card_format import config_data_files
-from rcp_data.model.layout import (
-    OPTIONAL_COLUMNS,
-    PROVENANCE_CONFIG,
-    SCHEMAS,
-    corpus_files,
-    corpus_record,
-    criteria_columns,
-    provenance_file,
-    subset_file,
-)
+from rcp_data.model.layout import PROVENANCE_CONFIG, corpus_files, provenance_file, subset_file
 from rcp_data.model.release import Release
-from rcp_data.model.tables import read_release_table
+from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
+from rcp_data.model.tables import corpus_record, read_release_table
 from rcp_data.stages.pools import FUSED
 
 log = logging.getLogger(__name__)

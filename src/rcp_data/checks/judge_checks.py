@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 from rcp_data.checks.integrity import SubsetTables, _bools, _floats, _isin, _strings
 from rcp_data.checks.reports import Check
 from rcp_data.core.gains import ItemParams
-from rcp_data.model.layout import BUILD_MANIFEST, criteria_columns, provenance_file
+from rcp_data.model.layout import BUILD_MANIFEST, provenance_file
 from rcp_data.model.release import Release
+from rcp_data.model.schemas import criteria_columns
 from rcp_data.model.tables import read_release_table
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 
 from rcp_data.checks.reports import Check
 from rcp_data.core.io import schema_diff
-from rcp_data.model.layout import OPTIONAL_COLUMNS, SCHEMAS, SUBSET_KINDS, criteria_columns
+from rcp_data.model.layout import SUBSET_KINDS
+from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
 
 TEXT_SUFFIXES = (".md", ".py", ".txt", ".json", ".yaml", ".yml", ".toml", ".gitattributes")
 

@@ -29,13 +29,13 @@ from rcp_data.model.layout import (
     CARD_FILE,
     RELEASE,
     RELEASES_JSON,
-    SCHEMAS,
     TASK_FILE,
     provenance_file,
     subset_file,
 )
 from rcp_data.model.manifest import read_manifest, record_content
 from rcp_data.model.release import Release, release_is_synthetic
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
 
 log = logging.getLogger(__name__)

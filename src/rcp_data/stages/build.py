@@ -36,15 +36,13 @@ from rcp_data.model.layout import (
     BUILD_MANIFEST,
     MANIFEST_SCHEMA,
     RELEASE,
-    SCHEMAS,
-    corpus_record,
-    judge_criteria_schema,
     provenance_file,
     shard_name,
     subset_file,
 )
 from rcp_data.model.manifest import content_fields
-from rcp_data.model.tables import write_parquet
+from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
+from rcp_data.model.tables import corpus_record, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.judge import (
     JudgeInfo,

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from rcp_data.core.errors import InputError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_json, read_parquet
-from rcp_data.model.layout import SCHEMAS, criteria_columns
+from rcp_data.model.schemas import SCHEMAS, criteria_columns
 from rcp_data.stages.calibration.verdicts import dictionary_codes
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rcp_data.core.errors import InputError, SchemaError
-from rcp_data.model.layout import SCHEMAS, TOURNAMENT_PHASES
+from rcp_data.model.layout import TOURNAMENT_PHASES
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.stages.calibration.reading import HARD_FALLBACK, ReadingStats, check_rule
 from rcp_data.stages.calibration.verdicts import dictionary_codes, sorted_rank
 

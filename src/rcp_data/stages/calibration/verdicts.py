@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, SchemaError, shown
 from rcp_data.core.io import read_parquet, read_parquet_schema
-from rcp_data.model.layout import criteria_columns
+from rcp_data.model.schemas import criteria_columns
 from rcp_data.stages.calibration.reading import DEFAULT_RULE, ReadingStats, check_rule
 
 log = logging.getLogger(__name__)
