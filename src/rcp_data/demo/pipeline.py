@@ -1,6 +1,7 @@
 """The demo job (README's main command): build -> publish -> verify, on SYNTHETIC data.
 
-1. build release 1 of the bundled demo suite, add releases.json, the task file and the card;
+1. build release 1 of the bundled demo suite with releases.json, the task file and the card
+   (:func:`rcp_data.release.cut.build_release_dir`, as ``rcp-data build`` does);
 2. re-read the judge's Stage A answers that release 1 ships with the stricter ``complete``
    rule, refit Stage A and the 2PL MAP, and build release 2 from it: same data, new gains;
 3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions;
@@ -48,15 +49,12 @@ def build_demo_releases(out: Path, *, date: str | None = None,
     returned function once release 1 is published.
     """
     from rcp_data.demo.suite import make_demo_release
-    from rcp_data.release.prepare import prepare_release
     from rcp_data.release.recalibrate import diff_releases, recalibrate_release
 
     spec = load_spec("demo")
     date = date or _dt.date.today().isoformat()
     v1, v2 = out / "release-v1", out / "release-v2"
-    inputs = out / "inputs"
-    make_demo_release(v1, work=inputs)
-    prepare_release(v1, spec, DEMO_REPO, date=date)
+    make_demo_release(v1, work=out / "inputs", prepare=True, repo=DEMO_REPO, date=date)
     say(f"built SYNTHETIC demo release 1 into {v1}")
 
     def build_v2(previous_sha: str) -> Path:
