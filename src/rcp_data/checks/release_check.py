@@ -160,9 +160,7 @@ def check_release_dir(root: str | Path, *, suite: str | None = None) -> CheckRep
     if not root.is_dir():
         raise UsageError(f"release directory not found: {root}")
     files = release_files(root)
-    from rcp_data.model.suite import detect_suite
-
-    suite = suite_key(suite) if suite else detect_suite(root)
+    suite = suite_key(suite) if suite else layout.detect_suite(root)
     if suite is None:
         return CheckReport(root=root, files=files, problems=[
             f"cannot tell the suite: {layout.BUILD_MANIFEST} has no 'suite' and the card's tags "
