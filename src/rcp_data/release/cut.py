@@ -20,6 +20,7 @@ from rcp_data.core.outputs import check_output_dir
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.history import History, history_path, read_history
 from rcp_data.model.layout import RELEASE
+from rcp_data.model.manifest import BuildManifest
 from rcp_data.release.prepare import prepare_release
 from rcp_data.sources.base import SuiteSource
 
@@ -44,7 +45,7 @@ class BuildResult:
     tag: str | None = None
     repo: str | None = None
     history: History | None = field(default=None, repr=False, compare=False)
-    manifest: dict = field(default_factory=dict, repr=False, compare=False)
+    manifest: BuildManifest | None = field(default=None, repr=False, compare=False)
 
     @property
     def prepared(self) -> bool:
@@ -69,9 +70,9 @@ def project_history(suite: str, repo: str) -> History | None:
     return None
 
 
-def build_totals(manifest: dict) -> dict[str, int]:
+def build_totals(manifest: BuildManifest) -> dict[str, int]:
     """:data:`TOTALS` of a build manifest, summed over its subsets."""
-    return {k: sum(c.get(k, 0) for c in manifest["counts"].values()
+    return {k: sum(c.get(k, 0) for c in manifest.counts.values()
                    if isinstance(c.get(k, 0), int))
             for k in TOTALS}
 
@@ -119,8 +120,8 @@ def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource
     history = prepared[0] if prepared else None
     current = history.current if history is not None else None
     return BuildResult(
-        out=out, suite=spec.name, synthetic=bool(manifest.get("synthetic")),
-        subsets=len(manifest["counts"]), totals=build_totals(manifest),
+        out=out, suite=spec.name, synthetic=manifest.synthetic,
+        subsets=len(manifest.counts), totals=build_totals(manifest),
         release=current.release if current else None, tag=current.tag if current else None,
         repo=repo if current else None, history=history, manifest=manifest)
 
