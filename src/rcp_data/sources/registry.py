@@ -13,7 +13,7 @@ Reader = Callable[[SuiteSpec, dict], SuiteSource]
 
 
 def get_reader(spec: SuiteSpec) -> Reader:
-    target = spec.source.get("read")
+    target = spec.source.read
     if not target or ":" not in target:
         raise UsageError(f"suite {spec.name!r} declares no source reader ([source] read) in "
                          f"{spec.path}")
