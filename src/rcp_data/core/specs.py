@@ -12,12 +12,14 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError, shown
 from rcp_data.core.typed_tables import from_table, key_of, table_values, value_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Tie rules for equal reranker scores (paper App. B.1), their letters and what they do.
 TIE_RULES = ("doc-id", "group-mean", "pool-order")
@@ -182,6 +184,8 @@ def positive_mask(scores, grade_positive: int) -> np.ndarray:
 
     The one definition of "positive" (pools, card, build counts, integrity, readers, replay);
     call it through :meth:`SuiteSpec.positive_mask` where the spec is at hand."""
+    import numpy as np  # here: reading a spec (the command line) loads no array library
+
     return np.asarray(scores, dtype=np.float64) >= grade_positive
 
 
