@@ -3,6 +3,12 @@
 A spec holds as data everything the shared stages need to know about a suite (subsets, split,
 the paper's tie rule, views, the reranker name map, the paper's revision, pool and corpus rules),
 so no stage branches on the suite's name.
+
+Every table is read into a frozen dataclass and checked on load (:mod:`rcp_data.core.typed_tables`):
+an unknown table or key, a missing required key or a value of the wrong type is an
+:class:`InputError` naming the file and the key (``pool.size``, ``subsets[2].label``). ``[source]``
+is a :class:`SourceSpec`, ``[card]`` a :class:`CardSpec`. What a positive label is, is decided
+once: :func:`positive_mask` (``grade >= [source] grade_positive``), for every count.
 """
 
 from __future__ import annotations
