@@ -245,7 +245,8 @@ def make_inputs(work: Path, data: Path, seed: int) -> None:
         fused = rrf_fuse(pd.concat(runs, ignore_index=True), spec.pool.retrievers,
                          k=spec.pool.rrf_k)
         pools.append(build_pools(fused, qrels[year], released[year], rule=spec.pool.rule,
-                                 size=spec.pool.size)[["query-id", "corpus-id"]])
+                                 size=spec.pool.size, grade_positive=spec.grade_positive)[
+                                     ["query-id", "corpus-id"]])
     dev_runs = [normalize_run(first[r][first[r]["query-id"].isin(set(dev_ids))], r)
                 for r in ("embed_v4", "octen")]
     dev_fused = rrf_fuse(pd.concat(dev_runs, ignore_index=True), spec.pool.retrievers, k=60)

@@ -47,7 +47,7 @@ def make_input(n_queries: int, depth: int, seed: int = 597) -> tuple[dict, pd.Da
 def library(runs: dict, qrels: pd.DataFrame, qids: list[str]) -> pd.DataFrame:
     norm = pd.concat([normalize_run(f, r) for r, f in runs.items()], ignore_index=True)
     fused = rrf_fuse(norm, RETRIEVERS, k=60)
-    return build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150)
+    return build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150, grade_positive=1)
 
 
 def naive(runs: dict, qrels: pd.DataFrame, qids: list[str]) -> list[tuple]:

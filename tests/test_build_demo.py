@@ -169,7 +169,7 @@ def test_query_without_candidates_keeps_its_labelled_documents():
                          "rank": [1, 2], "score": [2.0, 1.0]})
     upstream = pd.DataFrame({"query-id": ["q1", "q2"], "corpus-id": ["b", "x"], "score": [1, 0]})
     pool = build_pools(rrf_fuse(runs, ["bm25"]), upstream, ["q1", "q2"], rule="top-k-inject",
-                       size=3)
+                       size=3, grade_positive=1)
     assert pool["query-id"].tolist() == ["q1", "q1"]
     thetas = pd.DataFrame({"query-id": "q1", "corpus-id": ["a", "b"], "theta": [0.5, 1.5]})
     params = ItemParams(gamma=(1.0, 2.0), beta=(0.0, 1.0))

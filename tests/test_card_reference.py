@@ -177,7 +177,7 @@ def test_bm25_settings_the_card_prints_are_the_builds():
     """The card's BM25 settings (builders/_card.toml) are those stages/bm25.py runs with."""
     from rcp_data.stages import bm25
 
-    printed = load_spec("nanobeir").card["retrievers"]["bm25"]["settings"]
+    printed = load_spec("nanobeir").card.retrievers["bm25"].settings
     s = bm25.settings()
     for part in (s["library"], f"method {s['method']}", f"k1 = {s['k1']}", f"b = {s['b']}",
                  f"{s['stopwords'].capitalize()} stopwords",

@@ -73,7 +73,8 @@ def test_union_judged_pool_matches_brute_force(seed):
     runs, qrels = _runs(seed), _qrels(seed)
     qids = [f"q{q}" for q in range(12)]
     fused = rrf_fuse(runs, RETRIEVERS, k=60)
-    pool = build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150)
+    pool = build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150,
+                       grade_positive=1)
     expected = fx.brute_force_pools(runs, qrels, qids)
     assert pool["query-id"].tolist() == expected["query-id"].tolist()
     assert pool["corpus-id"].tolist() == expected["corpus-id"].tolist()
@@ -105,7 +106,8 @@ def test_tied_first_stage_gives_the_same_pool_on_every_run():
         parts = [normalize_run(g.drop(columns="retriever"), r)
                  for r, g in shuffled.groupby("retriever")]
         fused = rrf_fuse(pd.concat(parts, ignore_index=True), RETRIEVERS)
-        pools.append(build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150))
+        pools.append(build_pools(fused, qrels, qids, rule="top-k-union-judged", size=150,
+                                 grade_positive=1))
     for p in pools[1:]:
         pd.testing.assert_frame_equal(p, pools[0])
 
@@ -163,7 +165,8 @@ def test_inject_pool_matches_the_rule_read_literally(seed):
                           "score": rng.integers(0, 3, size=len(pos))})
     never = {f"d{d}" for d in rng.choice(n_docs, size=2)} if seed % 3 == 0 else set()
     fused = rrf_fuse(pd.concat(parts, ignore_index=True), RETRIEVERS)
-    pool = build_pools(fused, qrels, ["q"], rule="top-k-inject", size=size, never_pool=never)
+    pool = build_pools(fused, qrels, ["q"], rule="top-k-inject", size=size, grade_positive=1,
+                       never_pool=never)
     expected = _inject_by_hand(list(zip(fused["corpus-id"], fused["score"], strict=True)),
                                dict(zip(qrels["corpus-id"], qrels["score"], strict=True)),
                                size, never)

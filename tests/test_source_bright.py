@@ -109,7 +109,7 @@ def test_every_gold_id_is_a_qrel(suite, raw, bright_data):
 def test_gold_is_gold_ids_not_the_fixed_qrels(suite, bright_data):
     """The choice documented in rcp_data.sources.bright: gold_ids (spec ``gold``), which the
     plain qrels equal; the .fixed qrels only ADD pairs, in five tasks."""
-    assert load_spec("bright").source["gold"] == "gold_ids"
+    assert load_spec("bright").source.gold == "gold_ids"
     assert suite.facts["gold"] == "gold_ids"
     differ = []
     for task in TASKS:

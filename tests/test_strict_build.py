@@ -378,8 +378,8 @@ def test_a_spec_without_grades_cannot_build(inputs, tmp_path, capsys, monkeypatc
     assert main(["-q", "build", "demo", "--inputs", str(inputs), "--out",
                  str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == (
-        f"rcp-data build: error: {builders / 'demo.toml'}, field 'grades': the suite spec "
-        "declares no grade range ([source] grades = [lowest, highest])\n")
+        f"rcp-data build: error: {builders / 'demo.toml'}, field 'source.grades': the suite "
+        "spec declares no grade range ([source] grades = [lowest, highest])\n")
     assert not (tmp_path / "out").exists()
 
 

@@ -355,7 +355,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
         "gains", f"gain = {link}(theta) for every judged pool document", "0 mismatches",
         f"{len(bad)} mismatches", f"{s}-qrels", details))
     # positives in the pool or stated outside it
-    pos = np.flatnonzero(_floats(t.qrels.column("score")) > 0)
+    pos = np.flatnonzero(rel.spec.positive_mask(_floats(t.qrels.column("score"))))
     out_pool = pos[~_isin(q_keys[pos], pool_keys)]
     lost = out_pool[~(np.isnan(theta_all[out_pool]) & (np.nan_to_num(gain_all[out_pool]) == 0))]
     checks.append(_ok("positives-accounted", "every positive qrel is in the pool or stated "
@@ -433,7 +433,7 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     rrf = _floats(pool.column("rrf_score"))
     inj = _bools(pool.column("gt_injected"), n, False)
     q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
-    pos_keys = q_keys[_floats(t.qrels.column("score")) > 0]
+    pos_keys = q_keys[spec.positive_mask(_floats(t.qrels.column("score")))]
     positive = _isin(keys, pos_keys)
     added = rrf == 0                                    # not from the fused top k
     order, start_of, starts = _segments(qc)
@@ -452,7 +452,7 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     if rule == "top-k-inject":
         flag(np.flatnonzero(added & ~inj), "a document with rrf_score 0 is not gt_injected")
     else:
-        # TREC-DL: added (judged) passages with a grade > 0 are gt_injected; every positive
+        # TREC-DL: added (judged) passages with a positive grade are gt_injected; every positive
         # is in the pool (the pool holds every judged passage)
         flag(np.flatnonzero(added & positive & ~inj), "an added positive is not gt_injected")
         outside = pos_keys[(pos_keys >= 0) & ~_isin(pos_keys, keys)]

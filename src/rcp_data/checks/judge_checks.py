@@ -146,7 +146,7 @@ def _counts(rel: Release, tables: dict[str, SubsetTables], verdict_rows: dict[st
         # BRIGHT's count of upstream exclusion pairs)
         data = {
             "qrels_rows": t.qrels.num_rows,
-            "positives_outside_pool": int(((score > 0) & np.isnan(theta)).sum()),
+            "positives_outside_pool": int((rel.spec.positive_mask(score) & np.isnan(theta)).sum()),
             "queries_with_exclusions": t.excluded.num_rows if t.excluded is not None else 0,
             "verdict_rows": verdict_rows.get(name),
         }

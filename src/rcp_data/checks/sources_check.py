@@ -49,7 +49,7 @@ def check_sources(rel: Release, options: dict | None = None, *,
         return [Check("sources", True, "the release equals its upstream source",
                       expected=f"the {spec.name} source readable here",
                       found=f"skipped: the source is not readable here ({reason})",
-                      where=str(spec.source.get("read", "")), status="skipped")]
+                      where=spec.source.read, status="skipped")]
     queries, qrels, excluded = [], [], []
     subsets = [s for s in spec.subset_names if rel.has(s, "queries")]
     for s in subsets:

@@ -3,6 +3,12 @@
 A spec holds as data everything the shared stages need to know about a suite (subsets, split,
 the paper's tie rule, views, the reranker name map, the paper's revision, pool and corpus rules),
 so no stage branches on the suite's name.
+
+Every table is read into a frozen dataclass and checked on load (:mod:`rcp_data.core.typed_tables`):
+an unknown table or key, a missing required key or a value of the wrong type is an
+:class:`InputError` naming the file and the key (``pool.size``, ``subsets[2].label``). ``[source]``
+is a :class:`SourceSpec`, ``[card]`` a :class:`CardSpec`. What a positive label is, is decided
+once: :func:`positive_mask` (``grade >= [source] grade_positive``), for every count.
 """
 
 from __future__ import annotations
@@ -12,9 +18,14 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rcp_data import resources
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, UsageError, shown
+from rcp_data.core.typed_tables import from_table, key_of, table_values, value_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Tie rules for equal reranker scores (paper App. B.1), their letters and what they do.
 TIE_RULES = ("doc-id", "group-mean", "pool-order")
@@ -37,6 +48,9 @@ def builders_dir() -> Path:
     return resources.builders_dir()
 
 
+UPSTREAM_KEYS = ("queries", "qrels")   # the upstream counts a spec may state
+
+
 @dataclass(frozen=True)
 class SubsetSpec:
     name: str
@@ -49,7 +63,7 @@ class SubsetSpec:
     language: str | None = None
     # the upstream's published counts (e.g. queries, qrels rows): facts the reader must
     # reproduce, stated once here
-    upstream: dict = field(default_factory=dict, compare=False, hash=False)
+    upstream: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,107 @@ class CorpusSpec:
 
 
 @dataclass(frozen=True)
+class SourceSpec:
+    """``[source]``: how the suite's upstream is read, and what its grades mean."""
+
+    read: str = ""                      # the name of its reader in rcp_data.sources.registry
+    reader: str = ""                    # what the reader reads with (ir_datasets, vidore, ...)
+    corpus: str = ""                    # the upstream corpus (a shared collection)
+    grade_positive: int = 1             # the lowest grade that is a positive label
+    grades: tuple[int, int] | None = None   # [lowest, highest] upstream grade
+    # documents that may be empty upstream: true (every subset) or subset / domain names
+    allow_empty_documents: bool | tuple[str, ...] = False
+    gold: str = ""                      # BRIGHT: the examples' field of the gold ids
+    extra_judged_queries: str | None = None   # judged, never released (TREC-DL's dev queries)
+    raw_collection_hint: str = ""       # the raw upstream file a repair check reads
+    prompts: dict[str, str] = field(default_factory=dict, hash=False)  # {task: query prompt}
+
+
+# -- [card]: facts the dataset card prints, never used to shape data --------------------------------
+@dataclass(frozen=True)
+class RetrieverCard:
+    """``[card.retrievers.<key>]``: a first-stage retriever as the card names it."""
+
+    name: str
+    url: str = ""
+    kind: str = ""
+    settings: str = ""
+
+
+@dataclass(frozen=True)
+class MtebCard:
+    """``[card.mteb]``: the pull request that proposes the tasks to mteb."""
+
+    pr: int | None = None
+    pr_url: str = ""
+    renamed: str = ""                   # when the tasks were renamed ...Retrieval -> ...Reranking
+
+
+@dataclass(frozen=True)
+class ExternalValidationCard:
+    """``[card.external_validation]``: the paper's validation data, released beside."""
+
+    repo: str = ""
+
+
+@dataclass(frozen=True)
+class RestrictedSource:
+    """An upstream source whose own terms are narrower than the declared licence."""
+
+    source: str
+    terms: str
+    subsets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpstreamCard:
+    """``[card.upstream]``: what the data derives from, and its licence."""
+
+    name: str
+    license: str
+    declared_in: str
+    restricted: tuple[RestrictedSource, ...] = ()
+
+
+@dataclass(frozen=True)
+class InstructionsCard:
+    """``[card.instructions]``: where the upstream tasks' query instructions come from."""
+
+    source: str = ""                    # "mteb": each query's instruction is its task's prompt
+    checked: int | None = None          # tasks whose prompt was compared with mteb's
+
+
+# a reference value of the published card: a count, a mean, a text, or counts per subset
+ReferenceValue = int | float | str | dict[str, int]
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """``[card]``, merged over ``card_shared``'s: facts the dataset card prints."""
+
+    retrievers: dict[str, RetrieverCard] = field(default_factory=dict, hash=False)
+    second_judge: str = ""
+    judge_note: str = ""
+    mteb: MtebCard = field(default_factory=MtebCard)
+    external_validation: ExternalValidationCard = field(default_factory=ExternalValidationCard)
+    citations: tuple[str, ...] = ()     # keys of documents/templates/citations.bib
+    upstream: UpstreamCard | None = None
+    instructions: InstructionsCard = field(default_factory=InstructionsCard)
+    # values of the published card to compare a build against; neither printed nor used
+    reference: dict[str, ReferenceValue] = field(default_factory=dict, hash=False)
+
+
+def positive_mask(scores, grade_positive: int) -> np.ndarray:
+    """Which grades are positive labels: ``grade >= grade_positive`` (a missing grade never).
+
+    The one definition of "positive" (pools, card, build counts, integrity, readers, replay);
+    call it through :meth:`SuiteSpec.positive_mask` where the spec is at hand."""
+    import numpy as np  # here: reading a spec (the command line) loads no array library
+
+    return np.asarray(scores, dtype=np.float64) >= grade_positive
+
+
+@dataclass(frozen=True)
 class SuiteSpec:
     name: str
     pretty_name: str
@@ -92,7 +207,7 @@ class SuiteSpec:
     rerankers: dict[str, str]
     pool: PoolSpec
     corpus: CorpusSpec
-    source: dict = field(default_factory=dict)
+    source: SourceSpec = field(default_factory=SourceSpec)
     paper_view: str = "subsets"
     paper_revision: str | None = None
     paper_key: str | None = None
@@ -105,10 +220,10 @@ class SuiteSpec:
     mteb_floor: str = "2.0.1"
     domains: tuple[DomainSpec, ...] = ()
     view_languages: tuple[str, ...] = ()
-    upstream: dict = field(default_factory=dict, compare=False, hash=False)
+    upstream: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     # facts the dataset card prints (``[card]``, merged over ``card_shared``'s); never used to
     # shape data (rcp_data.documents.card_facts reads them)
-    card: dict = field(default_factory=dict, compare=False, hash=False)
+    card: CardSpec = field(default_factory=CardSpec, compare=False, hash=False)
     path: str = ""
 
     # -- names ---------------------------------------------------------------------------
@@ -141,15 +256,28 @@ class SuiteSpec:
     @property
     def grades(self) -> tuple[int, int]:
         """The range of the upstream grades, ``[source] grades = [lowest, highest]``."""
-        if "grades" not in self.source:
+        if self.source.grades is None:
             raise InputError("the suite spec declares no grade range ([source] grades = "
-                             "[lowest, highest])", path=self.path, field="grades")
-        return _grade_range(self.source["grades"], self.path)
+                             "[lowest, highest])", path=self.path, field="source.grades")
+        return self.source.grades
+
+    @property
+    def grade_positive(self) -> int:
+        """The lowest grade that is a positive label (``[source] grade_positive``)."""
+        return self.source.grade_positive
+
+    def is_positive(self, grade: float) -> bool:
+        """Whether one grade is a positive label (:func:`positive_mask`)."""
+        return bool(positive_mask([grade], self.source.grade_positive)[0])
+
+    def positive_mask(self, scores) -> np.ndarray:
+        """Which of ``scores`` (grades) are positive labels (:func:`positive_mask`)."""
+        return positive_mask(scores, self.source.grade_positive)
 
     def allows_empty_documents(self, subset: str) -> bool:
         """Whether documents of ``subset`` may have empty text upstream: ``[source]
         allow_empty_documents`` is true (every subset) or lists subset or domain names."""
-        allowed = self.source.get("allow_empty_documents", False)
+        allowed = self.source.allow_empty_documents
         if isinstance(allowed, bool):
             return allowed
         sub = self.subset(subset)
@@ -237,56 +365,131 @@ def _merged(base: dict, over: dict) -> dict:
     return out
 
 
-def _grade_range(raw: object, path: str) -> tuple[int, int]:
-    ok = (isinstance(raw, list) and len(raw) == 2
-          and all(isinstance(g, int) and not isinstance(g, bool) for g in raw) and raw[0] <= raw[1])
-    if not ok:
-        raise InputError(f"[source] grades must be [lowest, highest] integers, got {raw!r}",
-                         path=path, field="grades")
-    return raw[0], raw[1]
+# the tables of a suite spec, and of the shared files it names
+SPEC_TABLES = ("suite", "rerankers", "pool", "corpus", "source", "upstream", "subsets",
+               "domains", "views", "card")
+# SuiteSpec fields a spec's other tables fill (never keys of [suite])
+_NOT_SUITE_KEYS = ("subsets", "rerankers", "pool", "corpus", "source", "domains",
+                   "view_languages", "upstream", "card", "path")
 
 
-def _check_source(source: dict, names: set[str], path: str) -> None:
-    """The ``[source]`` keys every stage relies on, checked when the spec is read."""
-    if "grades" in source:
-        _grade_range(source["grades"], path)
-    allowed = source.get("allow_empty_documents", False)
-    if isinstance(allowed, bool):
-        return
-    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
-        raise InputError("[source] allow_empty_documents must be true, false or a list of "
-                         "subset or domain names", path=path, field="allow_empty_documents")
-    unknown = sorted(set(allowed) - names)
-    if unknown:
-        raise InputError(f"[source] allow_empty_documents names unknown subsets {unknown}",
-                         path=path, field="allow_empty_documents")
+@dataclass(frozen=True)
+class _SuiteFiles:
+    """The keys of ``[suite]`` that name shared files (read by the loader only)."""
+
+    reranker_map: str = ""
+    card_shared: str = ""
 
 
-def _tuple(v) -> tuple:
-    return tuple(v) if isinstance(v, list) else v
+@dataclass(frozen=True)
+class _Views:
+    languages: tuple[str, ...] = ()
 
 
-def load_spec_file(path: str | Path) -> SuiteSpec:
-    path = Path(path)
+def _read_toml(path: Path) -> dict:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError("suite spec not found", path=str(path)) from exc
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path)) from exc
-    suite = dict(raw.get("suite", {}))
-    rerankers = dict(raw.get("rerankers", {}))
-    ref = suite.pop("reranker_map", None)
-    if ref:
-        shared = tomllib.loads((path.parent / ref).read_text(encoding="utf-8"))
-        rerankers = {**shared.get("rerankers", {}), **rerankers}
-    card = dict(raw.get("card", {}))
-    shared_card = suite.pop("card_shared", None)
-    if shared_card:
-        shared = tomllib.loads((path.parent / shared_card).read_text(encoding="utf-8"))
-        card = _merged(shared.get("card", {}), card)
-    domains = tuple(DomainSpec(**d) for d in raw.get("domains", []))
-    view_languages = tuple(raw.get("views", {}).get("languages", []))
+
+
+def _only_tables(raw: dict, allowed: tuple[str, ...], path: str) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise InputError(f"unknown table (known: {', '.join(allowed)})", path=path,
+                         field=unknown[0])
+
+
+def _rerankers(raw: object, path: str) -> dict[str, str]:
+    return value_of(dict[str, str], raw, path=path, key="rerankers")
+
+
+def _upstream(raw: object, path: str, key: str) -> dict[str, int]:
+    counts = value_of(dict[str, int], raw, path=path, key=key)
+    for name in counts:
+        if name not in UPSTREAM_KEYS:
+            raise InputError(f"unknown key (known: {', '.join(UPSTREAM_KEYS)})", path=path,
+                             field=key_of(key, name))
+    return counts
+
+
+def _list_of_tables(raw: dict, key: str, path: str) -> list:
+    items = raw.get(key, [])
+    if not isinstance(items, list):
+        raise InputError(f"expected a list of tables ([[{key}]]), got {shown(items)}",
+                         path=path, field=key)
+    return items
+
+
+def _subset(raw: object, key: str, path: str) -> SubsetSpec:
+    if not isinstance(raw, dict):
+        raise InputError(f"expected a table, got {shown(raw)}", path=path, field=key)
+    table = {k: v for k, v in raw.items() if k != "upstream"}
+    return from_table(SubsetSpec, table, path=path, where=key, skip=("upstream",),
+                      upstream=_upstream(raw.get("upstream", {}), path, f"{key}.upstream"))
+
+
+def _check_source(source: SourceSpec, names: set[str], path: str) -> None:
+    """What ``[source]`` says beyond its types, checked when the spec is read."""
+    if source.grades is not None and source.grades[0] > source.grades[1]:
+        raise InputError(f"expected [lowest, highest], got {list(source.grades)}", path=path,
+                         field="source.grades")
+    if source.grade_positive < 1 or (source.grades is not None
+                                     and source.grade_positive > source.grades[1]):
+        top = f" and at most the highest grade {source.grades[1]}" if source.grades else ""
+        raise InputError(f"the positive grade must be at least 1 (0 is a pooled document "
+                         f"without a label){top}, got {source.grade_positive}", path=path,
+                         field="source.grade_positive")
+    allowed = source.allow_empty_documents
+    if isinstance(allowed, bool):
+        return
+    unknown = sorted(set(allowed) - names)
+    if unknown:
+        raise InputError(f"names unknown subsets {unknown}", path=path,
+                         field="source.allow_empty_documents")
+
+
+def _card(raw: object, shared_file: str, base: Path, path: str) -> CardSpec:
+    """``[card]`` merged over the shared file's (both checked, each naming its own file)."""
+    if not isinstance(raw, dict):
+        return value_of(CardSpec, raw, path=path, key="card")   # refuses a non-table
+    if shared_file:
+        shared_path = base / shared_file
+        shared = _read_toml(shared_path)
+        _only_tables(shared, ("card",), str(shared_path))
+        from_table(CardSpec, shared.get("card", {}), path=str(shared_path), where="card")
+        raw = _merged(shared.get("card", {}), raw)
+    return from_table(CardSpec, raw, path=path, where="card")
+
+
+def load_spec_file(path: str | Path) -> SuiteSpec:
+    """Read and check one suite spec: an unknown table or key, a missing required key or a
+    value of the wrong type is an :class:`InputError` naming the file and the key."""
+    path = Path(path)
+    where = str(path)
+    raw = _read_toml(path)
+    _only_tables(raw, SPEC_TABLES, where)
+    suite = raw.get("suite", {})
+    if not isinstance(suite, dict):
+        raise InputError(f"expected a table, got {shown(suite)}", path=where, field="suite")
+    files = from_table(_SuiteFiles, {k: suite[k] for k in ("reranker_map", "card_shared")
+                                     if k in suite}, path=where, where="suite")
+    suite = table_values(SuiteSpec, {k: v for k, v in suite.items()
+                                     if k not in ("reranker_map", "card_shared")},
+                         path=where, where="suite", skip=_NOT_SUITE_KEYS)
+    rerankers = _rerankers(raw.get("rerankers", {}), where)
+    if files.reranker_map:
+        shared_path = path.parent / files.reranker_map
+        shared = _read_toml(shared_path)
+        _only_tables(shared, ("rerankers",), str(shared_path))
+        rerankers = {**_rerankers(shared.get("rerankers", {}), str(shared_path)), **rerankers}
+    card = _card(raw.get("card", {}), files.card_shared, path.parent, where)
+    domains = tuple(from_table(DomainSpec, d, path=where, where=f"domains[{i}]")
+                    for i, d in enumerate(_list_of_tables(raw, "domains", where)))
+    view_languages = from_table(_Views, raw.get("views", {}), path=where,
+                                where="views").languages
     if domains:
         subsets = tuple(
             SubsetSpec(
@@ -302,29 +505,27 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
             for lang in view_languages
         )
     else:
-        subsets = tuple(SubsetSpec(**s) for s in raw.get("subsets", []))
-    pool = PoolSpec(**{k: _tuple(v) for k, v in raw.get("pool", {}).items()})
-    corpus = CorpusSpec(**raw.get("corpus", {}))
-    for key in ("languages", "task_categories", "modalities"):
-        if key in suite:
-            suite[key] = tuple(suite[key])
+        subsets = tuple(_subset(s, f"subsets[{i}]", where)
+                        for i, s in enumerate(_list_of_tables(raw, "subsets", where)))
+    pool = from_table(PoolSpec, raw.get("pool", {}), path=where, where="pool")
+    corpus = from_table(CorpusSpec, raw.get("corpus", {}), path=where, where="corpus")
     if suite.get("paper_tie_rule") not in TIE_RULES:
-        raise InputError(
-            f"paper_tie_rule must be one of {TIE_RULES}", path=str(path), field="paper_tie_rule"
-        )
-    source = dict(raw.get("source", {}))
-    _check_source(source, {s.name for s in subsets} | {d.name for d in domains}, str(path))
+        raise InputError(f"must be one of {TIE_RULES}", path=where, field="suite.paper_tie_rule")
+    if suite.get("paper_view", "subsets") not in VIEWS:
+        raise InputError(f"must be one of {VIEWS}", path=where, field="suite.paper_view")
+    source = from_table(SourceSpec, raw.get("source", {}), path=where, where="source")
+    _check_source(source, {s.name for s in subsets} | {d.name for d in domains}, where)
     return SuiteSpec(
         subsets=subsets,
         rerankers=rerankers,
         pool=pool,
         corpus=corpus,
         source=source,
-        upstream=dict(raw.get("upstream", {})),
+        upstream=_upstream(raw.get("upstream", {}), where, "upstream"),
         card=card,
         domains=domains,
         view_languages=view_languages,
-        path=str(path),
+        path=where,
         **suite,
     )
 

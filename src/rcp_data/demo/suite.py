@@ -103,7 +103,8 @@ def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLa
             excluded = dict(zip(sub.excluded["query-id"],
                                 map(set, sub.excluded["excluded-corpus-ids"]), strict=True))
         pool = build_pools(fused, sub.qrels, lat.queries, rule=spec.pool.rule,
-                           size=spec.pool.size, excluded=excluded)
+                           size=spec.pool.size, grade_positive=spec.grade_positive,
+                           excluded=excluded)
         doc_index = {d: i for i, d in enumerate(lat.docs)}
         q_index = {q: i for i, q in enumerate(lat.queries)}
         qi = pool["query-id"].map(q_index).to_numpy()

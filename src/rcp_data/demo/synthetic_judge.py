@@ -90,7 +90,8 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
             excluded = {str(q): set(map(str, ids)) for q, ids in zip(
                 sub.excluded["query-id"], sub.excluded["excluded-corpus-ids"], strict=True)}
         pool = build_pools(fused, sub.qrels.astype({"query-id": str, "corpus-id": str}), qids,
-                           rule=spec.pool.rule, size=spec.pool.size, excluded=excluded,
+                           rule=spec.pool.rule, size=spec.pool.size,
+                           grade_positive=spec.grade_positive, excluded=excluded,
                            never_pool=never)
         rel = pool.merge(lat, on=["query-id", "corpus-id"], how="left")["rel"]
         true = rel.fillna(pd.Series(rng.normal(1.0, 0.7, len(rel)))).to_numpy()

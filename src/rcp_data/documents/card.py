@@ -223,7 +223,6 @@ def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
                  ) -> SubsetFacts:
     """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
     spec = rd.spec
-    positive = int(spec.source.get("grade_positive", 1))
     queries = rd.table(subset, "queries", columns=["id"])
     corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
     qrels = rd.table(subset, "qrels", columns=["query-id", "corpus-id", "score", "theta"])
@@ -239,7 +238,7 @@ def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
     keys = _pairs(qrels["query-id"], qrels["corpus-id"])
     is_excluded = np.asarray(keys.isin(ex_pairs), dtype=bool)
     outside = ~np.asarray(keys.isin(_pairs(pool["query-id"], pool["corpus-id"])), dtype=bool)
-    pos = (qrels["score"].to_numpy() >= positive) & ~is_excluded
+    pos = spec.positive_mask(qrels["score"]) & ~is_excluded
     with_pos = set(qrels.loc[pos, "query-id"])
     n_pos = qrels.loc[pos].groupby("query-id").size()
     top = pq.read_table(rd.root / subset_file(subset, "top_ranked"), columns=["corpus-ids"])
@@ -388,7 +387,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "n_rerankers": len(models),
         "revision_text": revision_text,
         "paper_rule": paper_rule_text(spec, results),
-        "upstream_name": "" if spec.synthetic else facts_card.upstream.get("name", ""),
+        "upstream_name": "" if spec.synthetic else getattr(facts_card.upstream, "name", ""),
     }
     sections = []
     for view, heading in views_shown(spec):
@@ -557,7 +556,7 @@ def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> li
                      "positive. RCP-nDCG scores such a query like any other; the qrel-nDCG "
                      "tables below leave it out, and so does mteb (2.x drops queries without "
                      "a positive label before scoring, `ndcg_float_at_10` included).")
-    deep = deep_queries(rd, int(spec.source.get("grade_positive", 1)))
+    deep = deep_queries(rd)
     if deep:
         parts = "; ".join(f"`{s}`: " + ", ".join(f"`{q}`" for q in qs) for s, qs in deep.items())
         lines.append(f"**More positives than the pool holds** ({spec.pool.size}): {parts}. "

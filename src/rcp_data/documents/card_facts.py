@@ -18,35 +18,33 @@ import pyarrow.parquet as pq
 from rcp_data import resources
 from rcp_data.core.errors import InputError
 from rcp_data.core.io import read_json
-from rcp_data.core.specs import RULE_LETTERS, SuiteSpec
+from rcp_data.core.specs import (
+    RULE_LETTERS,
+    InstructionsCard,
+    RetrieverCard,
+    SuiteSpec,
+    UpstreamCard,
+)
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
 from rcp_data.model.release import Release
 
-CARD_KEYS = {"retrievers", "second_judge", "judge_note", "mteb", "external_validation",
-             "citations", "upstream", "instructions", "reference"}
 MAX_EXAMPLES = 4
 
 
-@dataclass(frozen=True)
-class Retriever:
-    key: str
-    name: str
-    url: str = ""
-    kind: str = ""
-    settings: str = ""
-
-    def markdown(self) -> str:
-        name = f"[{self.name}]({self.url})" if self.url else self.name
-        return f"{name} ({self.settings})" if self.settings else name
+def retriever_markdown(r: RetrieverCard) -> str:
+    """A first-stage retriever as the card names it: linked, with its settings."""
+    name = f"[{r.name}]({r.url})" if r.url else r.name
+    return f"{name} ({r.settings})" if r.settings else name
 
 
 @dataclass(frozen=True)
 class CardFacts:
-    """The spec's ``[card]`` section, checked."""
+    """The spec's ``[card]`` (:class:`~rcp_data.core.specs.CardSpec`, checked when the spec is
+    read) as the card's template names its facts."""
 
-    retrievers: dict[str, Retriever] = field(default_factory=dict)
+    retrievers: dict[str, RetrieverCard] = field(default_factory=dict)
     second_judge: str = ""
     judge_note: str = ""
     mteb_pr: int | None = None
@@ -54,34 +52,23 @@ class CardFacts:
     renamed: str = ""
     external_validation: str = ""
     citations: tuple[str, ...] = ()
-    upstream: dict = field(default_factory=dict)
-    instructions: dict = field(default_factory=dict)
+    upstream: UpstreamCard | None = None
+    instructions: InstructionsCard = field(default_factory=InstructionsCard)
 
     @classmethod
     def of(cls, spec: SuiteSpec) -> CardFacts:
-        raw = dict(spec.card)
-        unknown = sorted(set(raw) - CARD_KEYS)
-        if unknown:
-            raise InputError(f"unknown [card] key(s) {unknown}; known: {sorted(CARD_KEYS)}",
-                             path=spec.path, field="card")
-        retrievers = {}
-        for key, entry in (raw.get("retrievers") or {}).items():
-            if not isinstance(entry, dict) or not entry.get("name"):
-                raise InputError(f"[card.retrievers.{key}] needs a name", path=spec.path,
-                                 field=f"card.retrievers.{key}")
-            retrievers[key] = Retriever(key=key, **entry)
-        mteb = raw.get("mteb") or {}
+        card = spec.card
         return cls(
-            retrievers=retrievers,
-            second_judge=str(raw.get("second_judge", "")),
-            judge_note=str(raw.get("judge_note", "")),
-            mteb_pr=mteb.get("pr"),
-            mteb_pr_url=str(mteb.get("pr_url", "")),
-            renamed=str(mteb.get("renamed", "")),
-            external_validation=str((raw.get("external_validation") or {}).get("repo", "")),
-            citations=tuple(raw.get("citations") or ()),
-            upstream=dict(raw.get("upstream") or {}),
-            instructions=dict(raw.get("instructions") or {}),
+            retrievers=dict(card.retrievers),
+            second_judge=card.second_judge,
+            judge_note=card.judge_note,
+            mteb_pr=card.mteb.pr,
+            mteb_pr_url=card.mteb.pr_url,
+            renamed=card.mteb.renamed,
+            external_validation=card.external_validation.repo,
+            citations=card.citations,
+            upstream=card.upstream,
+            instructions=card.instructions,
         )
 
 
@@ -90,7 +77,7 @@ def first_stage_step(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool,
                      has_runs: bool) -> str:
     """Step 1 of *How the pool was built*: the retrievers, named and linked, and the fusion."""
     keys = ", ".join(f"`{r}`" for r in spec.pool.retrievers)
-    named = [facts.retrievers[r].markdown() for r in spec.pool.retrievers
+    named = [retriever_markdown(facts.retrievers[r]) for r in spec.pool.retrievers
              if r in facts.retrievers]
     fusion = (f"fused with unweighted reciprocal rank fusion (k = {spec.pool.rrf_k}) in the "
               f"order {keys}")
@@ -140,8 +127,8 @@ def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: Release) -> str | No
                 f"`prompt[\"query\"]`{of}, recorded at build time for {n} of "
                 f"{len(spec.subset_names)} subsets. The task file gives each task that prompt, "
                 f"so mteb applies it; {ship}.")
-    if facts.instructions.get("source") == "mteb":
-        checked = facts.instructions.get("checked")
+    if facts.instructions.source == "mteb":
+        checked = facts.instructions.checked
         count = f" (compared for all {checked} tasks of the published suite)" if checked else ""
         return (f"**Query instructions.** The upstream mteb tasks define each query's "
                 f"instruction (`prompt[\"query\"]`){count}. This build recorded none, so its "
@@ -163,12 +150,12 @@ def copied_self_documents(rd: Release) -> list[tuple[str, str, str]]:
     return out
 
 
-def deep_queries(rd: Release, positive: int) -> dict[str, list[str]]:
+def deep_queries(rd: Release) -> dict[str, list[str]]:
     """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
     out: dict[str, list[str]] = {}
     for s in rd.spec.subset_names:
         qrels = rd.table(s, "qrels", columns=["query-id", "score"])
-        counts = qrels[qrels["score"] >= positive].groupby("query-id").size()
+        counts = qrels[rd.spec.positive_mask(qrels["score"])].groupby("query-id").size()
         deep = sorted(str(q) for q in counts[counts > rd.spec.pool.size].index)
         if deep:
             out[s] = deep
@@ -269,10 +256,10 @@ def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list
         lines.append(f"Licence: `{spec.license}`. The data is SYNTHETIC and derives from no "
                      "upstream dataset.")
     else:
-        restricted = [f"{r['source']} ({', '.join(f'`{s}`' for s in r.get('subsets', []))}) "
-                      f"is licensed for {r['terms']}" for r in up.get("restricted", [])]
-        text = (f"Licence: `{spec.license}`. The data derives from {up['name']}, declared "
-                f"{up['license']} in {up['declared_in']}. The original sources keep their "
+        restricted = [f"{r.source} ({', '.join(f'`{s}`' for s in r.subsets)}) "
+                      f"is licensed for {r.terms}" for r in up.restricted]
+        text = (f"Licence: `{spec.license}`. The data derives from {up.name}, declared "
+                f"{up.license} in {up.declared_in}. The original sources keep their "
                 "own terms, which can be narrower")
         text += (": " + "; ".join(restricted) + "." if restricted else ".")
         text += (" Corpus, queries and labels are redistributed unchanged at the pinned "
@@ -317,6 +304,6 @@ def bib_entries() -> dict[str, str]:
     return out
 
 
-__all__ = ["CardFacts", "Retriever", "bib_entries", "citation_text", "copied_self_documents",
+__all__ = ["CardFacts", "bib_entries", "citation_text", "copied_self_documents",
            "deep_queries", "example_text", "first_stage_step", "instruction_line",
-           "judge_lines", "licence_lines", "paper_relation"]
+           "judge_lines", "licence_lines", "paper_relation", "retriever_markdown"]

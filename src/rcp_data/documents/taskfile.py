@@ -120,7 +120,7 @@ def task_metadata(spec: SuiteSpec, fam: TaskFamily, release: dict, *, repo: str,
     or subset name) adds to the spec's ``[source] prompts``."""
     number = int(release["release"])
     image = has_ocr_view(spec) and not text_only
-    prompts = {**spec.source.get("prompts", {}), **(prompts or {})}
+    prompts = {**spec.source.prompts, **(prompts or {})}
     prompt = prompts.get(fam.family) or prompts.get(fam.subsets[0])
     judge = release.get("judge", {}).get("model", "an LLM judge")
     what = ("reranks the judged candidate pool (top_ranked)" if view == "reranking"

@@ -10,7 +10,9 @@ Follows the design note (``release-layout.md``, *Replaying the tables*):
   qrels rows (the judged pool), exclusions removed; a query whose ideal is 0 scores 0 and stays
   in the mean;
 - qrel-nDCG: gains = ``qrels.score`` (negative grades count 0), ideal over all positive qrels
-  of the query, also outside the pool; a query without a positive qrel is left out of the mean;
+  of the query, also outside the pool; a query without a positive qrel (a grade the suite counts
+  as positive, :meth:`~rcp_data.core.specs.SuiteSpec.positive_mask`; exclusions removed) is left
+  out of the mean;
 - mean over queries per subset, then the unweighted mean over subsets or view columns.
 
 Loading (:func:`load_release`) and scoring (:func:`score_queries`) are separate, so one load
@@ -37,6 +39,7 @@ from rcp_data.core.specs import (
     RULE_NAMES,
     TIE_RULES,
     SuiteSpec,
+    positive_mask,
 )
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release
@@ -65,6 +68,7 @@ class SubsetRuns:
     gains: np.ndarray                # (2, n): RCP gain, qrel grade (negative -> 0)
     ideal_offsets: np.ndarray        # (Q + 1,) ragged qrels rows per query (exclusions removed)
     ideal_gains: np.ndarray          # (2, m): RCP gains, qrel grades of those rows
+    has_positive: np.ndarray         # (Q,) bool: a positive qrel among those rows
     models: list[str]
     is_judge: np.ndarray             # (R,) bool
     scores: np.ndarray               # (R, n)
@@ -282,9 +286,10 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     return _Candidates(qids, offsets, values, qidx, docs, dcode, pairs, (ex_q, ex_d))
 
 
-def _qrels(qrels: pa.Table, cand: _Candidates, path: str) -> tuple[np.ndarray, np.ndarray,
-                                                                   np.ndarray]:
-    """Candidate gains ``(2, n)``, ideal offsets and ideal gains ``(2, m)`` from the qrels."""
+def _qrels(qrels: pa.Table, cand: _Candidates, path: str, grade_positive: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate gains ``(2, n)``, ideal offsets, ideal gains ``(2, m)`` and which queries have
+    a positive qrel ``(Q,)``, from the qrels."""
     _require(qrels, ["query-id", "corpus-id", "score", "gain"], path)
     q_idx, q_dict = _codes(qrels.column("query-id"), "query-id", path)
     d_idx, d_dict = _codes(qrels.column("corpus-id"), "corpus-id", path)
@@ -338,7 +343,9 @@ def _qrels(qrels: pa.Table, cand: _Candidates, path: str) -> tuple[np.ndarray, n
     counts = np.bincount(rq, minlength=len(cand.query_ids))
     ideal_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     ideal_gains = np.vstack([gain[rows][order], np.maximum(grade[rows][order], 0.0)])
-    return gains, ideal_offsets, ideal_gains
+    has_positive = np.bincount(rq[positive_mask(grade[rows], grade_positive)],
+                               minlength=len(cand.query_ids)) > 0
+    return gains, ideal_offsets, ideal_gains, has_positive
 
 
 def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
@@ -438,12 +445,14 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
 
 def build_split_runs(subsets: dict[str, tuple], runs: pa.Table | pd.DataFrame, *,
                      include_judge: bool = False, runs_name: str = "runs",
-                     names: dict[str, dict[str, str]] | None = None) -> dict[str, SubsetRuns]:
+                     names: dict[str, dict[str, str]] | None = None,
+                     grade_positive: int = 1) -> dict[str, SubsetRuns]:
     """Align the subsets that share one runs table, from in-memory tables.
 
     ``subsets`` maps a subset name to ``(qrels, top_ranked, excluded or None)`` (columns as in
     the published layout; string ids plain or dictionary-encoded). ``names`` labels the tables
-    in error messages (``{subset: {"qrels": path, ...}}``).
+    in error messages (``{subset: {"qrels": path, ...}}``). ``grade_positive``: the suite's
+    lowest positive grade (``[source] grade_positive``).
     """
     names = names or {}
     cands: dict[str, _Candidates] = {}
@@ -454,7 +463,8 @@ def build_split_runs(subsets: dict[str, tuple], runs: pa.Table | pd.DataFrame, *
                                None if excluded is None else _arrow(excluded),
                                lab.get("top_ranked", f"{s}/top_ranked"),
                                lab.get("excluded", f"{s}/excluded"))
-        qrel_parts[s] = _qrels(_arrow(qrels), cands[s], lab.get("qrels", f"{s}/qrels"))
+        qrel_parts[s] = _qrels(_arrow(qrels), cands[s], lab.get("qrels", f"{s}/qrels"),
+                               grade_positive)
     scored = _runs(_arrow(runs), cands, runs_name, include_judge=include_judge)
     return {s: _assemble(s, cands[s], *qrel_parts[s], scored[s]) for s in subsets}
 
@@ -462,14 +472,15 @@ def build_split_runs(subsets: dict[str, tuple], runs: pa.Table | pd.DataFrame, *
 def build_subset_runs(subset: str, qrels: pa.Table | pd.DataFrame,
                       top_ranked: pa.Table | pd.DataFrame, runs: pa.Table | pd.DataFrame,
                       excluded: pa.Table | pd.DataFrame | None = None, *,
-                      include_judge: bool = False) -> SubsetRuns:
+                      include_judge: bool = False, grade_positive: int = 1) -> SubsetRuns:
     """Align one subset from in-memory tables; ``runs`` may hold only this subset's queries."""
     return build_split_runs({subset: (qrels, top_ranked, excluded)}, runs,
-                            include_judge=include_judge)[subset]
+                            include_judge=include_judge, grade_positive=grade_positive)[subset]
 
 
 def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.ndarray,
-              ideal_g: np.ndarray, scored: tuple[list[str], np.ndarray, np.ndarray]) -> SubsetRuns:
+              ideal_g: np.ndarray, has_positive: np.ndarray,
+              scored: tuple[list[str], np.ndarray, np.ndarray]) -> SubsetRuns:
     models, judge, scores = scored
     return SubsetRuns(
         subset=subset,
@@ -480,6 +491,7 @@ def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.n
         gains=gains,
         ideal_offsets=ideal_off,
         ideal_gains=ideal_g,
+        has_positive=has_positive,
         models=models,
         is_judge=np.asarray(judge, dtype=bool),
         scores=scores,
@@ -521,7 +533,8 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
                      ["model", "query-id", "corpus-id"])
         log.info("read %s: %d rows", rel, runs.num_rows)
         built = build_split_runs(tables, runs, include_judge=include_judge,
-                                 runs_name=str(root / rel), names=labels)
+                                 runs_name=str(root / rel), names=labels,
+                                 grade_positive=spec.grade_positive)
         for s in names:
             subsets[s] = built[s]
             log.info("subset %s: %d queries, %d candidates, %d runs", s,
@@ -560,7 +573,7 @@ def score_subset(data: SubsetRuns, *, k: int = 10,
         return {r: {"rcp_ndcg": empty, "qrel_ndcg": empty} for r in tie_rules}
     res = ndcg_at_k_rules(data.offsets, data.scores, data.gains, ideal, k=k,
                           tie_rules=list(tie_rules), doc_key=key)          # (R, 2, Q)
-    no_pos = ideal[1] <= 0
+    no_pos = ~data.has_positive
     out = {}
     for rule, v in res.items():
         qrel = v[:, 1, :].copy()

@@ -222,7 +222,7 @@ def read_bright(spec: SuiteSpec | None = None, subsets: list[str] | None = None,
     if unknown:
         raise UsageError(f"suite {spec.name!r} has no subsets {unknown}; "
                          f"known: {', '.join(spec.subset_names)}")
-    gold_field = str(spec.source.get("gold", "gold_ids"))
+    gold_field = spec.source.gold or "gold_ids"
     read = {n: read_subset(spec.subset(n), gold_field=gold_field) for n in names}
     facts = {
         "reader": "ir_datasets",

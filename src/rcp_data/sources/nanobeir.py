@@ -3,8 +3,8 @@
 Facts about the source (design note sources.md):
 
 - ir_datasets reads ``nano-beir/<ds>/{corpus,queries,qrels}.parquet`` (``_id, text``; qrels
-  ``query-id, corpus-id``) and keeps no title; every qrel has relevance 1 (the suite's
-  ``grade_positive``).
+  ``query-id, corpus-id``) and keeps no title; every qrel has relevance 1, a positive (the
+  suite's ``grade_positive``, :func:`rcp_data.core.specs.positive_mask`).
 - Documents empty upstream are reported (``notes["empty_documents"]``, their ids in
   ``notes["empty_ids"]``); the builder keeps them out of pools.
 - Subsets whose spec says ``excludes = "self-argument"`` (NanoArguAna) exclude each query's own
@@ -20,7 +20,7 @@ import logging
 import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.specs import SubsetSpec, SuiteSpec, load_spec
+from rcp_data.core.specs import SubsetSpec, SuiteSpec, load_spec, positive_mask
 from rcp_data.sources import irds, irds_cache
 from rcp_data.sources.base import SubsetSource, SuiteSource
 from rcp_data.sources.instructions import mteb_instructions
@@ -82,7 +82,7 @@ def self_argument_exclusions(queries: pd.DataFrame, corpus: pd.DataFrame,
     return table, counts
 
 
-def read_subset(sub: SubsetSpec, *, grade_positive: int = 1) -> SubsetSource:
+def read_subset(sub: SubsetSpec, *, grade_positive: int) -> SubsetSource:
     """One ``nano-beir/<ds>`` dataset as a :class:`SubsetSource` named after its mteb task."""
     dataset = _dataset_name(sub)
     ds = irds.load(sub.source)
@@ -132,6 +132,7 @@ def read_subset(sub: SubsetSpec, *, grade_positive: int = 1) -> SubsetSource:
 
 def _check_qrels(qrels: pd.DataFrame, query_ids: set[str], scan: irds.CorpusScan, path: str,
                  grade_positive: int) -> None:
+    positive = positive_mask(qrels["score"], grade_positive)
     for i, (qid, did, score) in enumerate(zip(qrels["query-id"], qrels["corpus-id"],
                                               qrels["score"], strict=True), start=1):
         if qid not in query_ids:
@@ -140,9 +141,10 @@ def _check_qrels(qrels: pd.DataFrame, query_ids: set[str], scan: irds.CorpusScan
         if did not in scan:
             raise InputError(f"qrel of query {qid!r} names document {did!r}, which is not in "
                              f"the corpus {scan.path}", path=path, row=i, field="corpus-id")
-        if score != grade_positive:
-            raise InputError(f"qrel grade {score} is not the suite's positive grade "
-                             f"{grade_positive}", path=path, row=i, field="score")
+        if not positive[i - 1]:
+            raise InputError(f"qrel grade {score} is not a positive grade (>= {grade_positive}); "
+                             "every NanoBEIR qrel is a positive", path=path, row=i,
+                             field="score")
 
 
 def read_nanobeir(spec: SuiteSpec | None = None,
@@ -154,8 +156,7 @@ def read_nanobeir(spec: SuiteSpec | None = None,
     if unknown:
         raise UsageError(f"suite {spec.name!r} has no subsets {unknown}; "
                          f"known: {', '.join(spec.subset_names)}")
-    grade = int(spec.source.get("grade_positive", 1))
-    read = {n: read_subset(spec.subset(n), grade_positive=grade) for n in names}
+    read = {n: read_subset(spec.subset(n), grade_positive=spec.grade_positive) for n in names}
     facts = {
         "reader": "ir_datasets",
         "ir_datasets": irds.irds_version(),

@@ -72,7 +72,7 @@ def reader_names() -> list[str]:
 
 def get_reader(spec: SuiteSpec) -> Reader:
     """The reader that ``spec``'s ``[source] read`` names."""
-    name = spec.source.get("read")
+    name = spec.source.read
     if not name:
         raise UsageError(f"suite {spec.name!r} declares no source reader ([source] read) in "
                          f"{spec.path}")

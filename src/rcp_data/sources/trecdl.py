@@ -480,8 +480,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
                              path=_qrels_path(irds.load(sub.source)))
         subsets[sub.name] = SubsetSource(sub.name, corpus, queries, qrels, None, notes={
             "nist_labels": int(len(qrels)),
-            "nist_positives": int((qrels["score"] >= int(spec.source.get("grade_positive", 1)))
-                                  .sum()),
+            "nist_positives": int(spec.positive_mask(qrels["score"]).sum()),
         }, origins={"queries": sub.source, "qrels": _qrels_path(irds.load(sub.source))})
         log.info("%s (%s): %d queries, %d NIST labels", sub.name, sub.source, len(queries),
                  len(qrels))
@@ -490,7 +489,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
         "corpus": {"dataset": NAMESPACE, "documents": size, "repair": repair},
         "subsets": {s.name: s.source for s in spec.subsets},
         "extra_judged_queries": {
-            "dataset": spec.source.get("extra_judged_queries"),
+            "dataset": spec.source.extra_judged_queries,
             "released": False,
             "note": "queries the judge also covered; their thetas, verdicts and runs are "
                     "ignored by the build",

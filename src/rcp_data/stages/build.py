@@ -245,7 +245,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
     fused = rrf_fuse(runs, spec.pool.retrievers, k=spec.pool.rrf_k)
     never = set(source.corpus.facts().empty_ids)  # empty texts (validated: the spec allows them)
     pool = build_pools(fused, qrels_up, qids, rule=spec.pool.rule, size=spec.pool.size,
-                       grade_positive=int(spec.source.get("grade_positive", 1)),
+                       grade_positive=spec.grade_positive,
                        excluded=excluded_map, never_pool=never)
     thetas = inputs.thetas
     theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
@@ -291,9 +291,10 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
         "excluded_pairs": int(pool["excluded"].sum()),
         "queries_with_exclusions": len(excluded_map),
         "qrels_rows": int(len(qrels)),
-        "positives_outside_pool": int(((qrels["score"] > 0) & qrels["theta"].isna()).sum()),
-        "queries_without_positive": int(len(set(qids) - set(qrels_up.loc[qrels_up["score"] > 0,
-                                                                           "query-id"]))),
+        "positives_outside_pool": int((spec.positive_mask(qrels["score"])
+                                       & qrels["theta"].isna().to_numpy()).sum()),
+        "queries_without_positive": int(len(set(qids) - set(
+            qrels_up.loc[spec.positive_mask(qrels_up["score"]), "query-id"]))),
         "verdict_rows": int(len(crit)),
         **({"empty_documents": len(never)} if spec.corpus_group(source.name) is None else {}),
         **({} if tournament is None else {"tournament_rows": tournament.num_rows}),

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, shown
+from rcp_data.core.specs import positive_mask
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def build_pools(
     *,
     rule: str,
     size: int,
-    grade_positive: int = 1,
+    grade_positive: int,
     excluded: dict[str, set[str]] | None = None,
     never_pool: set[str] | None = None,
 ) -> pd.DataFrame:
@@ -183,7 +184,8 @@ def build_pools(
     Returns ``query-id, corpus-id, pool_rank, rrf_score, gt_injected, excluded, judged``
     (``judged`` False here; the judge stage sets it). ``fused`` is the full fused ranking
     (not cut at ``size``) so that added documents can be ordered by their own fused rank.
-    ``never_pool`` documents (e.g. empty upstream) enter no pool.
+    ``never_pool`` documents (e.g. empty upstream) enter no pool. A positive is a qrel whose
+    grade the suite counts as one (``grade_positive``, :func:`rcp_data.core.specs.positive_mask`).
     """
     if rule not in ("top-k-inject", "top-k-union-judged"):
         raise InputError(f"unknown pool rule {rule!r}")
@@ -203,8 +205,10 @@ def build_pools(
         rrf = dict(zip(ids, scores, strict=True))
         top = ids[:size]
         q = qrels_by_q.get(qid)
-        grades = dict(zip(q["corpus-id"], q["score"], strict=True)) if q is not None else {}
-        positives = {d for d, g in grades.items() if g >= grade_positive and d not in never_pool}
+        labelled = q["corpus-id"].tolist() if q is not None else []
+        labelled_pos = ({d for d, p in zip(labelled, positive_mask(q["score"], grade_positive),
+                                           strict=True) if p} if q is not None else set())
+        positives = labelled_pos - never_pool
         exc = excluded.get(qid, set())
         if rule == "top-k-inject":
             top_set = set(top)
@@ -229,10 +233,11 @@ def build_pools(
                          len(missing) - len(inject), size)
         else:
             top_set = set(top)
-            judged = [d for d in grades if d not in top_set and d not in never_pool]
+            judged = [d for d in dict.fromkeys(labelled) if d not in top_set
+                      and d not in never_pool]
             added = _added_order(judged, fused_rank)
             members = [(d, rrf[d], False) for d in top]
-            members += [(d, 0.0, grades[d] >= grade_positive) for d in added]
+            members += [(d, 0.0, d in labelled_pos) for d in added]
         for rank, (doc, score, injected) in enumerate(members, start=1):
             rows.append((qid, doc, rank, float(score), injected, doc in exc, False))
     pool = pd.DataFrame(rows, columns=["query-id", "corpus-id", "pool_rank", "rrf_score",
