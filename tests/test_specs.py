@@ -250,7 +250,7 @@ def test_source_and_card_are_typed():
 
     trec = load_spec("trecdl")
     assert trec.source == SourceSpec(
-        read="rcp_data.sources.trecdl:read_suite", reader="ir_datasets",
+        read="trecdl", reader="ir_datasets",
         corpus="msmarco-passage", grade_positive=1, grades=(0, 3),
         extra_judged_queries="msmarco-passage/dev/small",
         raw_collection_hint="collectionandqueries.tar.gz")
