@@ -5,7 +5,7 @@ and a machine can consume. Checks read plain tables and never modify anything.
 
 Built for real scale (8.8M passages, 2.2M pool pairs): ids are mapped to integer codes with
 pyarrow (``index_in`` against a vocabulary) and every check is a vectorized numpy operation on
-``query * n_docs + document`` keys; only the rows named in a failure's details become Python
+``query * width + document`` keys; only the rows named in a failure's details become Python
 strings. Tables are read once per provenance split (pool, first stage) and per corpus.
 """
 
@@ -23,8 +23,19 @@ import pyarrow.parquet as pq
 from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
-from rcp_data.core.io import schema_diff
+from rcp_data.core.io import (
+    float_values,
+    schema_diff,
+)
 from rcp_data.model.card_format import config_data_files
+from rcp_data.model.keys import (
+    PairKeys,
+    contains,
+    positions,
+    rows_of,
+    strings,
+    vocabulary,
+)
 from rcp_data.model.layout import PROVENANCE_CONFIG, corpus_files, provenance_file, subset_file
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
@@ -117,13 +128,6 @@ def check_config_coverage(rel: Release, configs: list[dict]) -> list[Check]:
 
 
 # -- vectorized helpers ----------------------------------------------------------------------
-def _strings(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if not pa.types.is_string(arr.type):
-        arr = arr.cast(pa.string())
-    return arr
-
-
 def _list_values(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """``(row of each value, values)`` of a list<str> column (null lists: no values)."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -133,71 +137,14 @@ def _list_values(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
         arr = arr.fill_null(pa.scalar([], type=arr.type))
     offsets = arr.offsets.to_numpy().astype(np.int64)
     rows = np.repeat(np.arange(len(arr), dtype=np.int64), np.diff(offsets))
-    values = _strings(arr.values.slice(offsets[0], offsets[-1] - offsets[0]))
+    values = strings(arr.values.slice(offsets[0], offsets[-1] - offsets[0]))
     return rows, values
-
-
-def _codes(values: pa.Array, vocab: pa.Array) -> np.ndarray:
-    """Position of each value in ``vocab`` (-1 when absent or null)."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return pc.index_in(values, value_set=vocab).fill_null(-1).to_numpy(
-        zero_copy_only=False).astype(np.int64)
-
-
-def _vocab(*arrays: pa.Array) -> pa.Array:
-    parts = [a for a in arrays if len(a)]
-    if not parts:
-        return pa.array([], type=pa.string())
-    return pc.unique(pa.concat_arrays(parts)).drop_null()
-
-
-def _floats(col: pa.ChunkedArray) -> np.ndarray:
-    """float64 values, null -> NaN."""
-    arr = col.combine_chunks().cast(pa.float64())
-    return arr.fill_null(np.nan).to_numpy(zero_copy_only=False) if arr.null_count else \
-        arr.to_numpy(zero_copy_only=False)
 
 
 def _bools(col: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray:
     if col is None:
         return np.full(n, default, dtype=bool)
     return col.combine_chunks().fill_null(default).to_numpy(zero_copy_only=False).astype(bool)
-
-
-class _Keys:
-    """``query * n_docs + document`` keys over one vocabulary of queries and documents."""
-
-    def __init__(self, queries: pa.Array, docs: pa.Array):
-        self.queries, self.docs = queries, docs
-        self.n_docs = max(len(docs), 1)
-
-    def __call__(self, q: pa.Array, d: pa.Array) -> np.ndarray:
-        qc, dc = _codes(q, self.queries), _codes(d, self.docs)
-        return np.where((qc >= 0) & (dc >= 0), qc * self.n_docs + dc, -1)
-
-    def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return key // self.n_docs, key % self.n_docs
-
-    def name(self, key: int) -> tuple[str, str]:
-        if key < 0:
-            return "<null or unknown id>", "<null or unknown id>"
-        q, d = divmod(int(key), self.n_docs)
-        return self.queries[q].as_py(), self.docs[d].as_py()
-
-
-def _isin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.isin(a, b) if len(a) and len(b) else np.zeros(len(a), dtype=bool)
-
-
-def _lookup(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
-    """Row of each ``probe`` key in ``keys`` (the first row when repeated; -1 when absent)."""
-    if not len(keys):
-        return np.full(len(probe), -1, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    pos = np.clip(np.searchsorted(sk, probe), 0, len(sk) - 1)
-    return np.where(sk[pos] == probe, order[pos], -1)
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pa.Table:
@@ -217,7 +164,7 @@ class SubsetTables:
     excluded: pa.Table | None
     pool: pa.Table                   # provenance-pool rows of this subset's queries
     corpus_ids: pa.Array
-    keys: _Keys = field(repr=False, default=None)  # type: ignore[assignment]
+    keys: PairKeys = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def n_queries(self) -> int:
@@ -237,7 +184,7 @@ class _Corpora:
             parts = []
             for f in files:
                 try:
-                    parts.append(_strings(pq.read_table(self.rel.root / f, columns=["id"])
+                    parts.append(strings(pq.read_table(self.rel.root / f, columns=["id"])
                                           .column("id")))
                 except (pa.ArrowInvalid, OSError, KeyError) as exc:
                     raise InputError(f"cannot read the corpus ids ({exc})",
@@ -251,7 +198,7 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
                 ) -> SubsetTables:
     root = rel.root
     top = _read(root, subset_file(subset, "top_ranked"), "top_ranked")
-    qids = _strings(top.column("query-id"))
+    qids = strings(top.column("query-id"))
     rows, docs = _list_values(top.column("corpus-ids"))
     qrels = _read(root, subset_file(subset, "qrels"), "qrels",
                   ["query-id", "corpus-id", "score", "gain", "theta"])
@@ -261,10 +208,10 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
     ex_q = ex_d = pa.array([], pa.string())
     if excluded is not None:
         er, ex_d = _list_values(excluded.column("excluded-corpus-ids"))
-        ex_q = _strings(excluded.column("query-id")).take(pa.array(er))
-    keys = _Keys(_vocab(qids, _strings(qrels.column("query-id")), ex_q),
-                 _vocab(docs, _strings(mine.column("corpus-id")),
-                        _strings(qrels.column("corpus-id")), ex_d))
+        ex_q = strings(excluded.column("query-id")).take(pa.array(er))
+    keys = PairKeys(vocabulary(qids, strings(qrels.column("query-id")), ex_q),
+                 vocabulary(docs, strings(mine.column("corpus-id")),
+                        strings(qrels.column("corpus-id")), ex_d))
     return SubsetTables(subset, qids, rows, docs, qrels, excluded, mine, corpora.ids(subset),
                         keys)
 
@@ -285,7 +232,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     checks: list[Check] = []
     top_keys = K(t.query_ids.take(pa.array(t.top_rows)), t.top_docs) if len(t.top_rows) else \
         np.zeros(0, np.int64)
-    pool_q, pool_d = _strings(t.pool.column("query-id")), _strings(t.pool.column("corpus-id"))
+    pool_q, pool_d = strings(t.pool.column("query-id")), strings(t.pool.column("corpus-id"))
     pool_keys = K(pool_q, pool_d)
     # top_ranked ids in corpus and pool
     in_corpus = _in_corpus(t.top_docs, t.corpus_ids)
@@ -294,7 +241,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
                       f"{len(top_keys)} ids", s) if not len(miss) else _fail(
         "top-ranked-in-corpus", "every top_ranked id is in the corpus", "0 missing",
         f"{len(miss)} missing", f"{s}-top_ranked", _pair_details(t, miss)))
-    miss = top_keys[~_isin(top_keys, pool_keys)]
+    miss = top_keys[~contains(top_keys, pool_keys)]
     checks.append(_ok("top-ranked-in-pool", "every top_ranked id is in provenance-pool",
                       f"{len(top_keys)} pairs", s) if not len(miss) else _fail(
         "top-ranked-in-pool", "every top_ranked id is in provenance-pool", "0 missing",
@@ -303,9 +250,9 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     # exclusions
     if t.excluded is not None:
         er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
-        ex_keys = K(_strings(t.excluded.column("query-id")).take(pa.array(er)), ed) if len(er) \
+        ex_keys = K(strings(t.excluded.column("query-id")).take(pa.array(er)), ed) if len(er) \
             else np.zeros(0, np.int64)
-        bad = top_keys[_isin(top_keys, ex_keys)]
+        bad = top_keys[contains(top_keys, ex_keys)]
         checks.append(_ok("no-excluded-in-top-ranked", "no excluded id in top_ranked",
                           f"{len(ex_keys)} exclusions", s) if not len(bad) else _fail(
             "no-excluded-in-top-ranked", "no excluded id in top_ranked", "0", str(len(bad)),
@@ -313,15 +260,15 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     # the pool's excluded flag marks exactly the pooled documents of the excluded table
     if "excluded" in t.pool.column_names:
         flagged = _bools(t.pool.column("excluded"), t.pool.num_rows, False)
-        odd = pool_keys[flagged != _isin(pool_keys, _excluded_keys(t))]
+        odd = pool_keys[flagged != contains(pool_keys, _excluded_keys(t))]
         what = "provenance-pool excluded = the document is in the query's excluded list"
         checks.append(_ok("excluded-flag", what, f"{int(flagged.sum())} flagged", s)
                       if not len(odd) else _fail("excluded-flag", what, "0 differences",
                                                  f"{len(odd)} differ", f"provenance-pool {s}",
                                                  _pair_details(t, odd)))
     # gains of the judged pool
-    q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
-    theta_all, gain_all = _floats(t.qrels.column("theta")), _floats(t.qrels.column("gain"))
+    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    theta_all, gain_all = float_values(t.qrels.column("theta")), float_values(t.qrels.column("gain"))
     n_pool = t.pool.num_rows
     cols = t.pool.column_names
     judged = _bools(t.pool.column("judged") if "judged" in cols else None, n_pool, True)
@@ -329,7 +276,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
         judged &= ~_bools(t.pool.column("excluded") if "excluded" in cols else None, n_pool,
                           False)
     jk = pool_keys[judged]
-    row = _lookup(q_keys, jk)
+    row = rows_of(q_keys, jk)
     theta = np.where(row >= 0, theta_all[np.maximum(row, 0)], np.nan)
     g = np.where(row >= 0, gain_all[np.maximum(row, 0)], np.nan)
     missing = ~np.isfinite(theta)
@@ -355,8 +302,8 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
         "gains", f"gain = {link}(theta) for every judged pool document", "0 mismatches",
         f"{len(bad)} mismatches", f"{s}-qrels", details))
     # positives in the pool or stated outside it
-    pos = np.flatnonzero(rel.spec.positive_mask(_floats(t.qrels.column("score"))))
-    out_pool = pos[~_isin(q_keys[pos], pool_keys)]
+    pos = np.flatnonzero(rel.spec.positive_mask(float_values(t.qrels.column("score"))))
+    out_pool = pos[~contains(q_keys[pos], pool_keys)]
     lost = out_pool[~(np.isnan(theta_all[out_pool]) & (np.nan_to_num(gain_all[out_pool]) == 0))]
     checks.append(_ok("positives-accounted", "every positive qrel is in the pool or stated "
                       "outside it (theta null, gain 0)",
@@ -373,7 +320,7 @@ def _excluded_keys(t: SubsetTables) -> np.ndarray:
     er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
     if not len(er):
         return np.zeros(0, np.int64)
-    return t.keys(_strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
+    return t.keys(strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
 
 
 def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.ndarray
@@ -382,22 +329,22 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
     K = t.keys
     n = t.pool.num_rows
     drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
-                  n, False) | _isin(pool_keys, _excluded_keys(t))
+                  n, False) | contains(pool_keys, _excluded_keys(t))
     ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     keep = np.flatnonzero(~drop)
-    pq_, tq = pool_keys[keep] // K.n_docs, top_keys // K.n_docs
+    pq_, tq = pool_keys[keep] // K.width, top_keys // K.width
     po = keep[np.lexsort((ranks[keep], pq_))]
     to = np.argsort(tq, kind="stable")
     pk, tk = pool_keys[po], top_keys[to]
-    pqs, tqs = pk // K.n_docs, tk // K.n_docs
+    pqs, tqs = pk // K.width, tk // K.width
     width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
 
     def slots(qs: np.ndarray) -> np.ndarray:
         _, start_of, _ = _segments(qs)
         return qs * width + (np.arange(len(qs)) - start_of)
 
-    row = _lookup(slots(pqs), slots(tqs))
+    row = rows_of(slots(pqs), slots(tqs))
     bad_q = set(tqs[(row < 0) | (pk[np.maximum(row, 0)] != tk)].tolist()) if len(tk) else set()
     counts_p = np.bincount(pqs, minlength=len(K.queries))
     counts_t = np.bincount(tqs, minlength=len(K.queries))
@@ -426,15 +373,15 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     size, rule = spec.pool.size, spec.pool.rule
     pool = t.pool
     n = pool.num_rows
-    qc = _codes(_strings(pool.column("query-id")), K.queries)
-    keys = K(_strings(pool.column("query-id")), _strings(pool.column("corpus-id")))
+    qc = positions(strings(pool.column("query-id")), K.queries)
+    keys = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
     ranks = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
-    rrf = _floats(pool.column("rrf_score"))
+    rrf = float_values(pool.column("rrf_score"))
     inj = _bools(pool.column("gt_injected"), n, False)
-    q_keys = K(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
-    pos_keys = q_keys[spec.positive_mask(_floats(t.qrels.column("score")))]
-    positive = _isin(keys, pos_keys)
+    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    pos_keys = q_keys[spec.positive_mask(float_values(t.qrels.column("score")))]
+    positive = contains(keys, pos_keys)
     added = rrf == 0                                    # not from the fused top k
     order, start_of, starts = _segments(qc)
     position = np.arange(n) - start_of                  # 0-based, file order within the query
@@ -455,8 +402,8 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
         # TREC-DL: added (judged) passages with a positive grade are gt_injected; every positive
         # is in the pool (the pool holds every judged passage)
         flag(np.flatnonzero(added & positive & ~inj), "an added positive is not gt_injected")
-        outside = pos_keys[(pos_keys >= 0) & ~_isin(pos_keys, keys)]
-        for q in np.unique(outside // K.n_docs):
+        outside = pos_keys[(pos_keys >= 0) & ~contains(pos_keys, keys)]
+        for q in np.unique(outside // K.width):
             problems.setdefault(int(q), []).append("a positive qrel is outside the pool")
     big = np.iinfo(np.int64).max
     if len(starts):
@@ -509,21 +456,21 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
         return [Check("fusion", True, "provenance-first-stage present", "present", "absent",
                       rel_path, status="absent")]
     fs = _read(rel.root, rel_path, "first_stage")
-    retr = _strings(fs.column("retriever"))
+    retr = strings(fs.column("retriever"))
     names = list(spec.pool.retrievers)
-    r_idx = _codes(retr, pa.array(names + [FUSED], pa.string()))
+    r_idx = positions(retr, pa.array(names + [FUSED], pa.string()))
     problems: list[str] = []
     unknown = pc.unique(retr.filter(pa.array(r_idx < 0))).to_pylist()
     if unknown:
         problems.append(f"unknown retriever(s) {unknown}; expected {names}")
-    fq, fd = _strings(fs.column("query-id")), _strings(fs.column("corpus-id"))
-    K = _Keys(_vocab(fq, _strings(pool.column("query-id"))),
-              _vocab(fd, _strings(pool.column("corpus-id"))))
+    fq, fd = strings(fs.column("query-id")), strings(fs.column("corpus-id"))
+    K = PairKeys(vocabulary(fq, strings(pool.column("query-id"))),
+              vocabulary(fd, strings(pool.column("corpus-id"))))
     keys = K(fq, fd)
     rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
-    score = _floats(fs.column("score"))
-    qcode = keys // K.n_docs
+    score = float_values(fs.column("score"))
+    qcode = keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
     # the walk: per query, retrievers in order, each by rank
     walk = run[np.lexsort((rank[run], r_idx[run], qcode[run]))]
@@ -565,8 +512,8 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
             problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
     # no document left out that scores above a query's last stored one
     if len(st) and len(uniq):
-        uq = uniq // K.n_docs
-        kept = _isin(uniq, keys[st])
+        uq = uniq // K.width
+        kept = contains(uniq, keys[st])
         low = np.full(len(K.queries), np.inf)
         np.minimum.at(low, qcode[st], mine)
         left = ~kept & (fused_score > low[uq] + RRF_TOLERANCE)
@@ -575,10 +522,10 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
             problems.append(f"query {q}: document {d} fuses to {float(fused_score[u])!r}, above the "
                             "last document of rrf_fused, but is missing from it")
     # the pool's rrf_score
-    pk = K(_strings(pool.column("query-id")), _strings(pool.column("corpus-id")))
-    prrf = _floats(pool.column("rrf_score"))
+    pk = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
+    prrf = float_values(pool.column("rrf_score"))
     scored = np.flatnonzero(prrf > 0)
-    row = _lookup(uniq, pk[scored])
+    row = rows_of(uniq, pk[scored])
     diff = np.full(len(scored), np.inf)
     diff[row >= 0] = np.abs(prrf[scored][row >= 0] - fused_score[row[row >= 0]])
     bad_pool = scored[~(diff < RRF_TOLERANCE)]
@@ -589,11 +536,11 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
             problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
     # the pool's fused part follows the fused order
     fused_rank = np.full(len(scored), -1, dtype=np.int64)
-    srow = _lookup(keys[st], pk[scored])
+    srow = rows_of(keys[st], pk[scored])
     fused_rank[srow >= 0] = rank[st][srow[srow >= 0]]
     prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
-    pq_ = pk[scored] // K.n_docs
+    pq_ = pk[scored] // K.width
     o = np.lexsort((prank[scored], pq_))
     if len(o) > 1:
         same_q = pq_[o][1:] == pq_[o][:-1]
@@ -662,7 +609,7 @@ def check_ids(rel: Release, tables: dict[str, SubsetTables]) -> list[Check]:
             seen.add(files)
             problems += [f"{files[0] if len(files) == 1 else 'corpus of ' + s}: id {v!r} "
                          f"{n} times" for v, n in _repeated(t.corpus_ids)[:MAX_DETAILS]]
-        queries = _strings(_read(rel.root, subset_file(s, "queries"), "queries", ["id"])
+        queries = strings(_read(rel.root, subset_file(s, "queries"), "queries", ["id"])
                            .column("id"))
         problems += [f"{subset_file(s, 'queries')}: id {v!r} {n} times"
                      for v, n in _repeated(queries)[:MAX_DETAILS]]

@@ -19,9 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data.checks.integrity import SubsetTables, _bools, _floats, _isin, _strings
+from rcp_data.checks.integrity import SubsetTables, _bools
 from rcp_data.checks.reports import Check
 from rcp_data.core.gains import ItemParams
+from rcp_data.core.io import float_values
+from rcp_data.model.keys import contains, strings
 from rcp_data.model.layout import BUILD_MANIFEST, provenance_file
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import criteria_columns
@@ -35,9 +37,9 @@ def _judged(t: SubsetTables, pool_keys: np.ndarray) -> np.ndarray:
     cols = t.pool.column_names
     if "judged" in cols:
         return _bools(t.pool.column("judged"), t.pool.num_rows, False)
-    q_keys = t.keys(_strings(t.qrels.column("query-id")), _strings(t.qrels.column("corpus-id")))
-    with_theta = q_keys[~np.isnan(_floats(t.qrels.column("theta")))]
-    return _isin(pool_keys, with_theta)
+    q_keys = t.keys(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    with_theta = q_keys[~np.isnan(float_values(t.qrels.column("theta")))]
+    return contains(pool_keys, with_theta)
 
 
 def _pair(t: SubsetTables, key: int) -> str:
@@ -71,19 +73,19 @@ def check_judge(rel: Release, params: ItemParams, tables: dict[str, SubsetTables
                 if bad.as_py():
                     crit_problems.append(f"{path}: column {c} has {bad.as_py()} verdicts other "
                                          "than 0 or 1")
-        crit_q = _strings(crit.column("query-id")) if crit is not None else None
+        crit_q = strings(crit.column("query-id")) if crit is not None else None
         released = set()
         for t in members:
             released |= set(t.query_ids.to_pylist())
-            pool_keys = t.keys(_strings(t.pool.column("query-id")),
-                               _strings(t.pool.column("corpus-id")))
+            pool_keys = t.keys(strings(t.pool.column("query-id")),
+                               strings(t.pool.column("corpus-id")))
             judged = _judged(t, pool_keys)
             judged_keys = pool_keys[judged]
             n_judged += len(judged_keys)
-            q_keys = t.keys(_strings(t.qrels.column("query-id")),
-                            _strings(t.qrels.column("corpus-id")))
-            theta_keys = q_keys[~np.isnan(_floats(t.qrels.column("theta")))]
-            stray = theta_keys[~_isin(theta_keys, judged_keys)]
+            q_keys = t.keys(strings(t.qrels.column("query-id")),
+                            strings(t.qrels.column("corpus-id")))
+            theta_keys = q_keys[~np.isnan(float_values(t.qrels.column("theta")))]
+            stray = theta_keys[~contains(theta_keys, judged_keys)]
             theta_problems += [f"{_pair(t, k)}: a theta, but not a judged pool document"
                                for k in stray[:5]]
             if crit is None:
@@ -92,14 +94,14 @@ def check_judge(rel: Release, params: ItemParams, tables: dict[str, SubsetTables
             rows = crit.filter(mine)
             verdict_rows[t.name] = rows.num_rows
             n_verdicts += rows.num_rows
-            c_keys = t.keys(_strings(rows.column("query-id")), _strings(rows.column("corpus-id")))
-            lacking = judged_keys[~_isin(judged_keys, c_keys)]
+            c_keys = t.keys(strings(rows.column("query-id")), strings(rows.column("corpus-id")))
+            lacking = judged_keys[~contains(judged_keys, c_keys)]
             verdict_problems += [f"{_pair(t, k)}: judged, but no verdict row"
                                  for k in lacking[:5]]
             if len(lacking) > 5:
                 verdict_problems.append(f"subset {t.name}: {len(lacking)} judged documents "
                                         "without verdict rows in all")
-            outside = np.unique(c_keys[~_isin(c_keys, judged_keys)])
+            outside = np.unique(c_keys[~contains(c_keys, judged_keys)])
             verdict_problems += [f"{_pair(t, k)}: verdict rows, but not a judged pool document"
                                  if k >= 0 else f"subset {t.name}: verdict rows name a document "
                                  "outside the pool" for k in outside[:5]]
@@ -140,8 +142,8 @@ def _counts(rel: Release, tables: dict[str, SubsetTables], verdict_rows: dict[st
     problems, compared = [], 0
     for name, t in tables.items():
         recorded = counts.get(name) or {}
-        score = _floats(t.qrels.column("score"))
-        theta = _floats(t.qrels.column("theta"))
+        score = float_values(t.qrels.column("score"))
+        theta = float_values(t.qrels.column("theta"))
         # (excluded_pairs is left out: a source reader's notes give it its own meaning, e.g.
         # BRIGHT's count of upstream exclusion pairs)
         data = {

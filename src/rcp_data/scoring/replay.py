@@ -41,6 +41,13 @@ from rcp_data.core.specs import (
     SuiteSpec,
     positive_mask,
 )
+from rcp_data.model.keys import (
+    PairIndex,
+    PairKeys,
+    checked_floats,
+    dictionary_codes,
+    positions,
+)
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release
 from rcp_data.model.suite import suite_spec
@@ -52,7 +59,6 @@ log = logging.getLogger(__name__)
 METRICS = ("rcp_ndcg", "qrel_ndcg")
 METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
 RULE_TITLES = {rule: f"rule ({RULE_LETTERS[rule]}): {RULE_NAMES[rule]}" for rule in TIE_RULES}
-_DENSE_LIMIT = 1 << 25       # largest (queries x documents) table looked up densely
 
 
 # -- loaded data ---------------------------------------------------------------------------------
@@ -104,51 +110,6 @@ def _arrow(table: pa.Table | pd.DataFrame) -> pa.Table:
     return table
 
 
-def _codes(col: pa.ChunkedArray | pa.Array, name: str, path: str) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary codes of a string column: ``(indices, dictionary)``."""
-    if isinstance(col, pa.Array):
-        col = pa.chunked_array([col])
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError("null value", path=path, row=row, field=name)
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
-    col = pa.table({"c": col}).unify_dictionaries().column("c")
-    if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
-    dictionary = col.chunk(0).dictionary
-    indices = np.concatenate(
-        [c.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-         for c in col.chunks]
-    )
-    return indices, dictionary.cast(pa.string())
-
-
-def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-    """Position of each of ``values`` in ``value_set`` (-1 when absent)."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    idx = pc.index_in(values, value_set=value_set)
-    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _floats(col: pa.ChunkedArray, name: str, path: str, *, null_as: float | None) -> np.ndarray:
-    try:
-        arr = col.cast(pa.float64()).to_numpy()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise InputError(f"not numeric ({col.type})", path=path, field=name) from exc
-    nulls = np.isnan(arr) & col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
-    if nulls is not None:
-        if null_as is None:
-            raise InputError("null value", path=path, row=int(np.flatnonzero(nulls)[0]), field=name)
-        arr = np.where(nulls, null_as, arr)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(f"non-finite value {shown(arr[row])}", path=path, row=row, field=name)
-    return arr
-
-
 def _require(table: pa.Table, columns: list[str], path: str) -> None:
     for c in columns:
         if c not in table.column_names:
@@ -158,42 +119,6 @@ def _require(table: pa.Table, columns: list[str], path: str) -> None:
 
 def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return values if rows is None else values[rows]
-
-
-class _PairIndex:
-    """Map (query code, document code) pairs to a value, -1 when absent (dense table or hash).
-
-    Document code ``n_docs`` is a sentinel for "not a known document" and always maps to -1.
-    """
-
-    def __init__(self, q: np.ndarray, d: np.ndarray, value: np.ndarray, n_docs: int,
-                 n_queries: int):
-        self.width = int(n_docs) + 1
-        self.n_keys = max(int(n_queries), 1) * self.width
-        keys = q.astype(np.int64) * self.width + d
-        if self.n_keys <= _DENSE_LIMIT:
-            self.table = np.full(self.n_keys, -1, dtype=np.int64)
-            self.table[keys] = value
-            self.index = None
-        else:
-            self.table = None
-            uniq, first = np.unique(keys[::-1], return_index=True)     # last value wins
-            self.index = pd.Index(uniq)
-            self.value = np.asarray(value, dtype=np.int64)[::-1][first]
-
-    def get(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
-        """Values of pairs with ``0 <= q < n_queries`` and ``0 <= d <= n_docs`` (sentinel)."""
-        keys = q.astype(np.int64) * self.width + d
-        if self.table is not None:
-            return self.table[keys]
-        pos = self.index.get_indexer(keys)
-        return np.where(pos >= 0, self.value[np.maximum(pos, 0)], -1)
-
-    def doc_codes(self, values: pa.Array, docs: pa.Array) -> np.ndarray:
-        """Codes of ``values`` among ``docs``, unknown ones as the sentinel."""
-        codes = _lookup(values, docs)
-        codes[codes < 0] = self.width - 1
-        return codes
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str],
@@ -211,7 +136,7 @@ class _Candidates:
     qidx: np.ndarray                 # (n,)
     docs: pa.Array                   # extended document dictionary: candidates, then excluded
     dcode: np.ndarray                # (n,) candidate document codes
-    pairs: _PairIndex                # -> candidate index, or -2 for an excluded pair
+    pairs: PairIndex                # -> candidate index, or -2 for an excluded pair
     excluded_pairs: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (
         np.zeros(0, np.int64), np.zeros(0, np.int64)))
 
@@ -221,7 +146,7 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     _require(top_ranked, ["query-id", "corpus-ids"], path_top)
     qcol = top_ranked.column("query-id")
     if qcol.null_count:
-        _codes(qcol, "query-id", path_top)
+        dictionary_codes(qcol, "query-id", path_top)
     qids = qcol.combine_chunks().cast(pa.string())
     if len(pc.unique(qids)) != len(qids):
         dup = pd.Series(qids.to_pylist()).duplicated()
@@ -247,7 +172,7 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     ex_ids = pa.array([], type=pa.string())
     if excluded is not None and excluded.num_rows:
         _require(excluded, ["query-id", "excluded-corpus-ids"], path_excl)
-        eq = _lookup(excluded.column("query-id").combine_chunks().cast(pa.string()), qids)
+        eq = positions(excluded.column("query-id").combine_chunks().cast(pa.string()), qids)
         elists = excluded.column("excluded-corpus-ids").combine_chunks()
         if isinstance(elists, pa.LargeListArray):
             elists = elists.cast(pa.list_(pa.string()))
@@ -259,10 +184,11 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
         ex_q, ex_ids = ex_q[keep], ex_ids.filter(pa.array(keep))
 
     docs = pc.unique(pa.concat_arrays([values, ex_ids]))
-    dcode = _lookup(values, docs)
-    ex_d = _lookup(ex_ids, docs)
+    keys = PairKeys(qids, docs)
+    dcode = positions(values, docs)
+    ex_d = positions(ex_ids, docs)
     if len(ex_q):
-        probe = _PairIndex(ex_q, ex_d, np.full(len(ex_q), -2), len(docs), n_q)
+        probe = PairIndex(keys, ex_q, ex_d, np.full(len(ex_q), -2))
         hit = probe.get(qidx, dcode) == -2
         if hit.any():
             log.warning("%s: %d excluded candidates dropped from top_ranked", path_top,
@@ -276,7 +202,7 @@ def _candidates(top_ranked: pa.Table, excluded: pa.Table | None, path_top: str,
     all_q = np.concatenate([qidx, ex_q])
     all_d = np.concatenate([dcode, ex_d])
     all_v = np.concatenate([np.arange(n, dtype=np.int64), np.full(len(ex_q), -2)])
-    pairs = _PairIndex(all_q, all_d, all_v, len(docs), n_q)
+    pairs = PairIndex(keys, all_q, all_d, all_v)
     back = pairs.get(qidx, dcode)
     if not np.array_equal(back, np.arange(n)):
         i = int(np.flatnonzero(back != np.arange(n))[0])
@@ -291,20 +217,20 @@ def _qrels(qrels: pa.Table, cand: _Candidates, path: str, grade_positive: int
     """Candidate gains ``(2, n)``, ideal offsets, ideal gains ``(2, m)`` and which queries have
     a positive qrel ``(Q,)``, from the qrels."""
     _require(qrels, ["query-id", "corpus-id", "score", "gain"], path)
-    q_idx, q_dict = _codes(qrels.column("query-id"), "query-id", path)
-    d_idx, d_dict = _codes(qrels.column("corpus-id"), "corpus-id", path)
+    q_idx, q_dict = dictionary_codes(qrels.column("query-id"), "query-id", path)
+    d_idx, d_dict = dictionary_codes(qrels.column("corpus-id"), "corpus-id", path)
     score_col = qrels.column("score")
     if score_col.null_count:
         row = int(np.flatnonzero(score_col.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError("null grade", path=path, row=row, field="score")
-    grade = _floats(score_col, "score", path, null_as=None)
-    gain = _floats(qrels.column("gain"), "gain", path, null_as=0.0)
+    grade = checked_floats(score_col, "score", path, null_as=None)
+    gain = checked_floats(qrels.column("gain"), "gain", path, null_as=0.0)
     if (gain < 0).any():
         row = int(np.flatnonzero(gain < 0)[0])
         raise InputError(f"negative gain {shown(gain[row])}", path=path, row=row, field="gain")
-    q = _lookup(q_dict, cand.query_ids)[q_idx]
+    q = positions(q_dict, cand.query_ids)[q_idx]
     inside = q >= 0                                   # rows of queries in this subset
-    d_ext = cand.pairs.doc_codes(d_dict, cand.docs)[d_idx]
+    d_ext = cand.pairs.keys.doc_codes(d_dict)[d_idx]
     target = np.full(len(q), -1, dtype=np.int64)     # candidate index, -2 excluded, -1 outside
     target[inside] = cand.pairs.get(q[inside], d_ext[inside])
     rows = np.flatnonzero(inside & (target != -2))
@@ -352,10 +278,10 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
           include_judge: bool) -> dict[str, tuple[list[str], np.ndarray, np.ndarray]]:
     """Scores ``(R, n)`` per subset sharing one runs file: ``{subset: (models, is_judge, S)}``."""
     _require(runs, ["model", "query-id", "corpus-id", "score"], path)
-    m_idx, m_dict = _codes(runs.column("model"), "model", path)
-    q_idx, q_dict = _codes(runs.column("query-id"), "query-id", path)
-    d_idx, d_dict = _codes(runs.column("corpus-id"), "corpus-id", path)
-    score = _floats(runs.column("score"), "score", path, null_as=None)
+    m_idx, m_dict = dictionary_codes(runs.column("model"), "model", path)
+    q_idx, q_dict = dictionary_codes(runs.column("query-id"), "query-id", path)
+    d_idx, d_dict = dictionary_codes(runs.column("corpus-id"), "corpus-id", path)
+    score = checked_floats(runs.column("score"), "score", path, null_as=None)
     models = [str(m) for m in m_dict.to_pylist()]
     if "is_judge" in runs.column_names:
         jcol = runs.column("is_judge")
@@ -375,7 +301,7 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
     all_q = pa.concat_arrays([cands[s].query_ids for s in names]) if names else pa.array([])
     if len(pc.unique(all_q)) != len(all_q):
         raise InputError("a query id belongs to two subsets sharing this runs file", path=path)
-    qpos = _lookup(q_dict, all_q)
+    qpos = positions(q_dict, all_q)
     unknown = np.flatnonzero(qpos < 0)
     row_qpos = qpos[q_idx]
     if len(unknown):
@@ -403,7 +329,7 @@ def _runs(runs: pa.Table, cands: dict[str, _Candidates], path: str, *,
         cand = cands[s]
         rows = groups[si]
         lq = _take(row_qpos, rows) - starts[si]
-        ld = cand.pairs.doc_codes(d_dict, cand.docs)[_take(d_idx, rows)]
+        ld = cand.pairs.keys.doc_codes(d_dict)[_take(d_idx, rows)]
         target = cand.pairs.get(lq, ld)
         if (target < 0).any():
             outside = np.flatnonzero(target == -1)
