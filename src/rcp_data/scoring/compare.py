@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcp_data import resources
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import loads_json, read_json
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, known_suites, load_spec
 from rcp_data.model.suite import card_suite
@@ -242,7 +242,7 @@ def load_tables(path: str | Path, spec: SuiteSpec | str | None = None) -> TableS
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise InputError("file not found", path=str(path)) from exc
+        raise NotFoundError("file not found", path=str(path)) from exc
     except IsADirectoryError:
         return load_tables(path / "README.md", spec)
     except UnicodeDecodeError as exc:
