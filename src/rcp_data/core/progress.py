@@ -40,6 +40,28 @@ def bars(on: bool) -> Iterator[None]:
         _asked = before
 
 
+@contextlib.contextmanager
+def hub_bars(on: bool) -> Iterator[None]:
+    """huggingface_hub's download bars off for the block unless ``on`` (as they were after);
+    with ``on`` nothing is imported or changed."""
+    if on:
+        yield
+        return
+    from huggingface_hub.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
+
+    was_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_off:
+            enable_progress_bars()
+
+
 def bars_wanted() -> bool:
     """Whether bars were asked for: by a library call, or by the CLI while the toolkit is
     chatty enough (INFO for ``rcp_data``)."""
@@ -54,4 +76,4 @@ def progress(iterable: Iterable | None = None, *, disable: bool = False, **kwarg
     return tqdm(iterable, disable=off, **kwargs)
 
 
-__all__ = ["bars", "bars_wanted", "progress", "show_bars"]
+__all__ = ["bars", "bars_wanted", "hub_bars", "progress", "show_bars"]

@@ -663,9 +663,14 @@ def summarize(per_query: pd.DataFrame, spec: SuiteSpec, *, view: str = "subsets"
 
 
 # -- result --------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class ReplayResult:
-    """One replayed table set: per-query values and the view's tables (fractions)."""
+    """One replayed table set: per-query values and the view's tables (fractions).
+
+    ``tables[metric].at[model, column]`` is a model's mean on a view column (``"mean"``: the
+    unweighted mean over the columns); :meth:`markdown` renders the card's tables and
+    :meth:`to_json` is ``rcp-data replay --json``.
+    """
 
     k: int
     tie_rule: str
