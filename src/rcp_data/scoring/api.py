@@ -51,7 +51,7 @@ def replay(release: Release | str | Path, *, k: int = 10, tie_rule: str | None =
     """Replay a release's result tables from its qrels, top_ranked, excluded and
     provenance runs, as ``rcp-data replay`` does.
 
-    ``k``: the cutoff; ``tie_rule``: ``"doc-id"``, ``"pessimistic"`` or ``"expected"``
+    ``k``: the cutoff; ``tie_rule``: ``"doc-id"``, ``"group-mean"`` or ``"pool-order"``
     (default: the suite's paper rule); ``view``: ``"subsets"`` (default), or ``"native"`` /
     ``"languages"`` for suites with domains; ``include_judge``: also replay the judge's runs.
     ``suite`` and ``client`` are passed to :func:`~rcp_data.model.release.open_release` when

@@ -683,6 +683,10 @@ class ReplayResult:
     def models(self) -> list[str]:
         return list(self.tables["rcp_ndcg"].index)
 
+    def mean(self, model: str, metric: str = "rcp_ndcg") -> float:
+        """A model's Mean column (short name or hub id), as a fraction."""
+        return float(self.tables[metric].at[self.spec.hub_id(model), "mean"])
+
     def to_json(self) -> dict:
         """``{"k", "tie_rule", "view", "metrics": {metric: {model: {column: value}}}}``."""
         metrics = {}
