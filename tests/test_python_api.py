@@ -134,8 +134,10 @@ def test_verify_returns_the_report_and_prints_nothing(demo_release_v1, capfd):
     assert capfd.readouterr() == ("", "")
     assert isinstance(report, rcp_data.VerifyReport)
     assert report.target == str(demo_release_v1)
-    assert report.to_json()["ok"] is report.ok
     assert report.suite == "demo"
+    # the session's demo release is not prepared: the three files prepare adds are missing
+    assert {c.name for c in report.failed} == {"releases-json", "task-file", "card"}
+    assert (report.ok, report.exit_code, report.to_json()["ok"]) == (False, 1, False)
 
 
 def test_missing_things_are_file_not_found(demo_release_v1, tmp_path, capfd):
