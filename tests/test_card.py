@@ -18,7 +18,7 @@ from rcp_data.core.specs import load_spec
 from rcp_data.documents.card import render_card, subset_facts
 from rcp_data.model.layout import RELEASES_JSON, provenance_file
 from rcp_data.model.release import Release
-from rcp_data.model.suite import detect_suite
+from rcp_data.model.suite import which_suite
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_card_is_deterministic_and_validated(demo_release, demo_card, tmp_path):
     front = _front(demo_card)
     assert "judge-rcp-data-synthetic-judge-7b" in front["tags"] and "demo" in front["tags"]
     (tmp_path / "README.md").write_text(demo_card, encoding="utf-8")
-    assert detect_suite(tmp_path) == "demo"  # read from the card's tags alone
+    assert which_suite(tmp_path) == "demo"  # read from the card's tags alone
     # the demo is synthetic and says so before anything else
     body = demo_card.split("---", 2)[2]
     assert body.index("SYNTHETIC DATA") < body.index("## ")

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from rcp_data.core.hub_client import REAL_HUB, HubClient, identifies_as_local_hu
 from rcp_data.core.io import write_json
 from rcp_data.core.specs import load_spec
 from rcp_data.model.layout import BUILD_MANIFEST
+from rcp_data.model.manifest import load_manifest
 from rcp_data.model.tables import corpus_record
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
@@ -60,9 +62,8 @@ def pad_corpus(root: Path, n_docs: int = PAD_DOCS, seed: int = 15) -> None:
         extra = pa.table({"id": ids, "title": [""] * n_docs,
                           "text": [f"SYNTHETIC {t}" for t in texts]}, schema=table.schema)
         pq.write_table(pa.concat_tables([table, extra]), path, compression="zstd")
-    manifest = json.loads((root / BUILD_MANIFEST).read_text())
-    manifest["corpus_files"] = corpus_record(root)
-    write_json(manifest, root / BUILD_MANIFEST)
+    manifest = load_manifest(root)
+    replace(manifest, corpus_files=corpus_record(root)).write(root)
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +232,7 @@ def test_verify_fails_when_the_recorded_corpus_differs_from_the_data(demo_data, 
 
     root = copy_demo(demo_data, tmp_path / "release")
     manifest = json.loads((root / BUILD_MANIFEST).read_text())
-    assert manifest["corpus_files"] == corpus_record(root)
+    assert load_manifest(root).corpus_files == corpus_record(root)
     assert manifest["corpus_files"]["alpha/corpus.parquet"]["rows"] > 0
     manifest["corpus_files"]["alpha/corpus.parquet"]["rows"] += 1
     write_json(manifest, root / BUILD_MANIFEST)

@@ -22,6 +22,8 @@ from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
 from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, History, add_release, release_tag
+from rcp_data.model.schemas import SCHEMAS
+from rcp_data.model.tables import write_parquet
 
 JUDGE = {"model": "rcp-data/synthetic-judge-7b", "revision": "test", "short": "synth"}
 PARAMS_FILE = "provenance/item_params.synth.json"
@@ -75,7 +77,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
         qrels = pd.read_parquet(path)
         judged = qrels["theta"].notna().to_numpy()
         qrels["gain"] = np.where(judged, weighted_discrimination(qrels["theta"].fillna(0.0).to_numpy(), params), 0.0)
-        layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+        write_parquet(qrels, path, SCHEMAS["qrels"])
     params.write(out / PARAMS_FILE)
     render_release_files(out, spec, history or first_history(repo))
     for rel, text in (extra_files or {}).items():
@@ -123,7 +125,7 @@ def test_gain_not_the_link_of_theta_refused(release_dir: Path):
     qrels = pq.read_table(path).to_pandas()
     row = int(qrels.index[qrels["theta"].notna()][4])
     qrels.loc[row, "gain"] += 1e-9  # beyond the 1e-12 tolerance
-    layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+    write_parquet(qrels, path, SCHEMAS["qrels"])
     problems = _problems(release_dir)
     assert len(problems) == 1
     assert "alpha/qrels.parquet: field 'gain': 1 row(s)" in problems[0]
@@ -137,10 +139,10 @@ def test_gain_within_tolerance_and_unscored_rows(release_dir: Path):
     unscored = int(qrels.index[qrels["theta"].isna()][0])
     qrels.loc[0, "gain"] += 2e-13           # within 1e-12: accepted
     qrels.loc[unscored, "gain"] = np.nan    # theta null: a null gain reads as 0
-    layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+    write_parquet(qrels, path, SCHEMAS["qrels"])
     assert _problems(release_dir) == []
     qrels.loc[unscored, "gain"] = 0.25      # theta null but a gain: refused
-    layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+    write_parquet(qrels, path, SCHEMAS["qrels"])
     assert any(f"row {unscored}" in p for p in _problems(release_dir))
 
 

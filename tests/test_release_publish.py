@@ -24,6 +24,8 @@ from rcp_data.core.errors import RefusedError
 from rcp_data.core.hub_client import HubClient
 from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, fill_known_shas, read_history, release_tag
+from rcp_data.model.schemas import SCHEMAS
+from rcp_data.model.tables import write_parquet
 from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
 from rcp_data.release.refs import list_releases, render_listing
 
@@ -383,7 +385,7 @@ def test_bad_release_refused_before_upload(tmp_path, api, hub_repo, capsys, dama
         path = v1 / "beta" / "qrels.parquet"
         qrels = pq.read_table(path).to_pandas()
         qrels.loc[2, "gain"] = qrels.loc[2, "gain"] * 0.5
-        layout.write_parquet(qrels, path, layout.SCHEMAS["qrels"])
+        write_parquet(qrels, path, SCHEMAS["qrels"])
     capsys.readouterr()
     assert _publish_cli(v1, hub_repo) == 1
     err = capsys.readouterr().err
@@ -410,7 +412,7 @@ def test_release_failing_verification_is_refused(tmp_path, api, hub_repo, capsys
         path = v1 / "alpha" / "top_ranked.parquet"
         top = pq.read_table(path).to_pandas()
         top.at[0, "corpus-ids"] = ["alpha-q000", *list(top.at[0, "corpus-ids"])]
-        layout.write_parquet(top, path, layout.SCHEMAS["top_ranked"])
+        write_parquet(top, path, SCHEMAS["top_ranked"])
     assert check_release_dir(v1).problems == []        # the layout checks alone pass
     capsys.readouterr()
     assert _publish_cli(v1, hub_repo) == 1

@@ -212,8 +212,8 @@ def test_build_bright_subsets(suite, raw, tmp_path):
     write_synthetic_inputs(spec, part, tmp_path / "inputs")
     manifest = build_release(spec, part, read_inputs(tmp_path / "inputs"), tmp_path / "out",
                              partial=True)
-    assert manifest["sources"]["instructions"]["aops"].startswith("Represent this Math problem")
-    assert manifest["counts"]["aops"]["excluded_repeats"] == 103
+    assert manifest.sources["instructions"]["aops"].startswith("Represent this Math problem")
+    assert manifest.counts["aops"]["excluded_repeats"] == 103
     rel = Release(tmp_path / "out", spec)
     for name in names:
         records = raw[name.replace("_", "-")]

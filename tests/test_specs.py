@@ -93,26 +93,26 @@ def test_cli_suite_options_accept_every_spelling(spelling):
 def test_suite_of_a_release_directory(tmp_path):
     from rcp_data.core.errors import InputError
     from rcp_data.core.io import write_json
-    from rcp_data.model.suite import card_suite, detect_suite, release_spec
+    from rcp_data.model.suite import release_spec, which_suite
 
-    assert detect_suite(tmp_path) is None
+    assert which_suite(tmp_path) is None
     with pytest.raises(InputError, match="cannot tell the suite of this release"):
         release_spec(tmp_path)
     # a published repo whose card names no suite: known by the repo it came from
     repo = load_spec("vidore_v3").repo
-    assert detect_suite(tmp_path, repo=repo) == "vidore_v3"
+    assert which_suite(tmp_path, repo=repo) == "vidore_v3"
     assert release_spec(tmp_path, repo=repo) is load_spec("vidore_v3")
     assert release_spec(tmp_path, "trec-dl") is load_spec("trecdl")
     # the card's tags, in any spelling
     card = "---\ntags:\n- mteb\n- rcp-ndcg\n- vidore-v3\n---\n\nbody\n"
-    assert card_suite(card) == "vidore_v3"
-    assert card_suite("---\ntags: [trec-dl]\n---\n") == "trecdl"
-    assert card_suite("no front matter") is None and card_suite("---\n: [\n---\n") is None
+    assert which_suite(card_text=card) == "vidore_v3"
+    assert which_suite(card_text="---\ntags: [trec-dl]\n---\n") == "trecdl"
+    assert which_suite(card_text="no front matter") is None and which_suite(card_text="---\n: [\n---\n") is None
     (tmp_path / "README.md").write_text(card, encoding="utf-8")
-    assert detect_suite(tmp_path) == "vidore_v3"
+    assert which_suite(tmp_path) == "vidore_v3"
     # the build manifest comes first
     write_json({"suite": "trec-dl"}, tmp_path / "provenance" / "build_manifest.json")
-    assert detect_suite(tmp_path) == "trecdl"
+    assert which_suite(tmp_path) == "trecdl"
 
 
 def test_tie_rules_and_views_the_card_shows():

@@ -94,9 +94,9 @@ def test_release_ships_the_answers_and_records_the_rules(built):
     history = read_history(release / "provenance/releases.json")
     assert history.current.calibration["reading_rules"] == {"stage_a": "hard-fallback",
                                                             "stage_b": "complete"}
-    manifest = rd.manifest()
-    assert manifest["calibration"]["reading_rules"]["stage_a"] == "hard-fallback"
-    assert "judge/tournament.parquet" in [i["path"] for i in manifest["inputs"]]
+    manifest = rd.manifest
+    assert manifest.calibration.reading_rules["stage_a"] == "hard-fallback"
+    assert "judge/tournament.parquet" in [i.path for i in manifest.inputs]
     card = (release / "README.md").read_text()
     names = [c["config_name"] for c in card_configs(card)]
     assert {"provenance-judge-tournament", "provenance-judge-bt"} <= set(names)
@@ -151,7 +151,7 @@ def test_recalibrate_rereads_the_answers_with_another_rule(built, tmp_path, caps
         assert np.abs(bt_a["theta_bt"] - bt_b["theta_bt"]).max() > 1e-3
     params = ItemParams.read(v2 / "provenance/item_params.synth.json")
     assert params.extra["reading_rules"]["stage_a"] == "complete"
-    assert b.manifest()["recalibration"]["reading_rules"]["stage_a"] == "complete"
+    assert b.manifest.recalibration["reading_rules"]["stage_a"] == "complete"
     prepare_release(v2, spec, REPO)
     assert all(c.status == "ok" for c in refit_checks(v2)), refit_checks(v2)
 

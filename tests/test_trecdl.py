@@ -221,7 +221,7 @@ def test_pools_equal_brute_force(built, staged):
         np.testing.assert_allclose(pool["rrf_score"], expected["rrf_score"], rtol=0, atol=1e-15)
         sizes = pool.groupby("query-id").size()
         assert (sizes >= 150).all()
-        assert manifest["counts"][name]["gt_injected"] == int(expected["gt_injected"].sum())
+        assert manifest.counts[name]["gt_injected"] == int(expected["gt_injected"].sum())
         assert not pool["excluded"].any() and pool["judged"].all()
         # every NIST-labelled passage is in its query's pool; qrels rows = pool pairs
         qrels = _read(out, subset_file(name, "qrels"))
@@ -262,7 +262,7 @@ def test_unreleased_dev_queries_are_ignored(built):
             assert not dev & set(table.column("query-id").to_pylist()), path
     runs = _read(out, provenance_file("runs", "trec_dl_2019"))
     assert runs["model"].nunique() == 3 and runs["is_judge"].sum() > 0
-    assert manifest["sources"]["corpus"]["repair"]["changed_vs_raw"] > 0
+    assert manifest.sources["corpus"]["repair"]["changed_vs_raw"] > 0
 
 
 def test_card_states_the_repair_count_and_trec_facts(built, staged):
@@ -271,8 +271,8 @@ def test_card_states_the_repair_count_and_trec_facts(built, staged):
 
     out, manifest, _ = built
     card = render_card(out, spec=load_spec("trecdl"), repo="rcp-test/trecdl")
-    changed = manifest["sources"]["corpus"]["repair"]["changed_vs_raw"]
-    total = manifest["sources"]["corpus"]["documents"]
+    changed = manifest.sources["corpus"]["repair"]["changed_vs_raw"]
+    total = manifest.sources["corpus"]["documents"]
     assert f"{changed:,} of {total:,} passages" in card
     assert "97 queries" in card or "(97 queries" in card
 

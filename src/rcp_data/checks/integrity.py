@@ -700,8 +700,8 @@ def subset_counts(t: SubsetTables) -> dict[str, int]:
 
 def check_manifest_counts(rel: Release, tables: dict[str, SubsetTables]) -> list[Check]:
     """The counts the build recorded (and the card states) equal the data."""
-    manifest = rel.manifest()
-    counts = manifest.get("counts", {})
+    manifest = rel.manifest
+    counts = manifest.counts if manifest else {}
     problems = []
     for s, t in tables.items():
         c = counts.get(s)
@@ -710,7 +710,7 @@ def check_manifest_counts(rel: Release, tables: dict[str, SubsetTables]) -> list
         for k, v in subset_counts(t).items():
             if k in c and int(c[k]) != v:
                 problems.append(f"subset {s}: {k} recorded {c[k]}, data has {v}")
-    recorded = manifest.get("corpus_files")
+    recorded = manifest.corpus_files if manifest else None
     if recorded is not None:  # what a card states about a corpus it did not download
         actual = corpus_record(rel.root)
         problems += [f"corpus file {p}: recorded {recorded.get(p)}, data has {actual.get(p)}"

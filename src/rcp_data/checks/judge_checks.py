@@ -133,7 +133,7 @@ def check_judge(rel: Release, params: ItemParams, tables: dict[str, SubsetTables
 def _counts(rel: Release, tables: dict[str, SubsetTables], verdict_rows: dict[str, int]
             ) -> list[Check]:
     """The build manifest's per-subset counts of the judged data equal the data."""
-    counts = rel.manifest().get("counts") or {}
+    counts = rel.manifest.counts if rel.manifest else {}
     if not counts:
         return [Check("judge-counts", True, "build manifest counts", "present", "absent",
                       BUILD_MANIFEST, status="absent")]

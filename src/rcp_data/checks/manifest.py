@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.checks.reports import Check
-from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.model.layout import BUILD_MANIFEST
-from rcp_data.model.manifest import content_digest, is_listed, recorded_content
+from rcp_data.model.manifest import BuildManifest, content_digest, is_listed
 
 
 @dataclass(frozen=True)
@@ -52,13 +51,15 @@ def _short(sha: str) -> str:
     return sha[:12]
 
 
-def check_content(root: Path, manifest: Mapping | None, *,
+def check_content(root: Path, manifest: BuildManifest | None, *,
+                  unreadable: str | None = None,
                   hosted: Mapping[str, HostedFile] | None = None,
                   quick: bool = False,
                   hashed: Mapping[str, FileEntry] | None = None) -> ContentResult:
     """The content checks of a release directory ``root``.
 
-    ``manifest``: the build manifest (None: the revision has none). ``hosted``: the Hub's
+    ``manifest``: the build manifest (None: the revision has none, or, with ``unreadable``
+    saying why, it holds one that does not read: a failed check). ``hosted``: the Hub's
     listing of the revision (``None`` for a local directory: the directory's own files are
     the revision). ``quick``: an LFS file's listed sha256 stands in for hashing its bytes.
     ``hashed``: files of ``root`` the caller has just hashed (:func:`hash_files`), not read
@@ -66,18 +67,17 @@ def check_content(root: Path, manifest: Mapping | None, *,
     """
     root = Path(root)
     what_list = "the build manifest lists every file of the release with a digest over the list"
+    if unreadable is not None:
+        return ContentResult([Check.failed("content-manifest", what_list,
+                                           "a well-formed build manifest", unreadable,
+                                           BUILD_MANIFEST)])
     if manifest is None:
         return ContentResult([Check(
             "content-manifest", True, what_list, expected=f"{BUILD_MANIFEST} with 'files'",
             found="absent: no build manifest (a revision published before the release "
                   "policy); the files are not proven byte for byte", where=BUILD_MANIFEST,
             status="absent")])
-    try:
-        recorded = recorded_content(manifest, source=BUILD_MANIFEST)
-    except InputError as exc:
-        return ContentResult([Check.failed("content-manifest", what_list,
-                                           "a well-formed 'files' list", exc.message,
-                                           BUILD_MANIFEST)])
+    recorded = manifest.content
     if recorded is None:
         return ContentResult([Check.failed(
             "content-manifest", what_list, "'files' and 'files_digest' (every release this "

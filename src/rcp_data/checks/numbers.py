@@ -25,7 +25,7 @@ from rcp_data.core.io import read_json
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.model.history import History, ReleaseRecord, history_path, read_history, same_commit
 from rcp_data.model.layout import CARD_FILE
-from rcp_data.model.manifest import read_manifest
+from rcp_data.model.manifest import load_manifest
 
 CARD_K = 10
 
@@ -61,11 +61,10 @@ def data_totals(root: Path, tables: dict) -> dict[str, int]:
         corpora[id(t.corpus_ids)] = len(t.corpus_ids)
     totals["corpus_documents"] = sum(corpora.values())
     try:
-        manifest = read_manifest(root)
+        manifest = load_manifest(root)
     except InputError:
-        manifest = {}
-    changed = (((manifest.get("sources") or {}).get("corpus") or {}).get("repair")
-               or {}).get("changed_vs_raw")
+        manifest = None
+    changed = manifest.source_fact("corpus", "repair", "changed_vs_raw") if manifest else None
     if isinstance(changed, int):
         totals["repaired_passages"] = changed
     return totals

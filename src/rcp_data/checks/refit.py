@@ -27,7 +27,7 @@ from rcp_data.checks.integrity import Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.model.release import Release
-from rcp_data.model.suite import detect_suite
+from rcp_data.model.suite import which_suite
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def refit_checks(root: str | Path, spec: SuiteSpec | None = None, *,
     from rcp_data.stages.calibration.refit import read_release_answers, refit_release
 
     if spec is None:
-        suite = detect_suite(root)
+        suite = which_suite(root)
         if suite is None:
             return [_check("refit", False, "theta_bt and theta refitted from the release's "
                            "answers", found="cannot tell the suite", where=str(root))]

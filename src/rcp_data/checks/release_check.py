@@ -24,7 +24,10 @@ from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.io import float_values, read_parquet
 from rcp_data.core.specs import SuiteSpec, load_spec, suite_key
 from rcp_data.model import layout
+from rcp_data.model.card_format import card_configs, config_data_files
 from rcp_data.model.history import History, read_history, release_tag
+from rcp_data.model.suite import which_suite
+from rcp_data.model.tables import check_columns
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,7 @@ def _card_configs(root: Path) -> list[dict]:
     text = card.read_text(encoding="utf-8")
     if not text.startswith("---"):
         raise InputError("the card has no YAML front matter", path=str(card))
-    return layout.card_configs(text, source=str(card))
+    return card_configs(text, source=str(card))
 
 
 def _check_card(root: Path) -> list[str]:
@@ -77,7 +80,7 @@ def _check_card(root: Path) -> list[str]:
         if not isinstance(cfg, dict):
             problems.append(f"{layout.CARD_FILE}: config {cfg!r} is not a mapping")
             continue
-        for split, pattern in layout.config_data_files(cfg):
+        for split, pattern in config_data_files(cfg):
             if not glob.glob(str(root / pattern)):
                 problems.append(
                     f"{layout.CARD_FILE}: config {name!r} split {split!r} points at {pattern}, "
@@ -99,7 +102,7 @@ def _check_schemas(root: Path, spec: SuiteSpec) -> list[str]:
         if not path.exists():
             continue
         try:
-            layout.check_columns(pq.read_schema(path), kind, path)
+            check_columns(pq.read_schema(path), kind, path)
         except (pa.ArrowInvalid, OSError) as exc:
             problems.append(f"{path}: cannot read parquet ({exc})")
         except InputError as exc:
@@ -160,7 +163,7 @@ def check_release_dir(root: str | Path, *, suite: str | None = None) -> CheckRep
     if not root.is_dir():
         raise NotFoundError(f"release directory not found: {root}")
     files = release_files(root)
-    suite = suite_key(suite) if suite else layout.detect_suite(root)
+    suite = suite_key(suite) if suite else which_suite(root)
     if suite is None:
         return CheckReport(root=root, files=files, problems=[
             f"cannot tell the suite: {layout.BUILD_MANIFEST} has no 'suite' and the card's tags "

@@ -74,14 +74,14 @@ from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
 from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
-from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
+from rcp_data.core.gains import DEFAULT_LINK, ItemParams
 from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path
 from rcp_data.core.io import read_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.card_format import card_configs
 from rcp_data.model.history import History, ReleaseRecord
-from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, MANIFEST_SCHEMA, RELEASES_JSON
-from rcp_data.model.manifest import read_manifest, recorded_content
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON
+from rcp_data.model.manifest import recorded_content
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.suite import release_spec
 
@@ -121,11 +121,12 @@ def _stage(checks: list[Check], name: str, what: str, fn: Callable[..., T], *arg
         return None
 
 
-def _calibration(root: Path, release: ReleaseRecord | None) -> tuple[ItemParams, str, str]:
+def _calibration(rel: Release, release: ReleaseRecord | None) -> tuple[ItemParams, str, str]:
+    root = rel.root
     if release is not None and release.item_params:
         return ItemParams.read(root / release.item_params), release.link, release.item_params
-    cal = read_manifest(root).get("calibration") or {}
-    if not cal.get("item_params"):
+    cal = rel.manifest.calibration if rel.manifest is not None else None
+    if cal is None:
         found = sorted(root.glob("provenance/item_params.*.json"))
         if len(found) != 1:
             raise InputError("no item parameters: neither releases.json nor the build manifest "
@@ -135,7 +136,7 @@ def _calibration(root: Path, release: ReleaseRecord | None) -> tuple[ItemParams,
         log.warning("no record names the item parameters; using the only file, %s, with the "
                     "default link", rel)
         return ItemParams.read(found[0]), DEFAULT_LINK, rel
-    return ItemParams.read(root / cal["item_params"]), link_name(cal), cal["item_params"]
+    return ItemParams.read(root / cal.item_params), cal.link, cal.item_params
 
 
 def _card_text(root: Path, checks: list[Check]) -> str | None:
@@ -218,16 +219,20 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks.append(Check.failed("suite", "the release names its suite", "a build manifest "
                                    "'suite' or a suite tag in the card", exc.message, CARD_FILE))
         return _report(root, report_root, target, pin, None, None, checks, seconds)
+    rel = Release(root, spec, pin=pin)   # the release, opened once for every stage below
     history, release, pre_policy = _pin_checks(root, spec, pin, histories, hub_tags, checks)
     seconds["pin"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    manifest = _stage(checks, "build-manifest", "the build manifest reads", read_manifest, root)
-    content = check_content(root, manifest or None, hosted=hosted, quick=options.quick,
-                            hashed=hashed)
+    n_checks = len(checks)
+    manifest = _stage(checks, "build-manifest", "the build manifest reads",
+                      lambda: rel.manifest)
+    unreadable = checks[-1].found if len(checks) > n_checks else None
+    content = check_content(root, manifest, unreadable=unreadable, hosted=hosted,
+                            quick=options.quick, hashed=hashed)
     checks += content.checks
     seconds["content"] = time.perf_counter() - t0
-    built = bool(manifest) and manifest.get("schema") == MANIFEST_SCHEMA
+    built = manifest is not None
 
     t0 = time.perf_counter()
     if view is not None and history is not None and release is not None and not pre_policy:
@@ -245,7 +250,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
 
     t0 = time.perf_counter()
     calibration = _stage(checks, "calibration", "the item parameters of the release read",
-                         _calibration, root, release)
+                         _calibration, rel, release)
     checks += check_task_file(root, release)
     card_text = _card_text(root, checks)
     configs = _stage(checks, "configs", "the card's YAML front matter reads", card_configs,
@@ -254,14 +259,14 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     if calibration is not None:
         params, link, params_path = calibration
         found = _stage(checks, "integrity", "the data tables read", run_integrity,
-                       Release(root, spec), params, link, configs, link_checked=link_checked)
+                       rel, params, link, configs, link_checked=link_checked)
         if found is not None:
             integrity, tables = found
             checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link "
                                         f"{link})") if c.name == "gains" else c
                        for c in integrity]
             checks += _stage(checks, "judge", "the judge provenance reads", check_judge,
-                             Release(root, spec), params, tables) or []
+                             rel, params, tables) or []
     if card_text is not None and tables:
         checks += _stage(checks, "card-counts", "the counts the card states",
                          lambda: check_card_counts(card_text, data_totals(root, tables))) or []
@@ -284,7 +289,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks += _stage(checks, "card-regenerated", "card and task file rendered again",
                          check_regenerated, root, spec, history,
                          results=replayed.card_results(spec),
-                         built_with=(manifest.get("tools") or {}).get("rcp-data")) or []
+                         built_with=manifest.tool_version if manifest else None) or []
     elif not regenerate:
         checks.append(Check("card-regenerated", True, "card and task file rendered again",
                             found="skipped: not a release this project built (no build "
@@ -297,7 +302,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
 
         t0 = time.perf_counter()
         checks += _stage(checks, "sources", "the release against its upstream", check_sources,
-                         Release(root, spec), options.source_options,
+                         rel, options.source_options,
                          corpus=not _stand_ins(root)) or []
         seconds["sources"] = time.perf_counter() - t0
     return _report(root, report_root, target, pin, spec, release, checks, seconds)

@@ -38,11 +38,9 @@ from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
 from rcp_data.model.history import (
     History,
-    ReleaseRecord,
-    calibration_record,
     judge_slug,
+    new_release_history,
     read_history,
-    release_tag,
 )
 from rcp_data.model.layout import (
     BUILD_MANIFEST,
@@ -56,6 +54,7 @@ from rcp_data.model.layout import (
     provenance_file,
     subset_file,
 )
+from rcp_data.model.manifest import BuildManifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import (
@@ -116,7 +115,7 @@ def _span(low: int, high: int) -> str:
 
 
 def suite_tag(spec: SuiteSpec) -> str:
-    """The tag naming the suite (``rcp_data.model.suite.detect_suite`` reads it back)."""
+    """The tag naming the suite (``rcp_data.model.suite.which_suite`` reads it back)."""
     return spec.name.replace("_", "-")
 
 
@@ -127,22 +126,12 @@ def release_history(root: Path, spec: SuiteSpec, *, repo: str | None = None) -> 
     path = Path(root) / RELEASES_JSON
     if path.exists():
         return read_history(path)
-    manifest = Release(Path(root), spec).manifest()
-    judge = manifest.get("judge")
-    calibration = manifest.get("calibration")
-    if not judge or not calibration:
-        raise InputError(f"neither {RELEASES_JSON} nor a build manifest with 'judge' and "
-                         "'calibration'", path=str(Path(root) / BUILD_MANIFEST))
-    release = ReleaseRecord(
-        release=1,
-        tag=release_tag(1, judge["model"]),
-        revision=None,
-        data_revision=None,
-        judge={"model": judge["model"], "revision": judge.get("revision")},
-        calibration=calibration_record(calibration),
-        status="current",
-    )
-    return History(repo=repo or spec.repo, releases=(release,))
+    release = Release(Path(root), spec)
+    if release.manifest is None:
+        raise InputError(f"neither {RELEASES_JSON} nor a build manifest",
+                         path=str(Path(root) / BUILD_MANIFEST))
+    return new_release_history(release.manifest, repo=repo or spec.repo, suite=spec.name,
+                               synthetic=release.synthetic)
 
 
 # -- front matter ------------------------------------------------------------------------------
@@ -453,9 +442,9 @@ def card_title(spec: SuiteSpec, synthetic: bool) -> str:
 
 def synthetic_what(spec: SuiteSpec, rd: Release) -> str:
     """What of a synthetic release was generated, from its build manifest."""
-    manifest = rd.manifest()
-    judge = (manifest.get("judge") or {}).get("model", "")
-    if spec.synthetic or (manifest.get("sources") or {}).get("synthetic") is True:
+    manifest = rd.manifest
+    judge = manifest.judge.model if manifest else ""
+    if spec.synthetic or (manifest and manifest.source_fact("synthetic") is True):
         return ("Every corpus, query, label, judge verdict, reranker score and gain in this "
                 "repository was generated from fixed random seeds.")
     return ("Its judge verdicts, first-stage runs and reranker scores were generated from "
@@ -677,14 +666,14 @@ def tournament_step(spec: SuiteSpec, rd: Release) -> str:
         return ""
     rows = sum(pq.read_metadata(rd.root / provenance_file("judge_tournament", s)).num_rows
                for s in splits)
-    calibration = rd.manifest().get("calibration") or {}
-    rule = (calibration.get("reading_rules") or {}).get("stage_a")
+    calibration = rd.manifest.calibration if rd.manifest else None
+    rule = calibration.reading_rules.get("stage_a") if calibration else None
     read = (f" The answers were read with the `{rule}` rule" + (
         ": a window enters only if every document it shows has a score in [-5, 5] and a "
         "rank." if rule == "complete" else ": as `complete`, plus windows without readable "
         "scores but with a complete ranking, as hard preferences of weight 1."
         if rule == "hard-fallback" else ".")) if rule else ""
-    counts = _stage_a_counts(rd.root / str(calibration.get("item_params", "")))
+    counts = _stage_a_counts(rd.root / (calibration.item_params if calibration else ""))
     if counts:
         fallback = (f" ({_n(counts['windows_fallback'])} as hard preferences)"
                     if counts.get("windows_fallback") else "")
@@ -716,17 +705,17 @@ def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, *,
     lines.append(f"{_n(sum(x.pool_pairs for x in facts))} pool pairs over "
                  f"{_n(sum(x.queries for x in facts))} queries; corpus ids compare as strings "
                  "(byte order), never as numbers.")
-    lines += source_note_lines(spec, rd.manifest())
+    lines += source_note_lines(spec, rd.manifest)
     if synthetic:
         lines.append("This release is SYNTHETIC (generated from fixed seeds); see the notice "
                      "at the top.")
     return lines
 
 
-def _sum_counts(manifest: dict, key: str) -> tuple[int, list[str]]:
+def _sum_counts(manifest: BuildManifest | None, key: str) -> tuple[int, list[str]]:
     """Total of a per-subset source count in the build manifest, and the subsets that have it."""
     total, where = 0, []
-    for subset, counts in manifest.get("counts", {}).items():
+    for subset, counts in (manifest.counts if manifest else {}).items():
         value = counts.get(key)
         if isinstance(value, int) and value:
             total += value
@@ -734,10 +723,10 @@ def _sum_counts(manifest: dict, key: str) -> tuple[int, list[str]]:
     return total, where
 
 
-def source_note_lines(spec: SuiteSpec, manifest: dict) -> list[str]:
+def source_note_lines(spec: SuiteSpec, manifest: BuildManifest | None) -> list[str]:
     """Notes about the upstream data, from what the source reader recorded at build time."""
     lines: list[str] = []
-    sources = manifest.get("sources", {})
+    sources = manifest.sources if manifest else {}
     repair = (sources.get("corpus") or {}).get("repair") or {}
     docs = (sources.get("corpus") or {}).get("documents")
     if repair.get("changed_vs_raw") is not None and docs:

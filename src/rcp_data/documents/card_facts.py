@@ -22,7 +22,6 @@ from rcp_data.core.specs import RULE_LETTERS, SuiteSpec
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
-from rcp_data.model.manifest import read_manifest
 from rcp_data.model.release import Release
 
 CARD_KEYS = {"retrievers", "second_judge", "judge_note", "mteb", "external_validation",
@@ -128,8 +127,8 @@ def judge_lines(facts: CardFacts) -> list[str]:
 def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: Release) -> str | None:
     """What the card says about query instructions: those the build recorded (carried in the
     task file, so mteb applies them), else what the spec says of the upstream tasks."""
-    recorded = (read_manifest(rd.root).get("sources") or {}).get("instructions") or {}
-    version = (read_manifest(rd.root).get("sources") or {}).get("mteb")
+    recorded = (rd.manifest.source_fact("instructions") if rd.manifest else None) or {}
+    version = rd.manifest.source_fact("mteb") if rd.manifest else None
     with_column = [s for s in spec.subset_names if rd.has(s, "queries") and "instruction"
                    in pq.read_schema(rd.root / subset_file(s, "queries")).names]
     ship = ("`{subset}-queries` has an `instruction` column" if with_column

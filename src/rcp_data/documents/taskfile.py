@@ -20,7 +20,7 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_write_text
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.layout import BUILD_MANIFEST, TASK_FILE
-from rcp_data.model.manifest import read_manifest
+from rcp_data.model.manifest import load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,8 @@ def release_prompts(root: Path) -> dict[str, str]:
     """Query instructions a build recorded for its subsets (the build manifest's
     ``sources.instructions``, e.g. BRIGHT's mteb task prompts), keyed by subset name."""
     path = Path(root) / BUILD_MANIFEST
-    found = (read_manifest(root).get("sources") or {}).get("instructions") or {}
+    manifest = load_manifest(root)
+    found = (manifest.source_fact("instructions") if manifest else None) or {}
     if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
         raise InputError("'sources.instructions' must map subset names to strings",
                          path=str(path), field="sources.instructions")

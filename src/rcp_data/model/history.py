@@ -24,6 +24,7 @@ from rcp_data.core.errors import InputError
 from rcp_data.core.gains import get_link, link_name
 from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_json
 from rcp_data.core.specs import suite_key
+from rcp_data.model.manifest import BuildManifest
 
 SCHEMA = "rcp-data.releases/1"
 STATUSES = ("current", "superseded")
@@ -372,6 +373,39 @@ def add_release(history: History, *, judge: Mapping, calibration: Mapping, summa
     if problems:
         raise InputError("; ".join(problems))
     return out
+
+
+SYNTHETIC_SUMMARY = "SYNTHETIC data (generated; not a benchmark). "
+
+
+def synthetic_summary(summary: str, synthetic: bool) -> str:
+    """A release summary, starting with SYNTHETIC for a release built from generated data."""
+    if not synthetic or summary.startswith("SYNTHETIC"):
+        return summary
+    return SYNTHETIC_SUMMARY + summary
+
+
+def new_release_history(manifest: BuildManifest, *, repo: str, suite: str,
+                        previous: History | None = None, summary: str = "",
+                        date: str | None = None, previous_revision: str | None = None,
+                        synthetic: bool = False) -> History:
+    """The history of ``repo`` with the release a build manifest describes appended as
+    current (the first release of a new history when ``previous`` is None). The one place a
+    new release's record is made from a build."""
+    history = previous or History(repo=repo, releases=(), schema=SCHEMA, extra={"suite": suite})
+    if history.repo != repo:
+        raise InputError(f"the release history is for {history.repo}, not {repo}")
+    judge, calibration = manifest.judge, manifest.calibration.to_dict()
+    return add_release(
+        history,
+        judge={"model": judge.model, "revision": judge.revision},
+        calibration=calibration_record(calibration),
+        summary=synthetic_summary(summary or f"Judge {judge.model}, 2PL IRT calibration, "
+                                             f"{link_name(calibration)} gains.", synthetic),
+        date=date,
+        previous_revision=previous_revision,
+        extra={"synthetic": True} if synthetic else None,
+    )
 
 
 def _tag_targets(refs: object) -> dict[str, str]:

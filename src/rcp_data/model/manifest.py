@@ -1,4 +1,11 @@
-"""The content manifest of a release: every file it holds, with its size and sha256.
+"""The build manifest of a release (``provenance/build_manifest.json``), typed, and its content
+list: every file the release holds, with its size and sha256.
+
+:class:`BuildManifest` is the one record of what a build wrote: the suite, whether the data is
+generated, the judge (:class:`JudgeRecord`) and calibration (:class:`CalibrationRecord`), the
+builder inputs, the sources' facts, the tools, the parameters, the per-subset counts, the corpus
+files, and the content list (:class:`~rcp_data.core.files.FileEntry` per file). It is read with
+:func:`load_manifest` (None when a release has none) and written with :meth:`BuildManifest.write`.
 
 A release this project builds lists, in ``provenance/build_manifest.json``, every file of the
 release except the manifest itself and the files a later card regeneration may change
@@ -22,7 +29,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import HUB_HOUSEKEEPING, FileEntry, hash_files, release_paths
@@ -52,21 +61,14 @@ def content_digest(entries: Iterable[FileEntry]) -> str:
     return h.hexdigest()
 
 
-def content_fields(root: str | Path) -> dict:
-    """``{"files": [...], "files_digest": ...}`` of a release directory, for its manifest."""
-    entries = release_content(root)
-    return {"files": [e.to_dict() for e in entries], "files_digest": content_digest(entries)}
-
-
-def record_content(root: str | Path) -> dict:
-    """Write the content manifest of ``root`` into its build manifest (atomically); return the
+def record_content(root: str | Path) -> BuildManifest:
+    """Write the content list of ``root`` into its build manifest (atomically); return the
     manifest. Call it after the last write of a data file."""
-    path = Path(root) / BUILD_MANIFEST
-    manifest = read_json(path)
-    if not isinstance(manifest, dict):
-        raise InputError("the build manifest must be a JSON object", path=str(path))
-    manifest.update(content_fields(root))
-    write_json(manifest, path)
+    manifest = load_manifest(root)
+    if manifest is None:
+        raise InputError("no build manifest", path=str(Path(root) / BUILD_MANIFEST))
+    manifest = manifest.with_content(root)
+    manifest.write(root)
     return manifest
 
 
@@ -108,7 +110,8 @@ def recorded_content(manifest: Mapping, *, source: str = BUILD_MANIFEST
 
 
 def read_manifest(root: str | Path) -> dict:
-    """The build manifest of a release directory (empty when there is none)."""
+    """The build manifest of a release directory as raw JSON (empty when there is none); the
+    typed record is :func:`load_manifest`."""
     path = Path(root) / BUILD_MANIFEST
     if not path.exists():
         return {}
@@ -118,7 +121,238 @@ def read_manifest(root: str | Path) -> dict:
     return data
 
 
+# -- the typed records -------------------------------------------------------------------------
+def _mapping(data: Mapping, key: str, source: str) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"'{key}' must be an object", path=source, field=key)
+    return dict(value)
 
 
-__all__ = ["MANIFEST_SCHEMA", "content_digest", "content_fields", "is_listed", "read_manifest",
-           "record_content", "recorded_content", "release_content"]
+def _text(data: Mapping, key: str, source: str, *, default: str | None = "") -> str | None:
+    value = data.get(key, default)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"'{key}' must be a string, got {value!r}", path=source, field=key)
+    return value
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """The judge whose answers a release's gains come from."""
+
+    model: str
+    revision: str | None = None
+    short: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, source: str = BUILD_MANIFEST) -> JudgeRecord:
+        if not isinstance(data, Mapping):
+            raise InputError("'judge' must be an object", path=source, field="judge")
+        model = _text(data, "model", source)
+        if not model:
+            raise InputError("the judge has no 'model'", path=source, field="judge.model")
+        return cls(model=model, revision=_text(data, "revision", source, default=None),
+                   short=_text(data, "short", source) or "")
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "revision": self.revision, "short": self.short}
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """How a release's gains were calibrated: the item-parameter file, the gain link and the
+    reading rules of the judge's answers (empty when the defaults were used)."""
+
+    item_params: str
+    link: str
+    reading_rules: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, source: str = BUILD_MANIFEST) -> CalibrationRecord:
+        if not isinstance(data, Mapping):
+            raise InputError("'calibration' must be an object", path=source, field="calibration")
+        item_params = _text(data, "item_params", source)
+        link = _text(data, "link", source)
+        if not item_params or not link:
+            raise InputError("the calibration needs 'item_params' and 'link'", path=source,
+                             field="calibration")
+        return cls(item_params=item_params, link=link,
+                   reading_rules=_mapping(data, "reading_rules", source))
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"item_params": self.item_params, "link": self.link}
+        if self.reading_rules:
+            out["reading_rules"] = dict(self.reading_rules)
+        return out
+
+
+@dataclass(frozen=True)
+class CorpusFileRecord:
+    """A corpus file as the manifest records it (what a card states about a corpus that was not
+    downloaded)."""
+
+    rows: int
+    columns: tuple[str, ...]
+
+
+#: The keys of a build manifest, in the order they are written.
+_KEYS = ("schema", "suite", "synthetic", "judge", "calibration", "inputs", "sources", "tools",
+         "parameters", "subsets", "counts", "corpus_files", "recalibration", "files",
+         "files_digest")
+
+
+@dataclass(frozen=True)
+class BuildManifest:
+    """``provenance/build_manifest.json``: what a build wrote, and every file it holds."""
+
+    suite: str
+    judge: JudgeRecord
+    calibration: CalibrationRecord
+    synthetic: bool = False
+    inputs: tuple[FileEntry, ...] = ()
+    sources: dict = field(default_factory=dict, compare=False)
+    tools: dict = field(default_factory=dict, compare=False)
+    parameters: dict = field(default_factory=dict, compare=False)
+    subsets: tuple[str, ...] = ()
+    counts: dict = field(default_factory=dict, compare=False)
+    corpus_files: dict[str, CorpusFileRecord] | None = None
+    recalibration: dict | None = field(default=None, compare=False)
+    files: tuple[FileEntry, ...] | None = None
+    files_digest: str | None = None
+    schema: str = MANIFEST_SCHEMA
+    extra: dict = field(default_factory=dict, compare=False)
+
+    # -- facts read from it ----------------------------------------------------------------
+    @property
+    def content(self) -> tuple[list[FileEntry], str] | None:
+        """The content list and its digest (None when the manifest records none)."""
+        if self.files is None:
+            return None
+        return list(self.files), str(self.files_digest)
+
+    @property
+    def tool_version(self) -> str | None:
+        """The rcp-data version that built the release."""
+        return self.tools.get("rcp-data")
+
+    def source_fact(self, *keys: str) -> Any:
+        """A nested fact of the sources (``source_fact("corpus", "repair")``), None if absent."""
+        value: Any = self.sources
+        for key in keys:
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(key)
+        return value
+
+    def with_content(self, root: str | Path) -> BuildManifest:
+        """This manifest with the content list of the release directory ``root``."""
+        entries = release_content(root)
+        return replace(self, files=tuple(entries), files_digest=content_digest(entries))
+
+    # -- (de)serialisation -----------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: object, *, source: str = BUILD_MANIFEST) -> BuildManifest:
+        """The typed manifest of its JSON; a malformed one is an :class:`InputError` naming
+        ``source`` and the field."""
+        if not isinstance(data, Mapping):
+            raise InputError("the build manifest must be a JSON object", path=source)
+        if data.get("schema") != MANIFEST_SCHEMA:
+            raise InputError(f"unknown schema {data.get('schema')!r}; this rcp-data reads "
+                             f"{MANIFEST_SCHEMA!r}", path=source, field="schema")
+        suite = _text(data, "suite", source)
+        if not suite:
+            raise InputError("the build manifest names no suite", path=source, field="suite")
+        synthetic = data.get("synthetic", False)
+        if not isinstance(synthetic, bool):
+            raise InputError(f"'synthetic' must be true or false, got {synthetic!r}",
+                             path=source, field="synthetic")
+        subsets = data.get("subsets") or []
+        if not isinstance(subsets, list) or not all(isinstance(s, str) for s in subsets):
+            raise InputError("'subsets' must be a list of names", path=source, field="subsets")
+        content = recorded_content(data, source=source)
+        return cls(
+            schema=MANIFEST_SCHEMA, suite=suite, synthetic=synthetic,
+            judge=JudgeRecord.from_dict(data.get("judge"), source=source),
+            calibration=CalibrationRecord.from_dict(data.get("calibration"), source=source),
+            inputs=tuple(_inputs(data.get("inputs") or [], source)),
+            sources=_mapping(data, "sources", source), tools=_mapping(data, "tools", source),
+            parameters=_mapping(data, "parameters", source), subsets=tuple(subsets),
+            counts=_mapping(data, "counts", source),
+            corpus_files=_corpus_files(data, source),
+            recalibration=_mapping(data, "recalibration", source) or None,
+            files=None if content is None else tuple(content[0]),
+            files_digest=None if content is None else content[1],
+            extra={k: v for k, v in data.items() if k not in _KEYS},
+        )
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {
+            "schema": self.schema, "suite": self.suite, "synthetic": self.synthetic,
+            "judge": self.judge.to_dict(), "calibration": self.calibration.to_dict(),
+            "inputs": [e.to_dict() for e in self.inputs], "sources": dict(self.sources),
+            "tools": dict(self.tools), "parameters": dict(self.parameters),
+            "subsets": list(self.subsets), "counts": dict(self.counts),
+        }
+        if self.corpus_files is not None:
+            out["corpus_files"] = {p: {"rows": r.rows, "columns": list(r.columns)}
+                                   for p, r in self.corpus_files.items()}
+        if self.recalibration is not None:
+            out["recalibration"] = dict(self.recalibration)
+        out.update(self.extra)
+        if self.files is not None:
+            out["files"] = [e.to_dict() for e in self.files]
+            out["files_digest"] = self.files_digest
+        return out
+
+    def write(self, root: str | Path) -> None:
+        """Write this manifest into the release directory ``root`` (atomically)."""
+        write_json(self.to_dict(), Path(root) / BUILD_MANIFEST)
+
+
+def _inputs(raw: object, source: str) -> list[FileEntry]:
+    if not isinstance(raw, list):
+        raise InputError("'inputs' must be a list of {path, size, sha256}", path=source,
+                         field="inputs")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
+            raise InputError("an input must be an object with a 'path'", path=source, row=i,
+                             field="inputs")
+        size, sha = item.get("size"), item.get("sha256")
+        if not isinstance(size, int) or not isinstance(sha, str):
+            raise InputError(f"{item['path']}: bad size or sha256", path=source, row=i,
+                             field="inputs")
+        out.append(FileEntry(item["path"], size, sha))
+    return out
+
+
+def _corpus_files(data: Mapping, source: str) -> dict[str, CorpusFileRecord] | None:
+    if "corpus_files" not in data:
+        return None
+    raw = _mapping(data, "corpus_files", source)
+    out = {}
+    for path, rec in raw.items():
+        ok = (isinstance(rec, Mapping) and isinstance(rec.get("rows"), int)
+              and isinstance(rec.get("columns"), list))
+        if not ok:
+            raise InputError(f"{path}: a corpus file needs 'rows' and 'columns'", path=source,
+                             field="corpus_files")
+        out[path] = CorpusFileRecord(int(rec["rows"]), tuple(str(c) for c in rec["columns"]))
+    return out
+
+
+def load_manifest(root: str | Path) -> BuildManifest | None:
+    """The typed build manifest of a release directory (None when it has none)."""
+    path = Path(root) / BUILD_MANIFEST
+    if not path.exists():
+        return None
+    return BuildManifest.from_dict(read_json(path), source=str(path))
+
+
+
+
+__all__ = ["MANIFEST_SCHEMA", "BuildManifest", "CalibrationRecord", "CorpusFileRecord",
+           "JudgeRecord", "content_digest", "is_listed", "load_manifest",
+           "read_manifest", "record_content", "recorded_content", "release_content"]

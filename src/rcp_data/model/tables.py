@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from rcp_data.core.io import check_schema, read_parquet
 from rcp_data.model.layout import subset_file
+from rcp_data.model.manifest import CorpusFileRecord
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS
 
 if TYPE_CHECKING:  # pandas is imported where a table becomes a DataFrame
@@ -49,16 +50,16 @@ def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema 
     pq.write_table(table, path, compression="zstd", row_group_size=row_group_size)
 
 
-def corpus_record(root: Path) -> dict[str, dict]:
-    """``{path: {"rows", "columns"}}`` of every corpus file in a release directory (the build
+def corpus_record(root: Path) -> dict[str, CorpusFileRecord]:
+    """Rows and columns of every corpus file in a release directory, by path (the build
     manifest's ``corpus_files``: what a card states about a corpus it has not downloaded)."""
     root = Path(root)
     paths = sorted({*root.glob(subset_file("*", "corpus")), *root.glob("corpus/*/corpus-*.parquet")})
     out = {}
     for p in paths:
         meta = pq.read_metadata(p)
-        out[p.relative_to(root).as_posix()] = {"rows": meta.num_rows,
-                                               "columns": list(meta.schema.to_arrow_schema().names)}
+        out[p.relative_to(root).as_posix()] = CorpusFileRecord(
+            meta.num_rows, tuple(meta.schema.to_arrow_schema().names))
     return out
 
 

@@ -11,57 +11,28 @@ import logging
 from pathlib import Path
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.gains import link_name
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.history import (
-    SCHEMA,
-    History,
-    add_release,
-    calibration_record,
-    read_history,
-    write_history,
-)
-from rcp_data.model.layout import RELEASES_JSON
-from rcp_data.model.release import Release, release_is_synthetic
+from rcp_data.model.history import History, read_history, write_history
+from rcp_data.model.history import new_release_history as history_with_release
+from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON
+from rcp_data.model.release import Release
 
 log = logging.getLogger(__name__)
-
-
-SYNTHETIC_SUMMARY = "SYNTHETIC data (generated; not a benchmark). "
-
-
-def synthetic_summary(summary: str, synthetic: bool) -> str:
-    """A release summary, starting with SYNTHETIC for a release built from generated data."""
-    if not synthetic or summary.startswith("SYNTHETIC"):
-        return summary
-    return SYNTHETIC_SUMMARY + summary
 
 
 def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: History | None, *,
                         summary: str = "", date: str | None = None,
                         previous_revision: str | None = None) -> History:
-    """The history of the repo with the release built in ``root`` appended as current."""
-    manifest = Release(Path(root), spec).manifest()
-    judge = manifest.get("judge")
-    calibration = manifest.get("calibration")
-    if not judge or not calibration:
-        raise InputError("the build manifest names no judge/calibration",
-                         path=str(Path(root) / "provenance/build_manifest.json"))
-    history = previous or History(repo=repo, releases=(), schema=SCHEMA,
-                                  extra={"suite": spec.name})
-    if history.repo != repo:
-        raise InputError(f"the release history is for {history.repo}, not {repo}")
-    synthetic = release_is_synthetic(root, synthetic_suite=spec.synthetic)
-    return add_release(
-        history,
-        judge={"model": judge["model"], "revision": judge.get("revision")},
-        calibration=calibration_record(calibration),
-        summary=synthetic_summary(summary or f"Judge {judge['model']}, 2PL IRT calibration, "
-                                             f"{link_name(calibration)} gains.", synthetic),
-        date=date,
-        previous_revision=previous_revision,
-        extra={"synthetic": True} if synthetic else None,
-    )
+    """The history of the repo with the release built in ``root`` appended as current
+    (:func:`rcp_data.model.history.new_release_history`)."""
+    release = Release(Path(root), spec)
+    if release.manifest is None:
+        raise InputError("no build manifest: build the release first",
+                         path=str(Path(root) / BUILD_MANIFEST))
+    return history_with_release(release.manifest, repo=repo, suite=spec.name,
+                                previous=previous, summary=summary, date=date,
+                                previous_revision=previous_revision,
+                                synthetic=release.synthetic)
 
 
 def render_release_files(root: Path, spec: SuiteSpec, history: History) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +21,9 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
-from rcp_data.core.io import write_json
 from rcp_data.core.outputs import Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.model.layout import (
-    BUILD_MANIFEST,
     CARD_FILE,
     RELEASE,
     RELEASES_JSON,
@@ -33,7 +31,7 @@ from rcp_data.model.layout import (
     provenance_file,
     subset_file,
 )
-from rcp_data.model.manifest import read_manifest, record_content
+from rcp_data.model.manifest import load_manifest
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
@@ -56,8 +54,8 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     empty, or a release folder written earlier and ``force`` given, and apart from ``prev`` and
     ``inputs`` (:func:`rcp_data.core.outputs.output_dir`).
     """
-    from rcp_data.model.history import add_release, read_history, write_history
-    from rcp_data.release.prepare import render_release_files, synthetic_summary
+    from rcp_data.model.history import add_release, read_history, synthetic_summary, write_history
+    from rcp_data.release.prepare import render_release_files
 
     history = read_history(Path(prev) / RELEASES_JSON)
     current = history.current
@@ -109,15 +107,17 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             date=date, previous_revision=previous_revision,
             extra={"synthetic": True} if synthetic else None)
         write_history(new_history, tmp / RELEASES_JSON)
-        if (tmp / BUILD_MANIFEST).exists():
-            manifest = read_manifest(tmp)
-            manifest["recalibration"] = {"from_release": current.release, "link": link,
-                                         "item_params": params.to_dict()}
+        manifest = load_manifest(tmp)
+        if manifest is not None:
+            recalibration = {"from_release": current.release, "link": link,
+                             "item_params": params.to_dict()}
+            calibration = manifest.calibration
             if reading_rules:
-                manifest["recalibration"]["reading_rules"] = dict(reading_rules)
-                manifest.setdefault("calibration", {})["reading_rules"] = dict(reading_rules)
-            write_json(manifest, tmp / BUILD_MANIFEST)
-            record_content(tmp)  # new qrels and item parameters: the content manifest anew
+                recalibration["reading_rules"] = dict(reading_rules)
+                calibration = replace(calibration, reading_rules=dict(reading_rules))
+            manifest = replace(manifest, recalibration=recalibration, calibration=calibration)
+            # new qrels and item parameters: the content list anew
+            manifest.with_content(tmp).write(tmp)
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)

@@ -22,7 +22,7 @@ from rcp_data.core.hub_client import HubClient
 from rcp_data.documents.card import render_release_files
 from rcp_data.model.history import fill_known_shas, read_history
 from rcp_data.model.layout import CARD_FILE, CORPUS_PATTERNS, RELEASES_JSON, TASK_FILE
-from rcp_data.model.manifest import read_manifest
+from rcp_data.model.manifest import load_manifest
 from rcp_data.model.suite import release_spec
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,8 @@ def read_for_card(client: HubClient, repo: str, sha: str) -> Path:
     root = client.download(repo, sha, ignore_patterns=CORPUS_PATTERNS)
     if not (root / RELEASES_JSON).exists():
         raise InputError(f"{repo}@{sha[:8]} has no {RELEASES_JSON}; publish a release first")
-    if "corpus_files" not in read_manifest(root):
+    manifest = load_manifest(root)
+    if manifest is None or manifest.corpus_files is None:
         log.info("%s@%s: the build manifest records no corpus files; downloading the corpus",
                  repo, sha[:8])
         root = client.download(repo, sha)

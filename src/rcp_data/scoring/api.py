@@ -28,20 +28,25 @@ if TYPE_CHECKING:
 
 def opened(release: Release | str | Path, *, suite: str | SuiteSpec | None = None,
            client: HubClient | None = None, progress: bool = False) -> Release:
-    """``release`` itself when it is opened, else :func:`open_release` of it (the Hub's
-    download bars only with ``progress``)."""
+    """``release`` itself when it is opened, else :func:`open_release` of it as a replay reads
+    it: a release of an unknown suite by its folders, from the Hub only the tables a replay
+    reads (its download bars only with ``progress``)."""
+    from rcp_data.model.layout import REPLAY_PATTERNS
     from rcp_data.model.release import Release, open_release
 
     if isinstance(release, Release):
         return release
     with hub_bars(progress or not str(release).startswith("hf://")):
-        return open_release(release, suite=suite, client=client)
+        return open_release(release, suite=suite, client=client, adhoc=True,
+                            allow_patterns=REPLAY_PATTERNS)
 
 
 def _runs_of(release: Release, *, include_judge: bool = False) -> ReleaseRuns:
     from rcp_data.scoring.replay import load_release
 
-    return load_release(release.root, release.spec, include_judge=include_judge)
+    data = load_release(release.root, release.spec, include_judge=include_judge)
+    data.suite_known = release.known
+    return data
 
 
 def replay(release: Release | str | Path, *, k: int = 10, tie_rule: str | None = None,

@@ -17,15 +17,14 @@ else, or a reference cell the tables lack, is ``failed``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import loads_json, read_json
-from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, known_suites, load_spec
-from rcp_data.model.suite import card_suite
+from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
+from rcp_data.model.suite import which_suite
 from rcp_data.scoring.replay import METRICS, ReplayResult, model_order
 
 TOLERANCE = 0.05
@@ -211,19 +210,6 @@ def parse_card_tables(text: str) -> list[_RawTable]:
     return tables
 
 
-def _infer_suite(columns: Iterable[str]) -> str | None:
-    cols = [c for c in set(columns) if c.lower() != "mean"]
-    if not cols:
-        return None
-    hits = []
-    for name in known_suites():
-        spec = load_spec(name)
-        keys = set(spec.subset_names) | {d.name for d in spec.domains}
-        if all(spec.column_key(c) in keys for c in cols):
-            hits.append(name)
-    return hits[0] if len(hits) == 1 else None
-
-
 def _spec_for(spec: SuiteSpec | str | None, guess: str | None, source: str) -> SuiteSpec:
     if isinstance(spec, SuiteSpec):
         return spec
@@ -270,7 +256,7 @@ def _card_tables(text: str, path: Path, spec: SuiteSpec | str | None) -> TableSe
     if not raw:
         raise InputError("no result tables found (titles like 'RCP-nDCG@10 (%), rule (a)')",
                          path=str(path))
-    guess = card_suite(text) or _infer_suite(c for t in raw for c in t.columns)
+    guess = which_suite(card_text=text, columns=[c for t in raw for c in t.columns])
     sp = _spec_for(spec, guess, str(path))
     cells: dict[CellKey, float] = {}
     for t in raw:
@@ -291,7 +277,7 @@ def _replay_tables(data: dict, path: Path, spec: SuiteSpec | str | None) -> Tabl
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"replay JSON lacks {exc}", path=str(path)) from exc
     cols = [c for m in metrics.values() for row in m.values() for c in row]
-    sp = _spec_for(spec, _infer_suite(cols), str(path))
+    sp = _spec_for(spec, which_suite(columns=cols), str(path))
     cells = {}
     for metric, table in metrics.items():
         if metric not in METRICS:

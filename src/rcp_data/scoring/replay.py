@@ -36,15 +36,11 @@ from rcp_data.core.specs import (
     RULE_LETTERS,
     RULE_NAMES,
     TIE_RULES,
-    CorpusSpec,
-    PoolSpec,
-    SubsetSpec,
     SuiteSpec,
-    load_spec,
 )
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release
-from rcp_data.model.suite import detect_suite
+from rcp_data.model.suite import suite_spec
 from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
 
@@ -491,42 +487,13 @@ def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.n
 
 
 # -- loading a release directory -----------------------------------------------------------------
-def directory_spec(root: Path) -> SuiteSpec:
-    """An ad-hoc spec for a release of an unknown suite: every folder with a top_ranked table."""
-    subsets = sorted(p.parent.name for p in Path(root).glob("*/top_ranked.parquet"))
-    if not subsets:
-        raise InputError("no {subset}/top_ranked.parquet found: not a release directory",
-                         path=str(root))
-    return SuiteSpec(
-        name="unknown", pretty_name=Path(root).name, title=Path(root).name, repo="", split="",
-        paper_tie_rule="doc-id",
-        subsets=tuple(SubsetSpec(name=s, label=s, task=s) for s in subsets),
-        rerankers={}, pool=PoolSpec(), corpus=CorpusSpec(),
-    )
-
-
-def resolve_spec(root: Path, spec: SuiteSpec | str | None = None) -> tuple[SuiteSpec, bool]:
-    """The release's spec (given, detected from its manifest/card) and whether it is known."""
-    if isinstance(spec, SuiteSpec):
-        return spec, True
-    if isinstance(spec, str):
-        return load_spec(spec), True
-    name = detect_suite(root)
-    if name:
-        try:
-            return load_spec(name), True
-        except UsageError:
-            log.warning("release names unknown suite %r; replaying its folders as found", name)
-    return directory_spec(root), False
-
-
 def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
                  include_judge: bool = False) -> ReleaseRuns:
     """Read and align every subset of a release directory (see module docstring)."""
     root = Path(root)
     if not root.is_dir():
         raise InputError("not a directory", path=str(root))
-    spec, known = resolve_spec(root, spec)
+    spec, known = suite_spec(root, spec, adhoc=True)
     release = Release(root, spec)
     by_split: dict[str, list[str]] = {}
     for s in spec.subset_names:
@@ -755,7 +722,7 @@ def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: 
                    tie_rule: str | None = None, view: str = "subsets",
                    include_judge: bool = False) -> ReplayResult:
     """Replay one table set of a release directory (see module docstring)."""
-    spec, known = resolve_spec(Path(root), spec)
+    spec, known = suite_spec(Path(root), spec, adhoc=True)
     spec.view_columns(view)                            # refuse a bad view before reading
     data = load_release(root, spec, include_judge=include_judge)
     data.suite_known = known
@@ -777,6 +744,6 @@ __all__ = [
     "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
     "build_subset_runs",
     "default_tie_rule", "format_percent", "load_release", "model_order", "render_markdown_table",
-    "replay_loaded", "replay_release", "resolve_spec", "score_queries", "score_subset",
+    "replay_loaded", "replay_release", "score_queries", "score_subset",
     "summarize", "table_title", "view_heading",
 ]

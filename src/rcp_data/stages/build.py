@@ -26,21 +26,19 @@ import pyarrow.parquet as pq
 
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
-from rcp_data.core.files import sha256_file
+from rcp_data.core.files import FileEntry, sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_parquet, write_json
 from rcp_data.core.outputs import check_output_dir, output_dir
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.layout import (
-    BUILD_MANIFEST,
-    MANIFEST_SCHEMA,
     RELEASE,
     provenance_file,
     shard_name,
     subset_file,
 )
-from rcp_data.model.manifest import content_fields
+from rcp_data.model.manifest import BuildManifest, CalibrationRecord, JudgeRecord
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.tables import corpus_record, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
@@ -397,7 +395,7 @@ def built_from_generated_data(spec: SuiteSpec, source: SuiteSource, inputs: Buil
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
                   link: str = DEFAULT_LINK, parameters: dict | None = None,
                   partial: bool = False, force: bool = False,
-                  finish: Callable[[Path], None] | None = None) -> dict:
+                  finish: Callable[[Path], None] | None = None) -> BuildManifest:
     """Build the whole release directory ``out`` atomically; return the build manifest.
 
     With ``partial``, only the subsets the source provides are built (tests, trial builds);
@@ -450,34 +448,30 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                              row_group_rows=spec.corpus.row_group_rows)
                 written_groups.add(group)
         inputs.item_params.write(tmp / "provenance" / f"item_params.{inputs.judge.short}.json")
-        manifest = {
-            "schema": MANIFEST_SCHEMA,
-            "suite": spec.name,
-            "synthetic": built_from_generated_data(spec, source, inputs, parameters),
-            "judge": {"model": inputs.judge.model, "revision": inputs.judge.revision,
-                      "short": inputs.judge.short},
-            "calibration": {"item_params": f"provenance/item_params.{inputs.judge.short}.json",
-                            "link": link,
-                            **({"reading_rules": inputs.reading_rules}
-                               if inputs.reading_rules else {})},
-            "inputs": [
-                {"path": str(p.relative_to(inputs.root)) if inputs.root else p.name,
-                 "size": p.stat().st_size, "sha256": sha256_file(p)}
-                for p in inputs.files
-            ],
-            "sources": source.facts,
-            "tools": tool_versions(),
-            "parameters": {
+        manifest = BuildManifest(
+            suite=spec.name,
+            synthetic=built_from_generated_data(spec, source, inputs, parameters),
+            judge=JudgeRecord(model=inputs.judge.model, revision=inputs.judge.revision,
+                              short=inputs.judge.short),
+            calibration=CalibrationRecord(
+                item_params=f"provenance/item_params.{inputs.judge.short}.json", link=link,
+                reading_rules=dict(inputs.reading_rules or {})),
+            inputs=tuple(
+                FileEntry(str(p.relative_to(inputs.root)) if inputs.root else p.name,
+                          p.stat().st_size, sha256_file(p))
+                for p in inputs.files),
+            sources=source.facts,
+            tools=tool_versions(),
+            parameters={
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
                 **(parameters or {}),
             },
-            "subsets": subsets,
-            "counts": counts,
-            "corpus_files": corpus_record(tmp),
-        }
-        manifest.update(content_fields(tmp))  # every file written above, hashed (the last step)
-        write_json(manifest, tmp / BUILD_MANIFEST)
+            subsets=tuple(subsets),
+            counts=counts,
+            corpus_files=corpus_record(tmp),
+        ).with_content(tmp)  # every file written above, hashed (the last step)
+        manifest.write(tmp)
         if finish is not None:
             finish(tmp)
     log.info("built %s release of %d subsets into %s", spec.name, len(subsets), out)

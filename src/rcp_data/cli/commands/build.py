@@ -102,14 +102,14 @@ def run(args: argparse.Namespace) -> int:
 
     manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK,
                              force=args.force, finish=None if args.no_prepare else prepare)
-    totals = {k: sum(c.get(k, 0) for c in manifest["counts"].values()
+    totals = {k: sum(c.get(k, 0) for c in manifest.counts.values()
                      if isinstance(c.get(k, 0), int))
               for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}
-    synthetic = " SYNTHETIC" if manifest.get("synthetic") else ""
-    say(args, f"built{synthetic} {spec.name} into {args.out}: {len(manifest['counts'])} "
+    synthetic = " SYNTHETIC" if manifest.synthetic else ""
+    say(args, f"built{synthetic} {spec.name} into {args.out}: {len(manifest.counts)} "
         "subsets, " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
     result = {"out": str(args.out), "suite": spec.name,
-              "synthetic": bool(manifest.get("synthetic")), **totals}
+              "synthetic": manifest.synthetic, **totals}
     if prepared:
         current = prepared["history"].current
         say(args, f"prepared release {current.release} ({current.tag}) for {repo}: "

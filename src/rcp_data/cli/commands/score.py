@@ -53,13 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.scoring.replay import load_release
-    from rcp_data.scoring.score import score_files
+    from rcp_data.scoring.api import score
 
-    root, _pin = args.hub_client.local_release(args.dataset)
-    result = score_files(load_release(root), args.runs, args.name, k=args.k,
-                         tie_rule=args.tie_rule, view=args.view, depth=args.depth,
-                         against=args.against)
+    result = score(args.dataset, args.runs, names=args.name, client=args.hub_client, k=args.k,
+                   tie_rule=args.tie_rule, view=args.view, depth=args.depth,
+                   against=args.against, progress=not args.quiet)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
