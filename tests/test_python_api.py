@@ -69,6 +69,26 @@ def test_errors_inherit_the_builtin_of_their_meaning():
     assert rcp_data.RefusedError("no").exit_code == 1
 
 
+def test_bars_only_when_asked():
+    """A library call shows no bar, even with the toolkit's logging at INFO; ``progress=True``
+    (:func:`bars`) asks for them; the CLI's :func:`show_bars` does, unless ``-q``."""
+    code = ("import logging\n"
+            "from rcp_data.core.progress import bars, bars_wanted, show_bars\n"
+            "logging.basicConfig(level=logging.INFO)\n"
+            "seen = [bars_wanted()]\n"
+            "with bars(True):\n"
+            "    seen.append(bars_wanted())\n"
+            "seen.append(bars_wanted())\n"
+            "show_bars(True)\n"
+            "seen.append(bars_wanted())\n"
+            "logging.getLogger('rcp_data').setLevel(logging.ERROR)\n"   # what -q does
+            "seen.append(bars_wanted())\n"
+            "print(seen)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": SRC})
+    assert out.stdout.strip() == "[False, True, False, True, False]"
+
+
 # -- calls: typed results, nothing printed -----------------------------------------------------
 def test_replay_returns_the_cli_numbers_and_prints_nothing(demo_release_v1, capfd):
     expected = _cli_json(capfd, "replay", str(demo_release_v1))
