@@ -6,7 +6,7 @@ On demand, not a test:
     .venv/bin/python bench/calibrate.py --queries 1000     # smaller
     .venv/bin/python bench/calibrate.py --device cuda      # the fit on a GPU (when one is lent)
 
-Generates a SYNTHETIC verdict table from known 2PL parameters (``rcp_data.stages.calibration.simulate``:
+Generates a SYNTHETIC verdict table from known 2PL parameters (``rcp_data.demo.simulate``:
 per query 100 windows of 10 of its 150 documents, so 6.67 placements per document and 14.5M
 verdict rows) and its Stage A theta table, writes both as parquet (not timed), then runs
 ``rcp-data calibrate`` in a child process and reports its wall time and peak RSS (the child's
@@ -34,9 +34,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from rcp_data.demo.simulate import simulate_verdicts
 from rcp_data.model.tables import write_parquet
 from rcp_data.stages.calibration.fit import MapArrays, negative_log_posterior
-from rcp_data.stages.calibration.simulate import simulate_verdicts
 
 TARGET_S = 600
 TARGET_GIB = 8.0

@@ -38,7 +38,10 @@ from rcp_data.demo.synthetic_corpus import generate_batches, generate_passages
 from rcp_data.model.layout import shard_name
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.sources.text_repair import repair_array, repair_settings
-from rcp_data.sources.text_repair_reference import irds_repair_bytes
+
+# ir_datasets' own repair, the reference: a test helper, not part of the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support_text_repair_reference import irds_repair_bytes  # noqa: E402
 
 MSMARCO_PASSAGES = 8_841_823
 TARGET_S = 15 * 60

@@ -6,7 +6,7 @@ On demand, not a test:
     .venv/bin/python bench/tournament.py --queries 1000   # smaller (windows scale with it)
     .venv/bin/python bench/tournament.py --device cuda    # the fit on a GPU (when one is lent)
 
-Generates a SYNTHETIC tournament table (``rcp_data.stages.calibration.schedule``: per query 40
+Generates a SYNTHETIC tournament table (``rcp_data.demo.schedule``: per query 40
 random and 40 stratified windows of 10, each shown twice reversed, then 7 adaptive batches of
 8; the estimate between phases is the mean score, the cheap stand-in at this scale; 0.5% of
 the answers unreadable, 0.5% cut off), trimmed to the ViDoRe count of windows (215.16 per
@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from rcp_data.stages.calibration.schedule import ScheduleSettings, simulate_tournament
+from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 
 TARGET_S = 180
 TARGET_GIB = 8.0

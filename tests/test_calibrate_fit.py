@@ -9,6 +9,7 @@ from scipy.special import expit
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
+from rcp_data.demo.simulate import simulate_counts, simulate_verdicts
 from rcp_data.stages.calibration.diagnostics import fit_diagnostics
 from rcp_data.stages.calibration.fit import (
     MapArrays,
@@ -18,7 +19,6 @@ from rcp_data.stages.calibration.fit import (
     negative_log_posterior,
 )
 from rcp_data.stages.calibration.pipeline import calibrate
-from rcp_data.stages.calibration.simulate import simulate_counts, simulate_verdicts
 from rcp_data.stages.calibration.verdicts import count_verdicts
 
 

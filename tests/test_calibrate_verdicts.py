@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rcp_data.core.errors import InputError, SchemaError
-from rcp_data.stages.calibration.simulate import simulate_verdicts
+from rcp_data.demo.simulate import simulate_verdicts
 from rcp_data.stages.calibration.verdicts import count_verdicts, read_verdicts
 
 

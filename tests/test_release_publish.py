@@ -26,7 +26,7 @@ from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, fill_known_shas, read_history, release_tag
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
-from rcp_data.release.publish import execute_plan, plan_publish, publish, publish_series
+from rcp_data.release.publish import PublishResult, execute_plan, plan_publish, publish
 from rcp_data.release.refs import list_releases, render_listing
 
 TAG1 = release_tag(1, "rcp-data/synthetic-judge-7b")
@@ -436,6 +436,18 @@ def test_repo_mismatch_refused(tmp_path, api, hub_repo):
     before = _state(api, hub_repo)
     assert _publish_cli(v1, hub_repo) == 1
     assert _state(api, hub_repo) == before
+
+
+def publish_series(builders: list, repo: str, *, client) -> list[PublishResult]:
+    """Publish releases one after another: each builder is called with the commit sha of the
+    release published before it (None for the first) and returns the release directory."""
+    results: list[PublishResult] = []
+    previous: str | None = None
+    for build in builders:
+        result = publish(build(previous), repo, client=client, create_repo=not results)
+        results.append(result)
+        previous = result.commit
+    return results
 
 
 def test_listing_flags_disagreements(tmp_path, api, client, hub_repo, capsys):

@@ -311,7 +311,7 @@ SOURCE_CASES = {
 
 @pytest.mark.parametrize("case", list(SOURCE_CASES))
 def test_bad_source_table_exits_2_naming_it(case, inputs, tmp_path, capsys, monkeypatch):
-    import rcp_data.demo.suite as demo_suite
+    import rcp_data.sources.synthetic as demo_suite
 
     real = demo_suite.read_suite
     expected: list[str] = []
@@ -331,7 +331,7 @@ def test_empty_documents_allowed_by_the_spec_are_counted_in_the_card(
     """An explicit per-subset allowance in the spec: the build passes and the card counts the
     empty document (one the first stage retrieves below the pool, so the judge's inputs stay
     valid; that empty documents never enter a pool is tested with the NanoBEIR reader)."""
-    import rcp_data.demo.suite as demo_suite
+    import rcp_data.sources.synthetic as demo_suite
     from rcp_data.core import specs
 
     builders = tmp_path / "builders"

@@ -10,6 +10,7 @@ import math
 import re
 import shutil
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -396,12 +397,16 @@ def test_query_instructions_come_from_the_build_manifest(tmp_path):
     task's prompt in every view; suites without instructions get none."""
     from rcp_data.core.errors import InputError
     from rcp_data.documents.taskfile import release_prompts
+    from rcp_data.model.manifest import BuildManifest, CalibrationRecord, JudgeRecord
 
     spec = load_spec("bright")
     (tmp_path / "provenance").mkdir()
-    manifest = tmp_path / "provenance" / "build_manifest.json"
-    manifest.write_text(json.dumps({"sources": {"instructions": {
-        "aops": "SYNTHETIC instruction for aops", "pony": "SYNTHETIC pony"}}}))
+    built = BuildManifest(suite="bright", judge=JudgeRecord("rcp-data/SYNTHETIC-judge"),
+                          calibration=CalibrationRecord("provenance/item_params.x.json",
+                                                        "weighted_discrimination"),
+                          sources={"instructions": {"aops": "SYNTHETIC instruction for aops",
+                                                    "pony": "SYNTHETIC pony"}})
+    built.write(tmp_path)
     prompts = release_prompts(tmp_path)
     assert prompts == {"aops": "SYNTHETIC instruction for aops", "pony": "SYNTHETIC pony"}
     meta = build_blocks(spec, _releases(1), repo=spec.repo, prompts=prompts)["task_metadata"]
@@ -415,6 +420,6 @@ def test_query_instructions_come_from_the_build_manifest(tmp_path):
     (task,) = rcp.get_tasks(["pony"])
     assert task.metadata.prompt == {"query": "SYNTHETIC pony"}
     assert release_prompts(tmp_path / "nowhere") == {}
-    manifest.write_text(json.dumps({"sources": {"instructions": {"aops": 3}}}))
+    replace(built, sources={"instructions": {"aops": 3}}).write(tmp_path)
     with pytest.raises(InputError, match="sources.instructions"):
         release_prompts(tmp_path)

@@ -8,6 +8,7 @@ import random
 import ftfy
 import pyarrow as pa
 import pytest
+from support_text_repair_reference import irds_repair, irds_repair_bytes
 
 from rcp_data import cli
 from rcp_data.core.errors import InputError
@@ -19,7 +20,6 @@ from rcp_data.sources.text_repair import (
     repair_text,
     repair_tsv,
 )
-from rcp_data.sources.text_repair_reference import irds_repair, irds_repair_bytes
 
 # -- the reference: ir_datasets' own repair, run on the bytes of an id<TAB>text file ----------
 _reference_bytes = irds_repair_bytes

@@ -1,6 +1,7 @@
 """The demo job (README's main command): build -> publish -> verify, on SYNTHETIC data.
 
-1. build release 1 of the bundled demo suite, add releases.json, the task file and the card;
+1. build release 1 of the bundled demo suite with releases.json, the task file and the card
+   (:func:`rcp_data.release.cut.build_release_dir`, as ``rcp-data build`` does);
 2. re-read the judge's Stage A answers that release 1 ships with the stricter ``complete``
    rule, refit Stage A and the 2PL MAP, and build release 2 from it: same data, new gains;
 3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions;
@@ -31,14 +32,6 @@ log = logging.getLogger(__name__)
 DEMO_REPO = "rcp-data/rcp-ndcg-demo"
 
 
-def refit(release: Path):
-    """Release 2's calibration: release 1's own answers, Stage A re-read with ``complete``."""
-    from rcp_data.demo.suite import RELEASE_2_RULE
-    from rcp_data.release.recalibrate import refit_from_release
-
-    return refit_from_release(release, load_spec("demo"), stage_a_rule=RELEASE_2_RULE)
-
-
 def build_demo_releases(out: Path, *, date: str | None = None,
                         say: Callable[[str], None] = print
                         ) -> tuple[Path, Callable[[str], Path]]:
@@ -47,33 +40,27 @@ def build_demo_releases(out: Path, *, date: str | None = None,
     Release 2 needs release 1's commit sha (its releases.json names it), so it is built by the
     returned function once release 1 is published.
     """
-    from rcp_data.demo.suite import make_demo_release
-    from rcp_data.release.prepare import prepare_release
-    from rcp_data.release.recalibrate import diff_releases, recalibrate_release
+    from rcp_data.demo.suite import RELEASE_2_RULE, make_demo_release
+    from rcp_data.release.recalibrate import recalibrate
 
     spec = load_spec("demo")
     date = date or _dt.date.today().isoformat()
     v1, v2 = out / "release-v1", out / "release-v2"
-    inputs = out / "inputs"
-    make_demo_release(v1, work=inputs)
-    prepare_release(v1, spec, DEMO_REPO, date=date)
+    make_demo_release(v1, work=out / "inputs", prepare=True, repo=DEMO_REPO, date=date)
     say(f"built SYNTHETIC demo release 1 into {v1}")
 
     def build_v2(previous_sha: str) -> Path:
-        from rcp_data.stages.calibration.pipeline import fitted_item_params
-
-        cal = refit(v1)
-        rules = cal.reading_rules
-        say(f"re-read the demo judge's answers ({rules}) and refitted: gamma="
-              f"{[round(g, 3) for g in cal.params.gamma]} beta="
-              f"{[round(b, 3) for b in cal.params.beta]}")
-        recalibrate_release(v1, v2, spec, fitted_item_params(cal), thetas=cal.thetas, date=date,
-                            previous_revision=previous_sha, reading_rules=rules,
-                            summary="SYNTHETIC demo data. Recalibration: the same answers "
-                            f"re-read (Stage A rule {rules.get('stage_a')}) and refitted "
-                            "(Bradley-Terry, then 2PL MAP); new theta_bt, thetas and gains.")
-        diff = diff_releases(v1, v2, spec)
-        say(f"built SYNTHETIC demo release 2 into {v2}: {diff.text()}")
+        # release 1's own answers, Stage A re-read with the stricter rule, refitted
+        result = recalibrate(v1, v2, spec=spec, rule=RELEASE_2_RULE, date=date,
+                             previous_revision=previous_sha,
+                             summary="SYNTHETIC demo data. Recalibration: the same answers "
+                             f"re-read (Stage A rule {RELEASE_2_RULE}) and refitted "
+                             "(Bradley-Terry, then 2PL MAP); new theta_bt, thetas and gains.")
+        params = result.params
+        say(f"re-read the demo judge's answers ({params.extra.get('reading_rules')}) and "
+            f"refitted: gamma={[round(g, 3) for g in params.gamma]} beta="
+            f"{[round(b, 3) for b in params.beta]}")
+        say(f"built SYNTHETIC demo release 2 into {v2}: {result.diff.text()}")
         return v2
 
     return v1, build_v2

@@ -511,25 +511,3 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
             log.warning(msg)
             result.messages.append(msg)
     return result
-
-
-def publish_series(builders: list, repo: str, *, client: HubClient | None = None,
-                   branch: str = "main",
-                   create_repo: bool = True, record_to: str | Path | None = None
-                   ) -> list[PublishResult]:
-    """Publish releases one after another (the demo: v1, then a recalibrated v2).
-
-    Each builder is called with the commit sha of the release published before it (None for
-    the first), which its releases.json must name, and returns the release directory to
-    publish.
-    """
-    client = client or HubClient.from_env()
-    results: list[PublishResult] = []
-    previous: str | None = None
-    for build in builders:
-        root = build(previous)
-        result = publish(root, repo, branch=branch, client=client,
-                         create_repo=create_repo and not results, record_to=record_to)
-        results.append(result)
-        previous = result.commit
-    return results

@@ -222,3 +222,71 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseD
                                                "model": model, "column": col,
                                                "before": float(x), "after": float(y)})
     return diff
+
+
+@dataclass(frozen=True)
+class Recalibration:
+    """What :func:`recalibrate` wrote: release N+1's history entry, the refit's item
+    parameters and how far the gains and printed cells moved."""
+
+    entry: dict
+    params: ItemParams
+    diff: ReleaseDiff
+
+    def to_dict(self) -> dict:
+        """The JSON object of ``rcp-data recalibrate --json``."""
+        return {"release": self.entry, "diff": self.diff.to_dict()}
+
+
+def read_fit(fit: Path) -> tuple[ItemParams, pd.DataFrame]:
+    """The item parameters and thetas of a ``rcp-data calibrate`` output folder."""
+    from rcp_data.core.io import read_parquet
+    from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
+    from rcp_data.stages.validate import check_thetas
+
+    params = ItemParams.read(Path(fit) / ITEM_PARAMS_FILE)
+    thetas_path = Path(fit) / THETAS_FILE
+    thetas = read_parquet(thetas_path, required=("query-id", "corpus-id", "theta"),
+                          what="the refit's thetas").to_pandas()
+    check_thetas(thetas, str(thetas_path))
+    return params, thetas
+
+
+def recalibrate(release: Path, out: Path, *, spec: SuiteSpec | None = None,
+                fit: Path | None = None, rule: str | None = None,
+                tournament: Path | None = None, criteria: Path | None = None,
+                device: str = "cpu", summary: str = "", date: str | None = None,
+                previous_revision: str | None = None, force: bool = False) -> Recalibration:
+    """Release N+1 of ``release`` into ``out``, from a calibrate output folder (``fit``) or a
+    refit run here from the raw answers (``rule``, ``tournament``, ``criteria``: the release's
+    own answers by default), with the diff against release N. ``spec``: the release's suite
+    (default: the one the release names). ``out`` is checked before the refit runs."""
+    from rcp_data.core.errors import UsageError
+    from rcp_data.core.outputs import check_output_dir
+    from rcp_data.model.layout import RELEASE
+    from rcp_data.model.suite import release_spec
+
+    release, out = Path(release), Path(out)
+    spec = spec or release_spec(release)
+    raw = rule is not None or tournament is not None or criteria is not None
+    if (fit is None) == (not raw):
+        raise UsageError("give a calibrate output (--fit) or refit from the raw answers "
+                         "(--rule, --tournament, --criteria), not both and not neither")
+    inputs = {"RELEASE_DIR": release, "--fit": fit, "--tournament": tournament,
+              "--criteria": criteria}
+    check_output_dir(out, RELEASE, inputs=inputs, force=force)
+    if fit is not None:
+        params, thetas = read_fit(fit)
+    else:
+        from rcp_data.stages.calibration.pipeline import fitted_item_params
+
+        cal = refit_from_release(release, spec, stage_a_rule=rule, tournament=tournament,
+                                 criteria=criteria, device=device)
+        params, thetas = fitted_item_params(cal), cal.thetas
+    rules = params.extra.get("reading_rules")
+    entry = recalibrate_release(release, out, spec, params, thetas=thetas, summary=summary,
+                                date=date, previous_revision=previous_revision, force=force,
+                                inputs={k: v for k, v in inputs.items()
+                                        if k != "RELEASE_DIR" and v is not None},
+                                reading_rules=rules if isinstance(rules, dict) else None)
+    return Recalibration(entry=entry, params=params, diff=diff_releases(release, out, spec))

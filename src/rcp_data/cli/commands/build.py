@@ -2,7 +2,8 @@
 
 The release directory is publishable as it comes out: data and provenance, then
 ``provenance/releases.json`` (the repo's history with this release appended as current), the
-mteb task file and the card (``--no-prepare`` stops after the data). All of it is written to a
+mteb task file and the card (``--no-prepare`` stops after the data), by
+:func:`rcp_data.release.cut.build_release_dir`. All of it is written to a
 temporary folder beside ``--out`` and moved into place only when complete; ``--out`` must be new
 or empty, or a release folder built earlier and ``--force`` given, and apart from ``--inputs``.
 """
@@ -54,19 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _history(args: argparse.Namespace, suite: str, repo: str):
-    from rcp_data.model.history import history_path, read_history
-
-    if args.history:
-        return read_history(args.history)
-    path = history_path(suite)
-    if path.exists():
-        history = read_history(path)
-        if history.repo == repo:
-            return history
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
@@ -75,46 +63,25 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
                          "release is for (only the demo suite defaults to its own repo)")
     require_extra("build")
-    import datetime as dt
-
-    from rcp_data.core.gains import DEFAULT_LINK
-    from rcp_data.core.outputs import check_output_dir
     from rcp_data.core.specs import load_spec
-    from rcp_data.model.layout import RELEASE
-    from rcp_data.release.prepare import prepare_release
-    from rcp_data.sources.registry import read_suite
-    from rcp_data.stages.build import build_release, read_inputs
+    from rcp_data.release.cut import build_release_dir, project_history
 
     options = source_options(args)
     spec = load_spec(spec_name)
-    check_output_dir(args.out, RELEASE, inputs={"--inputs": args.inputs}, force=args.force)
     repo = args.repo or spec.repo
-    previous = None if args.no_prepare else _history(args, spec.name, repo)
-    inputs = read_inputs(args.inputs)
-    source = read_suite(spec, options)
-    prepared: dict = {}
-
-    def prepare(tmp: Path) -> None:  # inside the temporary folder: nothing can fail after it
-        prepared["history"] = prepare_release(
-            tmp, spec, repo, previous=previous, summary=args.summary,
-            date=args.date or dt.date.today().isoformat(),
-            previous_revision=args.previous_revision)
-
-    manifest = build_release(spec, source, inputs, args.out, link=args.link or DEFAULT_LINK,
-                             force=args.force, finish=None if args.no_prepare else prepare)
-    totals = {k: sum(c.get(k, 0) for c in manifest.counts.values()
-                     if isinstance(c.get(k, 0), int))
-              for k in ("queries", "pool_pairs", "gt_injected", "qrels_rows")}
-    synthetic = " SYNTHETIC" if manifest.synthetic else ""
-    say(args, f"built{synthetic} {spec.name} into {args.out}: {len(manifest.counts)} "
-        "subsets, " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in totals.items()))
-    result = {"out": str(args.out), "suite": spec.name,
-              "synthetic": manifest.synthetic, **totals}
-    if prepared:
-        current = prepared["history"].current
-        say(args, f"prepared release {current.release} ({current.tag}) for {repo}: "
+    previous = None
+    if not args.no_prepare:
+        previous = args.history or project_history(spec.name, repo)
+    result = build_release_dir(
+        spec, args.inputs, args.out, source_options=options, repo=repo, previous=previous,
+        summary=args.summary, date=args.date, previous_revision=args.previous_revision,
+        link=args.link, force=args.force, prepare=not args.no_prepare)
+    synthetic = " SYNTHETIC" if result.synthetic else ""
+    say(args, f"built{synthetic} {spec.name} into {args.out}: {result.subsets} "
+        "subsets, " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in result.totals.items()))
+    if result.prepared:
+        say(args, f"prepared release {result.release} ({result.tag}) for {repo}: "
             "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
-        result.update(release=current.release, tag=current.tag, repo=repo)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(result.to_dict()))
     return 0

@@ -48,49 +48,16 @@ def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("calibrate")
-    from rcp_data.core.errors import UsageError
-    from rcp_data.core.gains import ItemParams
-    from rcp_data.core.io import read_parquet
-    from rcp_data.core.outputs import check_output_dir
-    from rcp_data.model.layout import RELEASE
-    from rcp_data.model.suite import release_spec
-    from rcp_data.release.recalibrate import diff_releases, recalibrate_release
-    from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
-    from rcp_data.stages.validate import check_thetas
+    from rcp_data.release.recalibrate import recalibrate
 
-    spec = release_spec(args.release_dir)
-    raw = args.rule is not None or args.tournament is not None or args.criteria is not None
-    if (args.fit is None) == (not raw):
-        raise UsageError("give a calibrate output (--fit) or refit from the raw answers "
-                         "(--rule, --tournament, --criteria), not both and not neither")
-    inputs = {"RELEASE_DIR": args.release_dir, "--fit": args.fit,
-              "--tournament": args.tournament, "--criteria": args.criteria}
-    check_output_dir(args.out, RELEASE, inputs=inputs, force=args.force)
-    if args.fit is not None:
-        params = ItemParams.read(args.fit / ITEM_PARAMS_FILE)
-        thetas_path = args.fit / THETAS_FILE
-        thetas = read_parquet(thetas_path, required=("query-id", "corpus-id", "theta"),
-                              what="the refit's thetas").to_pandas()
-        check_thetas(thetas, str(thetas_path))
-    else:
-        from rcp_data.release.recalibrate import refit_from_release
-        from rcp_data.stages.calibration.pipeline import fitted_item_params
-
-        cal = refit_from_release(args.release_dir, spec, stage_a_rule=args.rule,
-                                 tournament=args.tournament, criteria=args.criteria,
-                                 device=args.device)
-        params, thetas = fitted_item_params(cal), cal.thetas
-    rules = params.extra.get("reading_rules")
-    entry = recalibrate_release(args.release_dir, args.out, spec, params, thetas=thetas,
-                                summary=args.summary, date=args.date,
-                                previous_revision=args.previous_revision, force=args.force,
-                                inputs={k: v for k, v in inputs.items()
-                                        if k != "RELEASE_DIR" and v is not None},
-                                reading_rules=rules if isinstance(rules, dict) else None)
-    diff = diff_releases(args.release_dir, args.out, spec)
+    result = recalibrate(args.release_dir, args.out, fit=args.fit, rule=args.rule,
+                         tournament=args.tournament, criteria=args.criteria, device=args.device,
+                         summary=args.summary, date=args.date,
+                         previous_revision=args.previous_revision, force=args.force)
     if args.json:
-        print(json.dumps({"release": entry, "diff": diff.to_dict()}, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
-        say(args, f"wrote release {entry['release']} ({entry['tag']}) into {args.out}")
-        print(diff.text())
+        say(args, f"wrote release {result.entry['release']} ({result.entry['tag']}) into "
+            f"{args.out}")
+        print(result.diff.text())
     return 0

@@ -3,14 +3,14 @@
 - :mod:`reading`: the reading rules (``complete``, ``hard-fallback``) of both stages;
 - :mod:`tournament`: the Stage A answers table, its checks, what a rule lets in;
 - :mod:`bt_pairs`, :mod:`lbfgs`, :mod:`bt`: the Stage A Bradley-Terry fit, all queries at once;
-- :mod:`schedule`: SYNTHETIC tournaments on the window schedule of App. C.2;
 - :mod:`verdicts`: Stage B verdicts and per-(query, document) pass counts;
 - :mod:`fit`: MAP fit with Stage A Bradley-Terry scores (tau_j, alpha_j per query);
 - :mod:`rubric`: rubric-only 2PL marginal maximum likelihood (no tournament scores);
 - :mod:`diagnostics`: tau/alpha percentiles, ECE, Yen's Q3, difficulty order;
 - :mod:`pipeline`: one run from files to an output folder;
 - release N+1 from a refit (new gains, diff report) is :mod:`rcp_data.release.recalibrate`;
-- :mod:`simulate`: SYNTHETIC verdicts from known parameters (tests, benchmarks).
+- the SYNTHETIC generators (tournaments on the schedule of App. C.2, verdicts from known
+  parameters) are the demo's: :mod:`rcp_data.demo.schedule`, :mod:`rcp_data.demo.simulate`.
 
 Names are imported on first use, so that reading tables (``tournament``, ``verdicts``,
 ``reading``) does not load torch, which only the fits need (the ``calibrate`` extra).

@@ -1,6 +1,7 @@
-"""ir_datasets' own MS MARCO repair (``FixEncoding``), the reference :mod:`rcp_data.sources.text_repair` must
-equal. It runs ir_datasets' code on the bytes of an ``id<TAB>text`` collection file; tests and
-``bench/repair.py`` compare against it."""
+"""ir_datasets' own MS MARCO repair (``FixEncoding``): the reference that
+:mod:`rcp_data.sources.text_repair` must equal. It runs ir_datasets' code on the bytes of an
+``id<TAB>text`` collection file; tests and ``bench/repair.py`` compare against it. Test-only: it
+is not part of the package."""
 
 from __future__ import annotations
 
