@@ -33,32 +33,32 @@ __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# public name -> the module that defines it
+# public name -> the module that defines it (below this package)
 _EXPORTS = {
-    "open_release": "rcp_data.model.release",
-    "Release": "rcp_data.model.release",
-    "replay": "rcp_data.scoring.api",
-    "score": "rcp_data.scoring.api",
-    "compare": "rcp_data.scoring.api",
-    "verify": "rcp_data.checks.api",
-    "build": "rcp_data.release.api",
-    "publish": "rcp_data.release.api",
-    "ReplayResult": "rcp_data.scoring.replay",
-    "ScoreResult": "rcp_data.scoring.score",
-    "RunCoverage": "rcp_data.scoring.score",
-    "Comparison": "rcp_data.scoring.compare",
-    "VerifyReport": "rcp_data.checks.reports",
-    "BuildResult": "rcp_data.release.cut",
-    "PublishResult": "rcp_data.release.publish",
-    "HubClient": "rcp_data.core.hub_client",
-    "RcpDataError": "rcp_data.core.errors",
-    "InputError": "rcp_data.core.errors",
-    "SchemaError": "rcp_data.core.errors",
-    "NotFoundError": "rcp_data.core.errors",
-    "UsageError": "rcp_data.core.errors",
-    "RefusedError": "rcp_data.core.errors",
-    "VerificationFailed": "rcp_data.core.errors",
-    "HubUnavailable": "rcp_data.core.hub_client",
+    "open_release": "model.release",
+    "Release": "model.release",
+    "replay": "scoring.api",
+    "score": "scoring.api",
+    "compare": "scoring.api",
+    "verify": "checks.api",
+    "build": "release.api",
+    "publish": "release.api",
+    "ReplayResult": "scoring.replay",
+    "ScoreResult": "scoring.score",
+    "RunCoverage": "scoring.score",
+    "Comparison": "scoring.compare",
+    "VerifyReport": "checks.reports",
+    "BuildResult": "release.cut",
+    "PublishResult": "release.publish",
+    "HubClient": "core.hub_client",
+    "RcpDataError": "core.errors",
+    "InputError": "core.errors",
+    "SchemaError": "core.errors",
+    "NotFoundError": "core.errors",
+    "UsageError": "core.errors",
+    "RefusedError": "core.errors",
+    "VerificationFailed": "core.errors",
+    "HubUnavailable": "core.hub_client",
 }
 
 __all__ = [
@@ -96,7 +96,7 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'rcp_data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 
