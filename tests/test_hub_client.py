@@ -18,7 +18,7 @@ from test_release_check import make_release_dir
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.verify import verify
 from rcp_data.cli import main
-from rcp_data.core.errors import RefusedError, UsageError
+from rcp_data.core.errors import NotFoundError, RefusedError, UsageError
 from rcp_data.core.hub_client import (
     REAL_HUB,
     BranchMoved,
@@ -233,5 +233,6 @@ def test_a_missing_repo_or_revision_exits_2(local_hub, hub_repo, capsys, tmp_pat
     assert main(["release", "list", "--repo", hub_repo]) == 2
     assert "not found on the Hub at" in capsys.readouterr().err
     root = Path(tmp_path)
-    with pytest.raises(UsageError):
+    with pytest.raises(NotFoundError, match="release directory not found") as caught:
         client.local_release(root / "missing")
+    assert isinstance(caught.value, FileNotFoundError) and caught.value.exit_code == 2

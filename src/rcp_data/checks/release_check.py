@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data.checks.reports import CheckReport
-from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, RcpDataError
 from rcp_data.core.errors import shown as show_value
 from rcp_data.core.files import release_paths
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
@@ -161,7 +161,7 @@ def check_release_dir(root: str | Path, *, suite: str | None = None) -> CheckRep
     """Check a release directory; the report lists every problem found (empty when fine)."""
     root = Path(root)
     if not root.is_dir():
-        raise UsageError(f"release directory not found: {root}")
+        raise NotFoundError(f"release directory not found: {root}")
     files = release_files(root)
     suite = suite_key(suite) if suite else which_suite(root)
     if suite is None:

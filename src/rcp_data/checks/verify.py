@@ -72,7 +72,7 @@ from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
-from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
 from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path
@@ -205,7 +205,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     """
     root = Path(root)
     if not root.is_dir():
-        raise UsageError(f"release directory not found: {root}")
+        raise NotFoundError(f"release directory not found: {root}")
     options = options or Options()
     checks: list[Check] = []
     seconds: dict[str, float] = {}

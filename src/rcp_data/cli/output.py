@@ -39,6 +39,9 @@ def configure(args: argparse.Namespace) -> None:
     if not verbose:  # the HTTP clients log every request at INFO
         for noisy in NOISY_LOGGERS:
             logging.getLogger(noisy).setLevel(logging.WARNING if not quiet else logging.ERROR)
+    from rcp_data.core.progress import show_bars
+
+    show_bars(not quiet)      # library calls show none; the CLI's do, on a terminal
     if quiet or not sys.stderr.isatty():
         _silence_library_bars()
 

@@ -1,4 +1,24 @@
-"""Typed errors with messages a user can act on, each carrying the CLI exit code."""
+"""Typed errors with messages a user can act on, each carrying the CLI exit code.
+
+Each error also inherits the built-in exception of the same meaning, so that a caller of the
+Python API can catch it by meaning without importing the toolkit's names:
+
+=====================  ===========================  =========
+error                  also a                       exit code
+=====================  ===========================  =========
+:class:`InputError`    :class:`ValueError`          2
+:class:`SchemaError`   :class:`ValueError`          2
+:class:`NotFoundError` :class:`FileNotFoundError`   2
+                       (and :class:`ValueError`)
+:class:`UsageError`    :class:`ValueError`          2
+:class:`RefusedError`  :class:`PermissionError`     1
+:class:`VerificationFailed` :class:`AssertionError` 1
+=====================  ===========================  =========
+
+``except RcpDataError`` catches them all. The CLI's error boundary asks for
+:class:`RcpDataError` before it asks for :class:`OSError`, so the exit codes do not depend on
+the built-in bases.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +35,10 @@ class RcpDataError(Exception):
         self.message = message
 
 
-class InputError(RcpDataError):
-    """Bad input data: names the file, and where possible the row and field."""
+class InputError(RcpDataError, ValueError):
+    """Bad input data: names the file, and where possible the row and field.
+
+    Also a :class:`ValueError` (exit code 2)."""
 
     def __init__(
         self,
@@ -41,21 +63,33 @@ class InputError(RcpDataError):
 
 
 class SchemaError(InputError):
-    """A table lacks a column or has the wrong type."""
+    """A table lacks a column or has the wrong type (a :class:`ValueError`, exit code 2)."""
 
 
-class UsageError(RcpDataError):
-    """The command was called wrongly."""
+class NotFoundError(InputError, FileNotFoundError):
+    """A release directory, file, Hub repo or revision that was named does not exist.
+
+    Also a :class:`FileNotFoundError` (so an :class:`OSError`) and, as an :class:`InputError`,
+    a :class:`ValueError`; exit code 2. ``errno`` is None: nothing asked the operating system.
+    """
 
 
-class RefusedError(RcpDataError):
-    """An operation was refused on purpose (moved branch, tag elsewhere, failed checks)."""
+class UsageError(RcpDataError, ValueError):
+    """The command or function was called wrongly (an unknown option value, an impossible
+    combination). Also a :class:`ValueError`; exit code 2."""
+
+
+class RefusedError(RcpDataError, PermissionError):
+    """An operation was refused on purpose (moved branch, tag elsewhere, failed checks).
+
+    Also a :class:`PermissionError` (``errno`` None); exit code 1."""
 
     exit_code = 1
 
 
-class VerificationFailed(RcpDataError):
-    """A verification or comparison check failed."""
+class VerificationFailed(RcpDataError, AssertionError):
+    """A verification or comparison check failed (also an :class:`AssertionError`; exit
+    code 1)."""
 
     exit_code = 1
 

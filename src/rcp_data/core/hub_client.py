@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from rcp_data.core.errors import RcpDataError, RefusedError, UsageError
+from rcp_data.core.errors import NotFoundError, RcpDataError, RefusedError, UsageError
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -62,8 +62,9 @@ class HubUnavailable(RcpDataError):
     """The Hub, a repo or a revision cannot be reached (exit 2: the command could not run)."""
 
 
-class HubNotFound(HubUnavailable):
-    """The repo, revision or file does not exist on the Hub (exit 2)."""
+class HubNotFound(HubUnavailable, NotFoundError):
+    """The repo, revision or file does not exist on the Hub (exit 2; a
+    :class:`~rcp_data.core.errors.NotFoundError`, so a :class:`FileNotFoundError` too)."""
 
 
 class BranchMoved(RefusedError):
@@ -409,7 +410,7 @@ class HubClient:
         if parsed is None:
             p = Path(path)
             if not p.is_dir():
-                raise UsageError(f"release directory not found: {p}")
+                raise NotFoundError(f"release directory not found: {p}")
             return p, None
         repo, rev = parsed
         pin = self.resolve(repo, rev)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.errors import InputError, NotFoundError, SchemaError
 
 if TYPE_CHECKING:  # the data libraries are imported where a table is read
     import numpy as np
@@ -46,7 +46,7 @@ def read_json(path: str | Path) -> object:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise InputError("file not found", path=str(path)) from exc
+        raise NotFoundError("file not found", path=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc})", path=str(path)) from exc
     return loads_json(text, source=str(path))

@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.hub_client import HubClient, PinnedRevision, parse_hf_path
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.history import History, read_history
@@ -111,7 +111,7 @@ def open_release(ref: str | Path | Release, *, suite: SuiteSpec | str | None = N
     The suite is ``suite`` when given, else the one the release names
     (:func:`rcp_data.model.suite.which_suite`); with ``adhoc`` a release of no known suite is
     read with a spec of its folders, otherwise it is an :class:`InputError` (``hint`` ends the
-    message). A missing directory is a :class:`UsageError` naming it.
+    message). A missing directory is a :class:`NotFoundError` naming it.
     """
     if isinstance(ref, Release):
         return ref
@@ -120,7 +120,7 @@ def open_release(ref: str | Path | Release, *, suite: SuiteSpec | str | None = N
     if parsed is None:
         root = Path(ref)
         if not root.is_dir():
-            raise UsageError(f"release directory not found: {root}")
+            raise NotFoundError(f"release directory not found: {root}")
     else:
         client = client or HubClient.from_env()
         root, pin = client.local_release(str(ref), allow_patterns=allow_patterns,

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcp_data.checks.reports import CheckReport
-from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.files import (
     FileEntry,
     digest_file,
@@ -198,7 +198,7 @@ def _ensure_repo(client: HubClient, repo: str, create: bool) -> None:
             client.api.repo_info(repo, repo_type=REPO_TYPE)
     except HubNotFound as exc:
         if not create:
-            raise UsageError(f"dataset repo {repo} not found at {client.url}; "
+            raise NotFoundError(f"dataset repo {repo} not found at {client.url}; "
                              "pass --create-repo to create it") from exc
         with client.errors(f"creating dataset repo {repo}"):
             client.api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
@@ -491,7 +491,7 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     check_repo_id(repo)
     root = Path(root)
     if not root.is_dir():
-        raise UsageError(f"release directory not found: {root}")
+        raise NotFoundError(f"release directory not found: {root}")
     # every file is hashed while huggingface_hub loads: this module imports neither it nor a
     # data library before the hashing starts
     with hashing_in_background(root) as hashed:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcp_data import resources
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import loads_json, read_json
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
 from rcp_data.model.suite import which_suite
-from rcp_data.scoring.replay import METRICS, model_order
+from rcp_data.scoring.replay import METRICS, ReplayResult, model_order
 
 TOLERANCE = 0.05
+RESULT_SOURCE = "<replay>"        # how a comparison names tables given in memory
 EPS = 1e-6
 PRINTED_HALF_UNIT = 0.05          # tables printed to one decimal
 LETTER_RULES = {v: k for k, v in RULE_LETTERS.items()}
@@ -59,7 +60,7 @@ class TableSet:
         return {(c.metric, c.k, c.tie_rule, c.view) for c in self.cells}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """Outcome of :func:`compare_tables`; ``rows`` as in ``rcp-data compare --json``."""
 
@@ -222,13 +223,18 @@ def _column(spec: SuiteSpec, label: str) -> str:
     return "mean" if label.strip().lower() == "mean" else spec.column_key(label.strip())
 
 
-def load_tables(path: str | Path, spec: SuiteSpec | str | None = None) -> TableSet:
-    """Read a replay JSON, a card (``README.md`` or text) or a ``paper_values.json`` file."""
+def load_tables(path: str | Path | ReplayResult, spec: SuiteSpec | str | None = None
+                ) -> TableSet:
+    """Read a replay JSON, a card (``README.md`` or text) or a ``paper_values.json`` file;
+    or take the tables of a replay (or score) result in memory."""
+    if not isinstance(path, str | Path):
+        return _replay_tables(path.to_json(), Path(RESULT_SOURCE),
+                              spec if spec is not None else path.spec)
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise InputError("file not found", path=str(path)) from exc
+        raise NotFoundError("file not found", path=str(path)) from exc
     except IsADirectoryError:
         return load_tables(path / "README.md", spec)
     except UnicodeDecodeError as exc:
@@ -363,11 +369,17 @@ def _describe(groups: set) -> str:
     return "; ".join(f"{m}@{k} rule ({RULE_LETTERS[r]}) view {v}" for m, k, r, v in sorted(groups))
 
 
-def compare_files(tables: str | Path, reference: str | Path, *, suite: str | None = None,
-                  tolerance: float = TOLERANCE,
+def compare_files(tables: str | Path | ReplayResult, reference: str | Path | ReplayResult, *,
+                  suite: str | SuiteSpec | None = None, tolerance: float = TOLERANCE,
                   known_path: str | Path | None = None) -> Comparison:
-    """Load both sides (the suite from ``suite``, else inferred from either) and compare."""
-    spec: SuiteSpec | None = load_spec(suite) if suite else None
+    """Load both sides (the suite from ``suite``, else inferred from either) and compare;
+    either side may be a replay (or score) result in memory, whose spec then names the
+    suite."""
+    spec: SuiteSpec | None = load_spec(suite) if isinstance(suite, str) and suite else \
+        suite or None
+    if spec is None:
+        spec = next((side.spec for side in (tables, reference)
+                     if not isinstance(side, str | Path)), None)
     first, second = (tables, reference)
     # read the side that can name its suite first, so a paper file can use it
     try:

@@ -569,9 +569,14 @@ def summarize(per_query: pd.DataFrame, spec: SuiteSpec, *, view: str = "subsets"
 
 
 # -- result --------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class ReplayResult:
-    """One replayed table set: per-query values and the view's tables (fractions)."""
+    """One replayed table set: per-query values and the view's tables (fractions).
+
+    ``tables[metric].at[model, column]`` is a model's mean on a view column (``"mean"``: the
+    unweighted mean over the columns); :meth:`markdown` renders the card's tables and
+    :meth:`to_json` is ``rcp-data replay --json``.
+    """
 
     k: int
     tie_rule: str
@@ -583,6 +588,10 @@ class ReplayResult:
     @property
     def models(self) -> list[str]:
         return list(self.tables["rcp_ndcg"].index)
+
+    def mean(self, model: str, metric: str = "rcp_ndcg") -> float:
+        """A model's Mean column (short name or hub id), as a fraction."""
+        return float(self.tables[metric].at[self.spec.hub_id(model), "mean"])
 
     def to_json(self) -> dict:
         """``{"k", "tie_rule", "view", "metrics": {metric: {model: {column: value}}}}``."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rcp_data.core.errors import InputError
+from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import read_parquet
 from rcp_data.stages.judge import read_run_file
 
@@ -32,7 +32,7 @@ def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
     if path.is_dir():
         return read_mteb_predictions(path, split=split)
     if not path.exists():
-        raise InputError("run not found (a TREC run file, a parquet table or an mteb "
+        raise NotFoundError("run not found (a TREC run file, a parquet table or an mteb "
                          "prediction folder)", path=str(path))
     if path.suffix == ".parquet":
         return _read_parquet_run(path)

@@ -13,19 +13,25 @@ user's run may lack or add:
 - ``depth``: only the run's ``depth`` highest-scored candidates of a query count as scored;
 - a query the run scores no candidate of counts 0 on both metrics (``queries_missing``);
   qrel-nDCG still leaves out queries without a positive label, as the card's tables do.
+
+Nothing here prints: the result (:class:`ScoreResult`, frozen) renders itself as the card's
+tables (:meth:`ScoreResult.text`) or as ``rcp-data score --json`` (:meth:`ScoreResult.to_json`);
+what a run lacks is logged (``rcp_data.scoring.score``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.specs import TIE_RULES
+from rcp_data.core.specs import TIE_RULES, SuiteSpec
 from rcp_data.scoring.replay import (
     METRICS,
     ReleaseRuns,
@@ -37,10 +43,16 @@ from rcp_data.scoring.replay import (
     table_title,
 )
 
+if TYPE_CHECKING:
+    from rcp_data.scoring.against import PairedDiff
+
+    # {run: {reranker hub id: {metric: {column: PairedDiff}}}}
+    Against = dict[str, dict[str, dict[str, dict[str, PairedDiff]]]]
+
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunCoverage:
     """How much of the release one run covers."""
 
@@ -57,6 +69,14 @@ class RunCoverage:
     def queries_missing(self) -> int:
         return self.queries - self.queries_scored
 
+    def line(self, name: str) -> str:
+        """``NAME: 9 of 10 queries scored (1 count 0); 3 rows outside the candidates
+        ignored``, as ``rcp-data score`` prints it below the tables."""
+        return (f"{name}: {self.queries_scored} of {self.queries} queries scored"
+                + (f" ({self.queries_missing} count 0)" if self.queries_missing else "")
+                + (f"; {self.ignored_rows} rows outside the candidates ignored"
+                   if self.ignored_rows else ""))
+
     def to_json(self) -> dict:
         return {"source": self.source, "queries": self.queries,
                 "queries_scored": self.queries_scored, "queries_missing": self.queries_missing,
@@ -64,29 +84,58 @@ class RunCoverage:
                 "ignored_rows": self.ignored_rows, "unknown_queries": self.unknown_queries}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScoreResult:
-    """The tables of the user's runs (fractions) and their per-query values."""
+    """The tables of the user's runs (fractions) and their per-query values.
+
+    ``tables[metric]`` has one row per run (``names``) and one column per view column plus
+    ``mean`` (unrounded fractions: ``tables["rcp_ndcg"].at[name, "mean"]`` is the run's
+    RCP-nDCG@k); ``against`` holds the paired comparisons with published rerankers when they
+    were asked for (``{run: {reranker hub id: {metric: {column: PairedDiff}}}}``).
+    """
 
     k: int
     tie_rule: str
     view: str
     depth: int | None
-    spec: object
+    spec: SuiteSpec
     names: list[str]
     per_query: pd.DataFrame
     tables: dict[str, pd.DataFrame]
     coverage: dict[str, RunCoverage]
+    against: Against | None = None
+
+    def mean(self, name: str | None = None, metric: str = "rcp_ndcg") -> float:
+        """The Mean column of one run (default: the only or first run), as a fraction."""
+        return float(self.tables[metric].at[name or self.names[0], "mean"])
 
     def to_json(self) -> dict:
         """Replay's shape (``k``, ``tie_rule``, ``view``, ``metrics``) plus ``depth`` and
-        ``runs`` (coverage of each run)."""
+        ``runs`` (coverage of each run); with ``against``, also ``against`` and ``bootstrap``."""
         metrics = {m: {n: {str(c): _num(self.tables[m].at[n, c])
                            for c in self.tables[m].columns} for n in self.names}
                    for m in METRICS}
-        return {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "depth": self.depth,
-                "metrics": metrics,
-                "runs": {n: self.coverage[n].to_json() for n in self.names}}
+        out = {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "depth": self.depth,
+               "metrics": metrics,
+               "runs": {n: self.coverage[n].to_json() for n in self.names}}
+        if self.against is not None:
+            from rcp_data.scoring.against import RESAMPLES, SEED, against_json
+
+            out["against"] = against_json(self.against, self.spec)
+            out["bootstrap"] = {"resamples": RESAMPLES, "seed": SEED, "interval": "95% percentile"}
+        return out
+
+    def text(self) -> str:
+        """What ``rcp-data score`` prints: the tables, a coverage line per run and, with
+        ``against``, the comparison tables."""
+        out = self.markdown()
+        for name in self.names:
+            out += f"\n{self.coverage[name].line(name)}\n"
+        if self.against is not None:
+            from rcp_data.scoring.against import against_markdown
+
+            out += "\n" + against_markdown(self.against, self.spec)
+        return out
 
     def markdown(self) -> str:
         """The card's table layout, one row per run."""
@@ -177,11 +226,13 @@ def align_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], sources: dict[s
     if depth is not None and depth < 1:
         raise UsageError(f"--depth must be at least 1 (got {depth})")
     names = list(runs)
-    coverage = {n: RunCoverage(source=sources[n]) for n in names}
+    counts = {n: dict.fromkeys(("queries", "queries_scored", "candidates", "candidates_scored",
+                                "ignored_rows", "unknown_queries"), 0) for n in names}
+    missing: dict[str, dict[str, list[str]]] = {n: {} for n in names}
     with_subset = {n: assign_subsets(r, data, sources[n]) for n, r in runs.items()}
     for n, r in with_subset.items():
-        coverage[n].unknown_queries = int(r.loc[r["subset"].isna(), "query-id"].nunique())
-        coverage[n].ignored_rows += int(r["subset"].isna().sum())
+        counts[n]["unknown_queries"] = int(r.loc[r["subset"].isna(), "query-id"].nunique())
+        counts[n]["ignored_rows"] += int(r["subset"].isna().sum())
     subsets: dict[str, SubsetRuns] = {}
     for s, sub in data.subsets.items():
         stacked = []
@@ -189,19 +240,21 @@ def align_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], sources: dict[s
             r = with_subset[n]
             scores, scored_q, ignored = align_run(sub, r[r["subset"] == s], depth=depth,
                                                   source=sources[n])
-            cov = coverage[n]
-            cov.queries += sub.n_queries
-            cov.queries_scored += int(scored_q.sum())
-            cov.candidates += len(scores)
-            cov.candidates_scored += int((~np.isnan(scores)).sum())
-            cov.ignored_rows += ignored
+            c = counts[n]
+            c["queries"] += sub.n_queries
+            c["queries_scored"] += int(scored_q.sum())
+            c["candidates"] += len(scores)
+            c["candidates_scored"] += int((~np.isnan(scores)).sum())
+            c["ignored_rows"] += ignored
             if not scored_q.all():
-                cov.missing[s] = [str(q) for q in sub.query_ids[~scored_q]]
+                missing[n][s] = [str(q) for q in sub.query_ids[~scored_q]]
             stacked.append(_fill_unscored(scores))
         n_cand = int(sub.offsets[-1])
         subsets[s] = replace(sub, models=list(names),
                              is_judge=np.zeros(len(names), dtype=bool),
                              scores=np.vstack(stacked) if stacked else np.zeros((0, n_cand)))
+    coverage = {n: RunCoverage(source=sources[n], missing=missing[n], **counts[n])
+                for n in names}
     for n, cov in coverage.items():
         if cov.ignored_rows:
             log.info("%s: %d rows name documents outside the candidates (top_ranked, minus "
@@ -228,8 +281,10 @@ def _zero_missing(per_query: pd.DataFrame, coverage: dict[str, RunCoverage]) -> 
 def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
                sources: dict[str, str] | None = None, k: int = 10,
                tie_rule: str | None = None, view: str = "subsets",
-               depth: int | None = None) -> ScoreResult:
-    """Score the user's ``runs`` (``{name: long table}``) on the loaded release ``data``."""
+               depth: int | None = None, against: Sequence[str] | None = None) -> ScoreResult:
+    """Score the user's ``runs`` (``{name: long table}``) on the loaded release ``data``;
+    ``against``: published rerankers (short names or hub ids, or ``["all"]``) to compare each
+    run with (:mod:`rcp_data.scoring.against`)."""
     rule = tie_rule or default_tie_rule(data.spec, data.suite_known)
     if rule not in TIE_RULES:
         raise UsageError(f"unknown tie rule {rule!r}; choose one of {', '.join(TIE_RULES)}")
@@ -242,15 +297,34 @@ def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
     tables = summarize(per_query, data.spec, view=view, tie_rule=rule)
     names = list(runs)
     tables = {m: t.reindex(names) for m, t in tables.items()}
+    compared = _against(data, per_query, names, against, k=k, tie_rule=rule, view=view) \
+        if against else None
     return ScoreResult(k=k, tie_rule=rule, view=view, depth=depth, spec=data.spec, names=names,
-                       per_query=per_query, tables=tables, coverage=coverage)
+                       per_query=per_query, tables=tables, coverage=coverage, against=compared)
 
 
-def score_files(data: ReleaseRuns, paths: list[str | Path], names: list[str] | None = None,
-                **kwargs) -> ScoreResult:
-    """Read the run files (TREC, parquet, mteb predictions) and score them."""
+def _against(data: ReleaseRuns, per_query: pd.DataFrame, names: list[str],
+             wanted: Sequence[str], *, k: int, tie_rule: str, view: str) -> Against:
+    """Each run vs each of the ``wanted`` published rerankers (paired, per view column)."""
+    from rcp_data.scoring.against import compare_run, resolve_models
+
+    models = resolve_models(data.spec, data.models, wanted)
+    published = score_queries(data, k=k, tie_rules=(tie_rule,))
+    return {name: {m: compare_run(per_query, published, data.spec, name, m, view=view)
+                   for m in models} for name in names}
+
+
+def score_files(data: ReleaseRuns, paths: Sequence[str | Path] | Mapping[str, str | Path],
+                names: Sequence[str] | None = None, **kwargs) -> ScoreResult:
+    """Read the run files (TREC, parquet, mteb predictions) and score them; ``paths`` may be
+    ``{name: path}`` instead of ``names``. ``kwargs`` as :func:`score_runs`'."""
     from rcp_data.scoring.runs_in import default_name, read_ranking
 
+    if isinstance(paths, Mapping):
+        names, paths = list(paths), list(paths.values())
+    elif isinstance(paths, str | Path):
+        paths = [paths]
+    paths = list(paths)
     names = list(names or [default_name(p) for p in paths])
     if len(names) != len(paths):
         raise UsageError(f"--name was given {len(names)} time(s) for {len(paths)} run(s); "

@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources import irds, irds_cache
@@ -455,7 +455,7 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
     size = count_lines(coll)
     raw = Path(options["raw_collection"]) if options.get("raw_collection") else None
     if raw is not None and not raw.exists():
-        raise InputError("raw collection not found", path=str(raw))
+        raise NotFoundError("raw collection not found", path=str(raw))
     repair: dict = {
         "applied_by": "ir_datasets FixEncoding (msmarco-passage collection.tsv, cache version "
                       f"{IRDS_CACHE_VERSION})",

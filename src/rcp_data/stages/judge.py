@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data.core.errors import InputError, shown
+from rcp_data.core.errors import InputError, NotFoundError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.core.io import read_json, read_parquet
 from rcp_data.model.schemas import SCHEMAS, criteria_columns
@@ -230,7 +230,7 @@ def read_run_file(path: Path) -> pd.DataFrame:
     order, from a TREC run or parquet; ``_line`` is each row's line in the file."""
     path = Path(path)
     if not path.exists():
-        raise InputError("file not found", path=str(path))
+        raise NotFoundError("file not found", path=str(path))
     if path.suffix == ".parquet":
         frame = read_parquet(path, required=("query-id", "corpus-id", "score"),
                              what="a run").to_pandas()

@@ -34,12 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.model.layout import REPLAY_PATTERNS
-    from rcp_data.scoring.replay import replay_release
+    from rcp_data.scoring.api import replay
 
-    root, _pin = args.hub_client.local_release(args.path, allow_patterns=REPLAY_PATTERNS)
-    result = replay_release(root, args.suite, k=args.k, tie_rule=args.tie_rule,
-                            view=args.view, include_judge=args.include_judge)
+    # bars as the CLI's output settings say (-q: none; a terminal: ours and the Hub's)
+    result = replay(args.path, suite=args.suite, client=args.hub_client, k=args.k,
+                    tie_rule=args.tie_rule, view=args.view, include_judge=args.include_judge,
+                    progress=not args.quiet)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -53,41 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.scoring.replay import load_release, score_queries
-    from rcp_data.scoring.score import score_files
+    from rcp_data.scoring.api import score
 
-    root, _pin = args.hub_client.local_release(args.dataset)
-    data = load_release(root)
-    result = score_files(data, args.runs, args.name, k=args.k, tie_rule=args.tie_rule,
-                         view=args.view, depth=args.depth)
-    against = None
-    if args.against:
-        from rcp_data.scoring.against import compare_run, resolve_models
-
-        models = resolve_models(data.spec, data.models, args.against)
-        published = score_queries(data, k=args.k, tie_rules=(result.tie_rule,))
-        against = {name: {m: compare_run(result.per_query, published, data.spec, name, m,
-                                         view=args.view) for m in models}
-                   for name in result.names}
+    result = score(args.dataset, args.runs, names=args.name, client=args.hub_client, k=args.k,
+                   tie_rule=args.tie_rule, view=args.view, depth=args.depth,
+                   against=args.against, progress=not args.quiet)
     if args.json:
-        out = result.to_json()
-        if against is not None:
-            from rcp_data.scoring.against import RESAMPLES, SEED, against_json
-
-            out["against"] = against_json(against, data.spec)
-            out["bootstrap"] = {"resamples": RESAMPLES, "seed": SEED, "interval": "95% percentile"}
-        json.dump(out, sys.stdout, indent=2)
+        json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
-    sys.stdout.write(result.markdown())
-    for name in result.names:
-        cov = result.coverage[name]
-        sys.stdout.write(f"\n{name}: {cov.queries_scored} of {cov.queries} queries scored"
-                         + (f" ({cov.queries_missing} count 0)" if cov.queries_missing else "")
-                         + (f"; {cov.ignored_rows} rows outside the candidates ignored"
-                            if cov.ignored_rows else "") + "\n")
-    if against is not None:
-        from rcp_data.scoring.against import against_markdown
-
-        sys.stdout.write("\n" + against_markdown(against, data.spec))
+    else:
+        sys.stdout.write(result.text())
     return 0
