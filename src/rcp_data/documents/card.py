@@ -36,6 +36,14 @@ from rcp_data.documents.card_facts import (
 )
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
+from rcp_data.model.card_format import (
+    CARD_K,
+    CARD_METRICS,
+    metric_label,
+    render_markdown_table,
+    table_title,
+    view_heading,
+)
 from rcp_data.model.history import (
     History,
     ReleaseRecord,
@@ -58,14 +66,7 @@ from rcp_data.model.layout import (
 )
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
-from rcp_data.scoring.replay import (
-    ReplayResult,
-    load_release,
-    model_order,
-    render_markdown_table,
-    replay_loaded,
-    table_title,
-)
+from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ ADDED_CONFIGS = {
 }
 
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
-METRICS_SHOWN = (("rcp_ndcg", "RCP-nDCG@10"), ("qrel_ndcg", "qrel-nDCG@10"))
+METRICS_SHOWN = tuple((metric, metric_label(metric)) for metric in CARD_METRICS)
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
 
@@ -286,13 +287,7 @@ def _cols(names: list[str]) -> str:
 # -- replayed tables ---------------------------------------------------------------------------
 def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
     """Views of the results section (``spec.card_views``): ``(view, heading)``."""
-    headings = {
-        "subsets": None,
-        "native": "Native-language questions (one language per domain)",
-        "languages": f"Mean over the {len(spec.view_languages)} language subsets (the mteb "
-                     "task score)",
-    }
-    return [(view, headings[view]) for view in spec.card_views]
+    return [(view, view_heading(spec, view)) for view in spec.card_views]
 
 
 def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
@@ -302,7 +297,7 @@ def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayR
     rules = list(SHOWN_TIE_RULES)
     if spec.paper_tie_rule not in rules:
         rules.append(spec.paper_tie_rule)
-    return {(view, rule): replay_loaded(data, k=10, tie_rule=rule, view=view)
+    return {(view, rule): replay_loaded(data, k=CARD_K, tie_rule=rule, view=view)
             for view, _ in views_shown(spec) for rule in rules}
 
 
@@ -407,7 +402,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         for metric, _label in METRICS_SHOWN:
             for rule in SHOWN_TIE_RULES:
                 table = results[(view, rule)].tables[metric]
-                tables.append({"caption": table_title(metric, 10, rule),
+                tables.append({"caption": table_title(metric, CARD_K, rule),
                                "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
     paper_view = spec.paper_view if spec.paper_view in spec.card_views else spec.card_views[0]
