@@ -776,7 +776,7 @@ def source_note_lines(spec: SuiteSpec, manifest: dict) -> list[str]:
     return lines
 
 
-def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
+def render_release_texts(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None,
                          results: dict[tuple[str, str], ReplayResult] | None = None
                          ) -> dict[str, str]:
@@ -798,7 +798,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
 def write_release_files(root: Path, **kwargs) -> list[Path]:
     """Render and write ``README.md`` and ``rcp_ndcg_tasks.py`` into ``root``."""
     written = []
-    for rel, text in render_release_files(root, **kwargs).items():
+    for rel, text in render_release_texts(root, **kwargs).items():
         path = Path(root) / rel
         atomic_write_text(path, text)
         written.append(path)
@@ -808,6 +808,6 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 
 __all__ = [
     "ADDED_CONFIGS", "ADDED_SECTIONS", "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
-    "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
+    "render_card", "render_release_texts", "replay_results", "subset_facts", "suite_tag",
     "view_gap_lines", "views_shown", "write_release_files",
 ]
