@@ -1,7 +1,10 @@
 """Render a release's dataset card (``README.md``) from its data and release history.
 
 Every number in the card is computed here from the release directory (tables, item parameters,
-runs replayed by :mod:`rcp_data.scoring.replay`) or taken from the release history; the prose lives in
+runs replayed by :mod:`rcp_data.scoring.replay`), taken from the release history or read from a
+typed settings record (the card format's k and titles, :mod:`rcp_data.model.card_format`; the
+Stage A fit's settings, :data:`rcp_data.stages.calibration.bt_settings.BT_SETTINGS`). This module
+hands the template typed facts (small frozen dataclasses); every sentence of the card lives in
 ``templates/card.md.j2``. Rendering is deterministic: the same release gives the same bytes.
 """
 
