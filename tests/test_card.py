@@ -129,7 +129,7 @@ def test_layout_counts_candidates_of_top_ranked_not_of_the_pool(demo_release, de
 def test_native_vs_language_mean_lines_come_from_the_tables():
     """ViDoRe-like tables (hand-made numbers, not real data): the card states the mean and the
     range of (language mean - native) per cell under the suite's rule, as the published card."""
-    from rcp_data.documents.card import view_gap_lines
+    from rcp_data.documents.card import view_gaps
     from rcp_data.scoring.replay import ReplayResult
 
     spec = load_spec("vidore_v3")
@@ -146,12 +146,12 @@ def test_native_vs_language_mean_lines_come_from_the_tables():
             tables[metric] = t
         results[(view, "group-mean")] = ReplayResult(10, "group-mean", view, spec,
                                                      pd.DataFrame(), tables)
-    lines = view_gap_lines(spec, results)
+    gaps = view_gaps(spec, results)
     mean = 100 * shift.mean()
-    assert len(lines) == 2 and lines[0].startswith("RCP-nDCG@10, rule (b)")
-    assert f"{mean:+.2f} points on average over {len(domains)} cells" in lines[0]
-    assert "(per cell -8.00 to +2.00)" in lines[1]
-    assert view_gap_lines(load_spec("demo"), {}) == []
+    assert [(g.label, g.letter) for g in gaps] == [("RCP-nDCG@10", "b"), ("qrel-nDCG@10", "b")]
+    assert gaps[0].mean == pytest.approx(mean) and gaps[0].cells == len(domains)
+    assert (gaps[1].low, gaps[1].high) == (pytest.approx(-8.0), pytest.approx(2.0))
+    assert view_gaps(load_spec("demo"), {}) == []
 
 
 def test_real_suite_card_has_no_synthetic_banner(demo_release, tmp_path):

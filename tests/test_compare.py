@@ -12,12 +12,12 @@ from rcp_data import resources
 from rcp_data.cli import main
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import load_spec
+from rcp_data.model.card_format import parse_card_tables
 from rcp_data.scoring.compare import (
     compare_files,
     compare_tables,
     load_known_deviations,
     load_tables,
-    parse_card_tables,
 )
 
 NANOBEIR_CARD = "card-rcp-ndcg-nanobeir.md"

@@ -118,7 +118,7 @@ def test_suite_of_a_release_directory(tmp_path):
 def test_tie_rules_and_views_the_card_shows():
     from rcp_data.core.specs import RULE_LETTERS, SHOWN_TIE_RULES, TIE_RULES
     from rcp_data.documents.card import TIE_RULES_SHOWN, views_shown
-    from rcp_data.scoring.replay import RULE_TITLES
+    from rcp_data.model.card_format import RULE_TITLES
 
     assert SHOWN_TIE_RULES == ("doc-id", "group-mean") and set(SHOWN_TIE_RULES) < set(TIE_RULES)
     assert [r for r, _, _ in TIE_RULES_SHOWN] == list(SHOWN_TIE_RULES)

@@ -11,8 +11,9 @@ from scipy.special import expit
 from scipy.stats import spearmanr
 
 from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
-from rcp_data.stages.calibration.bt import BtSettings, fit_bt_arrays, fit_stage_a, spearman_rows
+from rcp_data.stages.calibration.bt import fit_bt_arrays, fit_stage_a, spearman_rows
 from rcp_data.stages.calibration.bt_pairs import pair_statistics
+from rcp_data.stages.calibration.bt_settings import BtSettings
 from rcp_data.stages.calibration.tournament import classify_windows, load_tournament
 
 

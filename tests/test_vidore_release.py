@@ -42,7 +42,7 @@ def test_page_images_load_and_decode_at_tag_and_sha(published, by):
 def test_card_has_both_views_under_both_rules(published):
     _, release, _ = published
     card = (release / "README.md").read_text(encoding="utf-8")
-    from rcp_data.scoring.compare import parse_card_tables
+    from rcp_data.model.card_format import parse_card_tables
 
     tables = parse_card_tables(card)
     views = {(t.view, t.tie_rule, t.metric) for t in tables}

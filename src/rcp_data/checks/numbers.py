@@ -22,12 +22,11 @@ from rcp_data import resources
 from rcp_data.checks.reports import Check
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import read_json
-from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.core.specs import RULE_LETTERS, SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.model.card_format import CARD_K, METRIC_TITLES, card_body
 from rcp_data.model.history import History, ReleaseRecord, history_path, read_history, same_commit
 from rcp_data.model.layout import CARD_FILE
 from rcp_data.model.manifest import load_manifest
-
-CARD_K = 10
 
 
 def default_reference() -> Path:
@@ -73,8 +72,6 @@ def data_totals(root: Path, tables: dict) -> dict[str, int]:
 def check_card_counts(card_text: str, totals: dict[str, int]) -> list[Check]:
     """Totals the card's prose states (queries, pool pairs, injected documents, corpus size,
     repaired passages) equal the data (the repair count: the build manifest's record)."""
-    from rcp_data.scoring.compare import card_body
-
     body = card_body(card_text)
     stated, wrong = [], []
     for pattern, groups in CARD_COUNT_PATTERNS:
@@ -107,7 +104,7 @@ class Replayed:
     tables: dict[tuple[int, str, str], dict[str, pd.DataFrame]] = field(default_factory=dict)
 
     def card_results(self, spec: SuiteSpec) -> dict:
-        """``{(view, tie rule): ReplayResult}`` at k = 10 as the card module renders them
+        """``{(view, tie rule): ReplayResult}`` at the card's k as the card module renders them
         (:func:`rcp_data.documents.card.replay_results`), from this replay."""
         from rcp_data.scoring.replay import ReplayResult
 
@@ -153,8 +150,6 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
 
 
 def _cell_name(spec: SuiteSpec, row: dict) -> str:
-    from rcp_data.scoring.replay import METRIC_TITLES, RULE_LETTERS
-
     col = "Mean" if row["column"] == "mean" else spec.column_label(row["column"])
     return (f"{METRIC_TITLES[row['metric']]}@{row['k']} rule ({RULE_LETTERS[row['tie_rule']]}), "
             f"view {row['view']}, row {spec.short_name(spec.hub_id(row['model']))}, "
@@ -168,7 +163,6 @@ def _fmt(v: float | None) -> str:
 def check_card_tables(card_tables, replayed, spec: SuiteSpec, expected: set) -> list[Check]:
     """Every table of the card matches the replay at one decimal; the card shows them all."""
     from rcp_data.scoring.compare import compare_tables
-    from rcp_data.scoring.replay import METRIC_TITLES, RULE_LETTERS
 
     checks = []
     have = card_tables.groups()
@@ -338,6 +332,6 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
     return checks, replayed
 
 
-__all__ = ["CARD_K", "Replayed", "card_groups", "check_card_counts", "check_card_tables",
+__all__ = ["Replayed", "card_groups", "check_card_counts", "check_card_tables",
            "check_paper", "data_totals", "default_reference", "number_checks", "paper_applies",
            "paper_release", "replay_tables"]

@@ -1,7 +1,7 @@
 """Generated files are regenerated, not parsed.
 
 For a release this project built, the task file and the card are rendered again from the data
-and the release history at the same revision (:func:`rcp_data.documents.card.render_release_files`)
+and the release history at the same revision (:func:`rcp_data.documents.card.render_release_texts`)
 and must equal the files the revision holds, byte for byte:
 
 - ``rcp_ndcg_tasks.py``: any line the template does not produce (appended code, an edited
@@ -80,11 +80,11 @@ def check_regenerated(root: Path, spec: SuiteSpec, history: History, *,
     compare them with the files of ``root``. ``built_with``: the rcp-data version the build
     manifest records (named when it is not this one: templates may have changed since)."""
     from rcp_data import __version__
-    from rcp_data.documents.card import render_release_files
+    from rcp_data.documents.card import render_release_texts
 
     root = Path(root)
     try:
-        texts = render_release_files(root, spec=spec, history=history, repo=history.repo,
+        texts = render_release_texts(root, spec=spec, history=history, repo=history.repo,
                                      results=results)
     except RcpDataError as exc:
         return [Check.failed(name, what, "a rendering of this revision", "could not render: "

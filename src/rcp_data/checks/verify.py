@@ -48,7 +48,6 @@ from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.judge_checks import check_judge
 from rcp_data.checks.manifest import HostedFile, check_content
 from rcp_data.checks.numbers import (
-    CARD_K,
     Replayed,
     check_card_counts,
     check_card_tables,
@@ -455,7 +454,7 @@ def _path(p: str | Path | None) -> Path | None:
     return Path(p) if p is not None else None
 
 
-__all__ = ["CARD_K", "SCHEMA", "Options", "VerifyReport", "check_card_counts",
+__all__ = ["SCHEMA", "Options", "VerifyReport", "check_card_counts",
            "check_card_tables", "check_paper", "check_pin", "held_release",
            "paper_applies", "read_release_history", "replay_tables", "verify",
            "verify_local_dir", "verify_release_dir"]

@@ -1,7 +1,10 @@
 """Render a release's dataset card (``README.md``) from its data and release history.
 
 Every number in the card is computed here from the release directory (tables, item parameters,
-runs replayed by :mod:`rcp_data.scoring.replay`) or taken from the release history; the prose lives in
+runs replayed by :mod:`rcp_data.scoring.replay`), taken from the release history or read from a
+typed settings record (the card format's k and titles, :mod:`rcp_data.model.card_format`; the
+Stage A fit's settings, :data:`rcp_data.stages.calibration.bt_settings.BT_SETTINGS`). This module
+hands the template typed facts (small frozen dataclasses); every sentence of the card lives in
 ``templates/card.md.j2``. Rendering is deterministic: the same release gives the same bytes.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +39,21 @@ from rcp_data.documents.card_facts import (
     paper_relation,
 )
 from rcp_data.documents.releases_md import render_release_table
-from rcp_data.documents.taskfile import families, has_ocr_view, task_name, template_text
+from rcp_data.documents.taskfile import (
+    MAIN_SCORE,
+    families,
+    has_ocr_view,
+    task_name,
+    template_text,
+)
+from rcp_data.model.card_format import (
+    CARD_K,
+    CARD_METRICS,
+    metric_label,
+    render_markdown_table,
+    table_title,
+    view_heading,
+)
 from rcp_data.model.history import (
     History,
     judge_slug,
@@ -57,14 +75,9 @@ from rcp_data.model.layout import (
 from rcp_data.model.manifest import BuildManifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
-from rcp_data.scoring.replay import (
-    ReplayResult,
-    load_release,
-    model_order,
-    render_markdown_table,
-    replay_loaded,
-    table_title,
-)
+from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
+from rcp_data.stages.calibration.bt_settings import BT_SETTINGS
+from rcp_data.stages.calibration.tournament import SCORE_RANGE
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +96,7 @@ ADDED_CONFIGS = {
 }
 
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
-METRICS_SHOWN = (("rcp_ndcg", "RCP-nDCG@10"), ("qrel_ndcg", "qrel-nDCG@10"))
+METRICS_SHOWN = tuple((metric, metric_label(metric)) for metric in CARD_METRICS)
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
 
@@ -112,6 +125,34 @@ def _n(value: int) -> str:
 def _span(low: int, high: int) -> str:
     """``150`` when every value is the same, else ``198–585``."""
     return _n(low) if low == high else f"{_n(low)}–{_n(high)}"
+
+
+def _setting(value: float) -> str:
+    """A fit setting as the card prints it: ``2``, ``0.5``, ``1e-4``."""
+    value = float(value)
+    if value.is_integer():
+        return str(int(value))
+    if abs(value) < 1e-3:
+        return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{value:.0e}")
+    return f"{value:g}"
+
+
+def _paragraph(text: str) -> str:
+    """One line of the card from a block of the template wrapped over several lines."""
+    return re.sub(r"\s*\n\s*", " ", text.strip())
+
+
+def card_environment():
+    """The Jinja environment of ``templates/card.md.j2``: strict, no escaping; the filters
+    ``n`` (``1,234``), ``fmt`` (a format spec), ``setting`` (a fit setting) and
+    ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``)."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters.update(n=_n, fmt=format, setting=_setting, paragraph=_paragraph)
+    env.globals.update(span=_span, metric_label=metric_label)
+    return env
 
 
 def suite_tag(spec: SuiteSpec) -> str:
@@ -274,13 +315,7 @@ def _cols(names: list[str]) -> str:
 # -- replayed tables ---------------------------------------------------------------------------
 def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
     """Views of the results section (``spec.card_views``): ``(view, heading)``."""
-    headings = {
-        "subsets": None,
-        "native": "Native-language questions (one language per domain)",
-        "languages": f"Mean over the {len(spec.view_languages)} language subsets (the mteb "
-                     "task score)",
-    }
-    return [(view, headings[view]) for view in spec.card_views]
+    return [(view, view_heading(spec, view)) for view in spec.card_views]
 
 
 def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
@@ -290,7 +325,7 @@ def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayR
     rules = list(SHOWN_TIE_RULES)
     if spec.paper_tie_rule not in rules:
         rules.append(spec.paper_tie_rule)
-    return {(view, rule): replay_loaded(data, k=10, tie_rule=rule, view=view)
+    return {(view, rule): replay_loaded(data, k=CARD_K, tie_rule=rule, view=view)
             for view, _ in views_shown(spec) for rule in rules}
 
 
@@ -303,30 +338,61 @@ def _cell_diffs(results: dict[tuple[str, str], ReplayResult], view: str, metric:
             if c != "mean" and a[m][c] is not None and b.get(m, {}).get(c) is not None]
 
 
-def tie_effect_lines(spec: SuiteSpec, results: dict[tuple[str, str], dict]) -> list[str]:
+@dataclass(frozen=True)
+class TieEffect:
+    """How far rules (a) and (b) lie apart on one metric of one view, per cell (points)."""
+
+    label: str                 # the metric, e.g. RCP-nDCG@10
+    view: str | None           # the view, when the card shows several
+    max_abs: float             # max |(a) - (b)|
+    mean: float                # mean (a) - (b)
+    cells: int
+
+
+@dataclass(frozen=True)
+class ViewGap:
+    """The mteb task score (mean of the language subsets) minus the native-language score,
+    per cell under one rule (points)."""
+
+    label: str
+    letter: str
+    mean: float
+    cells: int
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class RuleDistance:
+    """The largest per-cell distance of the suite's paper rule to rule (b) (points)."""
+
+    label: str
+    view: str | None
+    max_abs: float
+
+
+def tie_effects(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
+                ) -> list[TieEffect]:
     """Max |(a) - (b)| and mean (a) - (b) per cell, in points, per view and metric."""
-    lines = []
+    out = []
     for view, heading in views_shown(spec):
         for metric, label in METRICS_SHOWN:
             diffs = _cell_diffs(results, view, metric, "doc-id", "group-mean")
-            if not diffs:
-                continue
-            where = f" ({view} view)" if heading else ""
-            lines.append(f"{label}{where}: (a) and (b) differ by at most "
-                         f"{max(abs(d) for d in diffs):.2f} points per cell; (a) minus (b) "
-                         f"is {np.mean(diffs):+.3f} points on average over {len(diffs)} cells.")
-    return lines
+            if diffs:
+                out.append(TieEffect(label, view if heading else None,
+                                     max(abs(d) for d in diffs), float(np.mean(diffs)),
+                                     len(diffs)))
+    return out
 
 
-def view_gap_lines(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> list[str]:
+def view_gaps(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> list[ViewGap]:
     """Suites with languages: how far the mteb task score (mean of the language subsets) lies
     from the native-language score, per cell under the suite's reference rule (b when its
     rule is not shown), in points."""
     if not spec.has_languages:
         return []
     rule = spec.paper_tie_rule if spec.paper_tie_rule in SHOWN_TIE_RULES else "group-mean"
-    letter = RULE_LETTERS[rule]
-    lines = []
+    out = []
     for metric, label in METRICS_SHOWN:
         lang = results[("languages", rule)].to_json()["metrics"][metric]
         native = results[("native", rule)].to_json()["metrics"][metric]
@@ -334,11 +400,26 @@ def view_gap_lines(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
                  if c != "mean" and lang[m][c] is not None
                  and native.get(m, {}).get(c) is not None]
         if diffs:
-            lines.append(f"{label}, rule ({letter}): the mean over the languages minus "
-                         f"the native-language score is {np.mean(diffs):+.2f} points on "
-                         f"average over {len(diffs)} cells (per cell {min(diffs):+.2f} to "
-                         f"{max(diffs):+.2f}).")
-    return lines
+            out.append(ViewGap(label, RULE_LETTERS[rule], float(np.mean(diffs)), len(diffs),
+                               min(diffs), max(diffs)))
+    return out
+
+
+def paper_rule_distances(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
+                         ) -> list[RuleDistance]:
+    """A paper rule the card does not show (pool order): its largest per-cell distance to
+    rule (b) per view and metric, from the replay (a particular tie order need not lie
+    between (a) and (b)). Empty for a shown rule."""
+    if spec.paper_tie_rule in SHOWN_TIE_RULES:
+        return []
+    out = []
+    for view, heading in views_shown(spec):
+        for metric, label in METRICS_SHOWN:
+            diffs = _cell_diffs(results, view, metric, spec.paper_tie_rule, "group-mean")
+            if diffs:
+                out.append(RuleDistance(label, view if heading else None,
+                                        max(abs(d) for d in diffs)))
+    return out
 
 
 # -- the card ----------------------------------------------------------------------------------
@@ -364,9 +445,6 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     # ``results``: the release's replay_results, when the caller has them already
     results = results if results is not None else replay_results(root, spec)
     models = sorted({m for r in results.values() for m in r.models})
-    pinned = current.data_revision or current.revision
-    revision_text = (f"revision `{pinned}`" if pinned
-                     else f"this revision (the commit tagged `{current.tag}`)")
     f = {
         "n_subsets": len(facts),
         "n_queries_text": _n(sum(x.queries for x in facts)),
@@ -385,8 +463,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "formula": link_formula(current.link),
         "item_params": current.item_params,
         "n_rerankers": len(models),
-        "revision_text": revision_text,
-        "paper_rule": paper_rule_text(spec, results),
+        "pinned": current.data_revision or current.revision,
         "upstream_name": "" if spec.synthetic else getattr(facts_card.upstream, "name", ""),
     }
     sections = []
@@ -395,33 +472,31 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         for metric, _label in METRICS_SHOWN:
             for rule in SHOWN_TIE_RULES:
                 table = results[(view, rule)].tables[metric]
-                tables.append({"caption": table_title(metric, 10, rule),
+                tables.append({"caption": table_title(metric, CARD_K, rule),
                                "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
     paper_view = spec.paper_view if spec.paper_view in spec.card_views else spec.card_views[0]
     paper_tables = results[(paper_view, spec.paper_tie_rule)].tables
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
-    body = env.from_string(template_text("card.md.j2")).render(
+    body = card_environment().from_string(template_text("card.md.j2")).render(
         spec=spec, f=f, facts=facts_card, repo=repo, task_file=TASK_FILE,
         releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
-        synthetic_what=synthetic_what(spec, rd),
+        generated=synthetic_facts(spec, rd), k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
+        score_range=SCORE_RANGE,
         judge_lines=judge_lines(facts_card),
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
-        release_notes=release_notes(spec, history),
-        protocol=protocol_lines(spec, facts, rd),
-        layout=layout_rows(root, spec, facts),
+        current=current,
+        superseded=[r for r in history.releases if r.status == "superseded"],
+        protocol=protocol_facts(spec, facts, rd),
+        layout=layout_facts(root, spec, facts),
         instructions=instruction_line(spec, facts_card, rd),
-        pool_steps=pool_steps(spec, facts, rd, facts_card, synthetic=synthetic),
-        data_notes=data_notes(spec, facts, rd, synthetic=synthetic),
+        pool=pool_facts(spec, facts, rd, facts_card, synthetic=synthetic),
+        notes=data_notes(spec, facts, rd, synthetic=synthetic),
         results=sections,
         paper_relation=paper_relation(spec, paper_tables, history, synthetic=synthetic),
-        tie_effect=tie_effect_lines(spec, results),
-        view_gap=view_gap_lines(spec, results),
-        reranker_map=", ".join(f"{spec.short_name(m)} = `{m}`"
-                               for m in model_order(spec, models)),
+        paper_rule_distances=paper_rule_distances(spec, results),
+        tie_effects=tie_effects(spec, results),
+        view_gaps=view_gaps(spec, results),
+        rerankers=model_order(spec, models),
         licence=licence_lines(spec, facts_card, synthetic=synthetic),
         citation=citation_text(facts_card, spec),
     )
@@ -439,15 +514,19 @@ def card_title(spec: SuiteSpec, synthetic: bool) -> str:
     return spec.pretty_name
 
 
-def synthetic_what(spec: SuiteSpec, rd: Release) -> str:
+@dataclass(frozen=True)
+class SyntheticFacts:
     """What of a synthetic release was generated, from its build manifest."""
+
+    everything: bool          # every table (a synthetic suite), not only the judge and runs
+    judge: str
+
+
+def synthetic_facts(spec: SuiteSpec, rd: Release) -> SyntheticFacts:
     manifest = rd.manifest
     judge = manifest.judge.model if manifest else ""
-    if spec.synthetic or (manifest and manifest.source_fact("synthetic") is True):
-        return ("Every corpus, query, label, judge verdict, reranker score and gain in this "
-                "repository was generated from fixed random seeds.")
-    return ("Its judge verdicts, first-stage runs and reranker scores were generated from "
-            f"fixed random seeds (judge `{judge}`), and so are its gains.")
+    everything = spec.synthetic or bool(manifest and manifest.source_fact("synthetic") is True)
+    return SyntheticFacts(everything=bool(everything), judge=judge)
 
 
 def check_card(text: str, data: DatasetCardData) -> None:
@@ -460,130 +539,67 @@ def check_card(text: str, data: DatasetCardData) -> None:
             raise InputError(f"the rendered card has no {key!r}")
 
 
-def paper_rule_text(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> str:
-    """The suite's paper rule; one the card does not show (pool order) comes with its largest
-    per-cell distance to rule (b), computed from the replay (a particular tie order need not
-    lie between (a) and (b))."""
-    rule = spec.paper_tie_rule
-    if rule == "doc-id":
-        return "(a), the document-id tie-break"
-    if rule == "group-mean":
-        return "(b), group-mean gains for ties"
-    parts = []
-    for view, heading in views_shown(spec):
-        for metric, label in METRICS_SHOWN:
-            diffs = _cell_diffs(results, view, metric, rule, "group-mean")
-            if diffs:
-                where = f" ({view} view)" if heading else ""
-                parts.append(f"{max(abs(d) for d in diffs):.2f} points on {label}{where}")
-    distance = (f"; per cell it differs from (b) by at most {' and '.join(parts)}"
-                if parts else "")
-    return ("(c), pool order (ties keep their `top_ranked` order), whose tables are not shown "
-            f"here{distance}")
+# -- the evaluation protocol ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProtocolFacts:
+    """The counts of *Evaluation protocol*."""
+
+    with_exclusions: list[SubsetFacts]       # subsets with excluded documents
+    copies: list[tuple[str, str, str]]       # (subset, query, document) filed under another id
+    copy_subsets: list[str]
+    copy_examples: str
+    outside: list[SubsetFacts]               # subsets with positives outside the pool
+    outside_total: int
+    unjudged: int
+    without_positive: int
+    deep: dict[str, list[str]]               # {subset: queries with more positives than the pool}
+    pool_size: int
 
 
-def release_notes(spec: SuiteSpec, history: History) -> list[str]:
-    cur = history.current
-    assert cur is not None
-    lines = []
-    if cur.data_revision:
-        lines.append(f"The data (corpus, queries, qrels with `gain` and `theta`, pools and "
-                     f"provenance) was last changed in commit `{cur.data_revision[:8]}`. Later "
-                     "commits change only this card, the task file and "
-                     f"`{RELEASES_JSON}`, so every revision since loads the same data.")
-    else:
-        lines.append(f"The data of release {cur.release} lives in this revision, the commit "
-                     f"tagged `{cur.tag}`, together with this card, `{TASK_FILE}` and "
-                     f"`{RELEASES_JSON}`. Until a later card update writes in its sha, the "
-                     "task file pins the tag.")
-    for r in history.releases:
-        if r.status == "superseded":
-            where = f"`{r.revision}`" if r.revision else "its tag"
-            lines.append(f"Release {r.release} (`{r.tag}`) was superseded by release "
-                         f"{r.superseded_by}; it stays loadable at {where}: "
-                         f"`rcp.get_tasks(revision=\"{r.tag}\")`.")
-    if spec.task_versioning == "suffix":
-        lines.append("A new judge or a recalibration makes a new release: a new commit and tag "
-                     "`v<N>-<judge slug>`, and task names ending in `.v<N>`; the tasks of the "
-                     "release before are marked `superseded_by`.")
-    else:
-        lines.append("A new judge or a recalibration makes a new release: a new commit and tag "
-                     "`v<N>-<judge slug>`. This suite keeps its task names across releases "
-                     "(they are not in mteb yet); pin a release with `revision=`.")
-    lines.append("Releases are only ever added: no commit is rewritten and no tag moved. "
-                 f"`{RELEASES_JSON}` holds this table in machine-readable form.")
-    return lines
-
-
-def protocol_lines(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> list[str]:
-    lines = []
+def protocol_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> ProtocolFacts:
     with_ex = [x for x in facts if x.excluded_docs]
-    if with_ex:
-        parts = ", ".join(f"`{x.name}` {x.queries_with_exclusions} of {x.queries} queries "
-                          f"({x.excluded_docs} document{'s' if x.excluded_docs != 1 else ''})"
-                          for x in with_ex)
-        line = (f"**Exclusions.** Some queries must not retrieve certain documents (e.g. "
-                f"the query's own text): {parts}. They are listed in `{{subset}}-excluded` "
-                "and removed from the candidates, from every ranking and from both ideal "
-                "rankings; `provenance-pool` keeps them with `excluded = true`.")
-        copies = copied_self_documents(rd)
-        if copies:
-            where = ", ".join(dict.fromkeys(f"`{s}`" for s, _q, _d in copies))
-            line += (f" {len(copies)} excluded document{'s are' if len(copies) != 1 else ' is'} "
-                     f"filed under another id than the query's own ({where}), which a rule "
-                     f"that drops only the query's own id would miss: {example_text(copies)}.")
-        lines.append(line)
-    else:
-        lines.append("**Exclusions.** No query of this release excludes documents.")
-    outside = sum(x.positives_outside_pool for x in facts)
-    if outside:
-        parts = ", ".join(f"`{x.name}` {x.positives_outside_pool}" for x in facts
-                          if x.positives_outside_pool)
-        lines.append(f"**Positives outside the pool.** {outside} human-labelled positives are "
-                     f"not in the judged pool ({parts}). They keep their `score`, have "
-                     "`gain = 0.0` and `theta = null`, and count in qrel-nDCG's ideal ranking "
-                     "only.")
-    else:
-        lines.append("**Positives outside the pool.** None: every human-labelled positive is "
-                     "in the judged pool.")
-    unjudged = sum(x.unjudged_rows for x in facts)
-    lines.append(f"**Rows without a judgment.** {unjudged} qrels rows have `theta = null` "
-                 "(labelled documents outside the pool, or excluded ones); their `gain` is 0.")
-    no_pos = sum(x.queries_without_positive for x in facts)
-    if no_pos:
-        verb = "queries have" if no_pos != 1 else "query has"
-        lines.append(f"**Queries without a positive label.** {no_pos} {verb} no labelled "
-                     "positive. RCP-nDCG scores such a query like any other; the qrel-nDCG "
-                     "tables below leave it out, and so does mteb (2.x drops queries without "
-                     "a positive label before scoring, `ndcg_float_at_10` included).")
+    copies = copied_self_documents(rd) if with_ex else []
     deep = deep_queries(rd)
-    if deep:
-        parts = "; ".join(f"`{s}`: " + ", ".join(f"`{q}`" for q in qs) for s, qs in deep.items())
-        lines.append(f"**More positives than the pool holds** ({spec.pool.size}): {parts}. "
-                     "These queries are scored on their judged pool like every other; their "
-                     "positives beyond it stay outside `top_ranked` and count in qrel-nDCG's "
-                     "ideal ranking only.")
-    return lines
+    return ProtocolFacts(
+        with_exclusions=with_ex,
+        copies=copies,
+        copy_subsets=list(dict.fromkeys(s for s, _q, _d in copies)),
+        copy_examples=example_text(copies),
+        outside=[x for x in facts if x.positives_outside_pool],
+        outside_total=sum(x.positives_outside_pool for x in facts),
+        unjudged=sum(x.unjudged_rows for x in facts),
+        without_positive=sum(x.queries_without_positive for x in facts),
+        deep=deep,
+        pool_size=spec.pool.size,
+    )
 
 
-def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[dict]:
+# -- the layout ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayoutRow:
+    """One row of the *Layout* table (its notes are the template's, by ``kind``)."""
+
+    kind: str          # corpus, queries, qrels, top_ranked, excluded or a provenance kind
+    config: str
+    columns: str
+    provenance: bool = False
+
+
+@dataclass(frozen=True)
+class LayoutFacts:
+    rows: list[LayoutRow]
+    corpus_sizes: str             # e.g. ``150`` or ``198–585`` documents
+    corpus_shared_per: str        # ``domain`` when subsets share a corpus; empty: one each
+    queries: int
+    candidates: str               # candidates per query, e.g. ``30–40``
+    split_by: str                 # what a provenance split is: domain or subset
+
+
+def layout_facts(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> LayoutFacts:
     first = spec.subset_names[0]
     rd = Release(root, spec)
-    rows = []
-    corpus_note = (f"one copy per {spec.corpus.layout.replace('per-', '')}, shared by its "
-                   "subsets" if spec.corpus.layout != "per-subset" else "one per subset")
-    sizes = sorted({x.corpus for x in facts})
-    size_text = _span(sizes[0], sizes[-1])
-    rows.append({"config": "`{subset}-corpus`",
-                 "columns": _cols(list(corpus_file_facts(root, spec, first)[0].columns)),
-                 "notes": f"{size_text} documents; {corpus_note}"})
-    pool_span = _span(min(x.candidates_min for x in facts),
-                      max(x.candidates_max for x in facts))
-    notes = {"queries": f"{_n(sum(x.queries for x in facts))} queries in all",
-             "qrels": "`score`: upstream label; `gain`: calibrated probability; `theta`: its "
-                      "latent relevance",
-             "top_ranked": f"the judged pool ({pool_span} candidates per query)",
-             "excluded": "documents a query must not retrieve"}
+    rows = [LayoutRow("corpus", "`{subset}-corpus`",
+                      _cols(list(corpus_file_facts(root, spec, first)[0].columns)))]
     for kind in ("queries", "qrels", "top_ranked", "excluded"):
         present = [s for s in spec.subset_names if rd.has(s, kind)]
         if not present:
@@ -591,127 +607,159 @@ def layout_rows(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> list[d
         name = "`{subset}-" + kind + "`"
         if kind == "excluded":
             name = ", ".join(f"`{s}-excluded`" for s in present)
-        rows.append({"config": name,
-                     "columns": _cols(_schema_columns(root / subset_file(present[0], kind))),
-                     "notes": notes[kind]})
-    prov_notes = {"pool": "pool order, fused score, injection, exclusion and judging flags",
-                  "first_stage": "each retriever's run and the fused one (`rrf_fused`)",
-                  "runs": "every reranker's score for every candidate",
-                  "judge_criteria": "the judge's raw per-call criterion verdicts",
-                  "judge_tournament": "the judge's raw Stage A answers: one row per document "
-                                      "shown in a listwise window (`phase`, `position` as "
-                                      "shown, `judge_rank` and `score` in [-5, 5] as "
-                                      "answered, null when missing)",
-                  "judge_bt": "the Stage A Bradley-Terry scores `theta_bt` fitted from "
-                              "`provenance-judge-tournament` (centred per query), the input "
-                              "of the 2PL fit"}
-    split_by = "domain" if spec.corpus.provenance_split == "domain" else "subset"
+        rows.append(LayoutRow(kind, name,
+                              _cols(_schema_columns(root / subset_file(present[0], kind)))))
     for kind in (*PROVENANCE_KINDS, *OPTIONAL_PROVENANCE_KINDS):
         files = [root / provenance_file(kind, s) for s in spec.provenance_splits
                  if (root / provenance_file(kind, s)).exists()]
         if files:
-            rows.append({"config": f"`{PROVENANCE_CONFIG[kind]}`",
-                         "columns": _cols(_schema_columns(files[0])),
-                         "notes": f"split = {split_by}; {prov_notes[kind]}"})
-    return rows
+            rows.append(LayoutRow(kind, f"`{PROVENANCE_CONFIG[kind]}`",
+                                  _cols(_schema_columns(files[0])), provenance=True))
+    sizes = sorted({x.corpus for x in facts})
+    return LayoutFacts(
+        rows=rows,
+        corpus_sizes=_span(sizes[0], sizes[-1]),
+        corpus_shared_per=("" if spec.corpus.layout == "per-subset"
+                           else spec.corpus.layout.replace("per-", "")),
+        queries=sum(x.queries for x in facts),
+        candidates=_span(min(x.candidates_min for x in facts),
+                         max(x.candidates_max for x in facts)),
+        split_by="domain" if spec.corpus.provenance_split == "domain" else "subset",
+    )
 
 
-def pool_steps(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release,
-               card_facts: CardFacts, *, synthetic: bool) -> list[str]:
-    pairs = sum(x.pool_pairs for x in facts)
-    injected = sum(x.gt_injected for x in facts)
-    judged = sum(x.judged for x in facts)
+# -- how the pool was built ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class StageACounts:
+    """The Stage A reading counts the calibration recorded in its item parameters."""
+
+    windows: int
+    used: int
+    fallback: int
+    left_out: int
+    unreadable: int
+    partial: int
+
+
+@dataclass(frozen=True)
+class StageAFacts:
+    rows: int                       # tournament rows shipped
+    rule: str | None                # the reading rule the calibration recorded
+    counts: StageACounts | None
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """The numbers of *How the pool was built*."""
+
+    first_stage: str
+    rule: str                       # the spec's pool rule
+    size: int
+    per_query: str                  # documents per query, e.g. ``30–40``
+    injected: int
+    pairs: int
+    judged: int
+    verdict_rows: int
+    stage_a: StageAFacts | None
+
+
+def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_facts: CardFacts,
+               *, synthetic: bool) -> PoolFacts:
     has_first = all(rd.has_provenance("first_stage", s) for s in spec.provenance_splits)
-    steps = [first_stage_step(spec, card_facts, synthetic=synthetic, has_runs=has_first)]
-    if spec.pool.rule == "top-k-union-judged":
-        steps.append(f"**Pool.** The fused top {spec.pool.size} of each query plus every "
-                     "upstream-judged document after them, in fused order "
-                     f"({_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts))} "
-                     f"documents per query). Of the added documents, {_n(injected)} are "
-                     "positives (`gt_injected`).")
-    else:
-        steps.append(f"**Pool.** The fused top {spec.pool.size} of each query. Each labelled "
-                     "positive the fusion missed replaces the lowest-ranked non-relevant "
-                     f"candidate: {_n(injected)} of {_n(pairs)} pool pairs are such injected "
-                     "positives (`gt_injected = true`, `rrf_score = 0`).")
     crit_rows = sum(pq.read_metadata(rd.root / provenance_file("judge_criteria", s)).num_rows
                     for s in spec.provenance_splits
                     if rd.has_provenance("judge_criteria", s))
-    steps.append(f"**Judging.** {_n(judged)} pool pairs were judged: a listwise tournament, "
-                 f"then pointwise binary criteria ({_n(crit_rows)} verdict rows in "
-                 "`provenance-judge-criteria`), then the 2PL fit that gives `theta`.")
-    step_a = tournament_step(spec, rd)
-    if step_a:
-        steps.append(step_a)
-    return steps
+    return PoolFacts(
+        first_stage=first_stage_step(spec, card_facts, synthetic=synthetic,
+                                     has_runs=has_first),
+        rule=spec.pool.rule,
+        size=spec.pool.size,
+        per_query=_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts)),
+        injected=sum(x.gt_injected for x in facts),
+        pairs=sum(x.pool_pairs for x in facts),
+        judged=sum(x.judged for x in facts),
+        verdict_rows=crit_rows,
+        stage_a=stage_a_facts(spec, rd),
+    )
 
 
-def _stage_a_counts(params_path: Path) -> dict:
+def _stage_a_counts(params_path: Path) -> StageACounts | None:
     """The Stage A reading counts the calibration recorded in its item parameters, if any."""
     if not params_path.is_file():
-        return {}
+        return None
     try:
         reading = json.loads(params_path.read_text(encoding="utf-8")).get("reading") or {}
     except (json.JSONDecodeError, AttributeError):
-        return {}
+        return None
     counts = reading.get("stage_a") if isinstance(reading, dict) else None
-    return counts if isinstance(counts, dict) and "windows_total" in counts else {}
+    if not (isinstance(counts, dict) and "windows_total" in counts):
+        return None
+    cause = counts.get("windows_left_out_by_cause", {})
+    return StageACounts(windows=int(counts["windows_total"]), used=int(counts["windows_used"]),
+                        fallback=int(counts.get("windows_fallback") or 0),
+                        left_out=int(counts["windows_left_out"]),
+                        unreadable=int(cause.get("unreadable", 0)),
+                        partial=int(cause.get("partial", 0)))
 
 
-def tournament_step(spec: SuiteSpec, rd: Release) -> str:
-    """The Stage A paragraph: the answers shipped, the reading rule, the refit they allow."""
+def stage_a_facts(spec: SuiteSpec, rd: Release) -> StageAFacts | None:
+    """The Stage A answers shipped, the reading rule, the counts (None without answers)."""
     splits = [s for s in spec.provenance_splits if rd.has_provenance("judge_tournament", s)]
     if not splits:
-        return ""
+        return None
     rows = sum(pq.read_metadata(rd.root / provenance_file("judge_tournament", s)).num_rows
                for s in splits)
     calibration = rd.manifest.calibration if rd.manifest else None
     rule = calibration.reading_rules.get("stage_a") if calibration else None
-    read = (f" The answers were read with the `{rule}` rule" + (
-        ": a window enters only if every document it shows has a score in [-5, 5] and a "
-        "rank." if rule == "complete" else ": as `complete`, plus windows without readable "
-        "scores but with a complete ranking, as hard preferences of weight 1."
-        if rule == "hard-fallback" else ".")) if rule else ""
     counts = _stage_a_counts(rd.root / (calibration.item_params if calibration else ""))
-    if counts:
-        fallback = (f" ({_n(counts['windows_fallback'])} as hard preferences)"
-                    if counts.get("windows_fallback") else "")
-        cause = counts.get("windows_left_out_by_cause", {})
-        read += (f" Of {_n(counts['windows_total'])} windows, {_n(counts['windows_used'])} "
-                 f"entered{fallback} and {_n(counts['windows_left_out'])} were left out "
-                 f"({_n(cause.get('unreadable', 0))} unreadable, "
-                 f"{_n(cause.get('partial', 0))} partial).")
-    return (f"**Stage A.** `provenance-judge-tournament` holds the judge's {_n(rows)} tournament "
-            "rows (one per document shown in a window) and `provenance-judge-bt` the "
-            "Bradley-Terry scores fitted from them (soft preferences from every pair of a "
-            "window, weight 2/w; ridge 1e-4; L-BFGS, at most 250 iterations per query)."
-            f"{read} Both fits can be re-run from this revision alone.")
+    return StageAFacts(rows=rows, rule=rule or None, counts=counts)
+
+
+# -- data notes ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceNotes:
+    """What the source reader recorded about the upstream data at build time."""
+
+    repaired: int = 0                       # passages whose text was repaired
+    documents: int = 0                      # of this many (0: no repair recorded)
+    repaired_percent: float = 0.0
+    empty: int = 0                          # empty documents upstream
+    empty_in: tuple[str, ...] = ()
+    self_same: int = 0                      # queries excluding their own id
+    self_copies: int = 0                    # ... and a copy under another id
+    repeats: int = 0                        # repeated ids in upstream exclusion lists
+    repeats_in: tuple[str, ...] = ()
+    domains: bool = False                   # the reader recorded per-domain counts
+    empty_ocr: tuple[tuple[str, int], ...] = ()   # (domain, pages), most first
+    identical_groups: int = 0
+    identical_pages: int = 0
+    identical_differ: int = 0
+
+
+@dataclass(frozen=True)
+class DataNotes:
+    judge_models: list[str]
+    pool_pairs: int
+    queries: int
+    source: SourceNotes
+    synthetic: bool
 
 
 def data_notes(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, *,
-               synthetic: bool = False) -> list[str]:
+               synthetic: bool = False) -> DataNotes:
     judge_models: set[str] = set()
     for s in spec.provenance_splits:
         # only the row groups that can hold a judge run are read (is_judge statistics)
         judged = pq.read_table(rd.root / provenance_file("runs", s), columns=["model"],
                                filters=[("is_judge", "=", True)])
         judge_models |= set(pc.unique(judged["model"]).to_pylist())
-    lines = []
-    if judge_models:
-        names = ", ".join(f"`{m}`" for m in sorted(judge_models))
-        lines.append(f"Runs with `is_judge = true` in `provenance-runs` ({names}) are the judge "
-                     "itself, not an independent system; the tables leave them out.")
-    lines.append(f"{_n(sum(x.pool_pairs for x in facts))} pool pairs over "
-                 f"{_n(sum(x.queries for x in facts))} queries; corpus ids compare as strings "
-                 "(byte order), never as numbers.")
-    lines += source_note_lines(spec, rd.manifest)
-    if synthetic:
-        lines.append("This release is SYNTHETIC (generated from fixed seeds); see the notice "
-                     "at the top.")
-    return lines
+    return DataNotes(judge_models=sorted(judge_models),
+                     pool_pairs=sum(x.pool_pairs for x in facts),
+                     queries=sum(x.queries for x in facts),
+                     source=source_notes(rd.manifest), synthetic=synthetic)
 
 
-def _sum_counts(manifest: BuildManifest | None, key: str) -> tuple[int, list[str]]:
+def _sum_counts(manifest: BuildManifest | None, key: str) -> tuple[int, tuple[str, ...]]:
     """Total of a per-subset source count in the build manifest, and the subsets that have it."""
     total, where = 0, []
     for subset, counts in (manifest.counts if manifest else {}).items():
@@ -719,57 +767,41 @@ def _sum_counts(manifest: BuildManifest | None, key: str) -> tuple[int, list[str
         if isinstance(value, int) and value:
             total += value
             where.append(subset)
-    return total, where
+    return total, tuple(where)
 
 
-def source_note_lines(spec: SuiteSpec, manifest: BuildManifest | None) -> list[str]:
+def source_notes(manifest: BuildManifest | None) -> SourceNotes:
     """Notes about the upstream data, from what the source reader recorded at build time."""
-    lines: list[str] = []
     sources = manifest.sources if manifest else {}
     repair = (sources.get("corpus") or {}).get("repair") or {}
     docs = (sources.get("corpus") or {}).get("documents")
+    repaired = {}
     if repair.get("changed_vs_raw") is not None and docs:
         changed = int(repair["changed_vs_raw"])
-        lines.append(f"**Corpus text.** The text is the repaired text the judge saw: "
-                     f"{_n(changed)} of {_n(int(docs))} passages "
-                     f"({100 * changed / int(docs):.1f}%) differ from the raw upstream text, "
-                     "which read UTF-8 bytes as Latin-1 (double encoding).")
-    empty, where = _sum_counts(manifest, "empty_documents")
-    if empty:
-        lines.append(f"**Empty documents.** {_n(empty)} documents are empty upstream "
-                     f"({', '.join(where)}); they enter no pool.")
+        repaired = {"repaired": changed, "documents": int(docs),
+                    "repaired_percent": 100 * changed / int(docs)}
+    empty, empty_in = _sum_counts(manifest, "empty_documents")
     same, _ = _sum_counts(manifest, "self_argument_same_id")
     copies, _ = _sum_counts(manifest, "self_argument_copies")
-    if same or copies:
-        lines.append(f"**Self-documents.** {_n(same)} queries exclude the corpus document with "
-                     f"their own id, and {_n(copies)} a byte-identical copy under another id.")
-    repeats, where = _sum_counts(manifest, "excluded_repeats")
-    if repeats:
-        lines.append(f"**Repeated exclusions.** Upstream exclusion lists repeat {_n(repeats)} "
-                     f"ids ({', '.join(where)}); each is excluded once.")
+    repeats, repeats_in = _sum_counts(manifest, "excluded_repeats")
     domains = sources.get("domains") or {}
+    ocr = {}
     if domains:
         empty_ocr = {d: n["empty_ocr_pages"] for d, n in domains.items()
                      if n.get("empty_ocr_pages")}
-        if empty_ocr:
-            lines.append(f"**Empty OCR text.** {_n(sum(empty_ocr.values()))} pages have empty "
-                         "OCR text (" + ", ".join(f"{d} {_n(v)}" for d, v in sorted(
-                             empty_ocr.items(), key=lambda kv: -kv[1])) + "); a text first "
-                         "stage never retrieves them and they enter no pool.")
-        groups = sum(n.get("identical_ocr_groups", 0) for n in domains.values())
-        if groups:
-            pages = sum(n.get("identical_ocr_pages", 0) for n in domains.values())
-            differ = sum(n.get("identical_ocr_groups_with_different_qrels", 0)
-                         for n in domains.values())
-            lines.append(f"**Identical OCR text.** {_n(groups)} groups ({_n(pages)} pages) have "
-                         f"byte-identical OCR text; in {_n(differ)} of them the pages carry "
-                         "different qrels.")
-        lines.append("**Query language.** Each subset's questions are those whose record names "
-                     "its language (never inferred from row position).")
-    return lines
+        ocr = {
+            "empty_ocr": tuple(sorted(empty_ocr.items(), key=lambda kv: -kv[1])),
+            "identical_groups": sum(n.get("identical_ocr_groups", 0) for n in domains.values()),
+            "identical_pages": sum(n.get("identical_ocr_pages", 0) for n in domains.values()),
+            "identical_differ": sum(n.get("identical_ocr_groups_with_different_qrels", 0)
+                                    for n in domains.values()),
+        }
+    return SourceNotes(**repaired, empty=empty, empty_in=empty_in, self_same=same,
+                       self_copies=copies, repeats=repeats, repeats_in=repeats_in,
+                       domains=bool(domains), **ocr)
 
 
-def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
+def render_release_texts(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None,
                          results: dict[tuple[str, str], ReplayResult] | None = None
                          ) -> dict[str, str]:
@@ -791,7 +823,7 @@ def render_release_files(root: Path, *, spec: SuiteSpec | None = None,
 def write_release_files(root: Path, **kwargs) -> list[Path]:
     """Render and write ``README.md`` and ``rcp_ndcg_tasks.py`` into ``root``."""
     written = []
-    for rel, text in render_release_files(root, **kwargs).items():
+    for rel, text in render_release_texts(root, **kwargs).items():
         path = Path(root) / rel
         atomic_write_text(path, text)
         written.append(path)
@@ -800,7 +832,11 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 
 
 __all__ = [
-    "ADDED_CONFIGS", "ADDED_SECTIONS", "SubsetFacts", "card_data", "check_card", "config_entries", "release_history",
-    "render_card", "render_release_files", "replay_results", "subset_facts", "suite_tag",
-    "view_gap_lines", "views_shown", "write_release_files",
+    "ADDED_CONFIGS", "ADDED_SECTIONS", "DataNotes", "LayoutFacts", "LayoutRow", "PoolFacts",
+    "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts", "SubsetFacts",
+    "SyntheticFacts", "TieEffect", "ViewGap", "card_data", "card_environment", "check_card",
+    "config_entries", "data_notes", "layout_facts", "paper_rule_distances", "pool_facts",
+    "protocol_facts", "release_history", "render_card", "render_release_texts",
+    "replay_results", "source_notes", "stage_a_facts", "subset_facts", "suite_tag",
+    "synthetic_facts", "tie_effects", "view_gaps", "views_shown", "write_release_files",
 ]

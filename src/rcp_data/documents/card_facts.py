@@ -26,6 +26,7 @@ from rcp_data.core.specs import (
     UpstreamCard,
 )
 from rcp_data.documents.taskfile import template_text
+from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
 from rcp_data.model.release import Release
@@ -193,7 +194,7 @@ def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
             for col in table.columns:
                 value = table.at[model, col]
                 if pd.notna(value):
-                    cells[CellKey(metric, 10, spec.paper_tie_rule, spec.paper_view, str(model),
+                    cells[CellKey(metric, CARD_K, spec.paper_tie_rule, spec.paper_view, str(model),
                                   str(col))] = 100.0 * float(value)
     mine = TableSet("replay", "replay", spec.name, cells, 0.0)
     paper = load_tables(paper_file, spec)
@@ -202,7 +203,8 @@ def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
         return ("**Relation to the paper.** No reranker of this release is in the paper's "
                 f"{spec.title} table. " + _paper_release_text(spec, history))
     parts = []
-    for metric, label in (("qrel_ndcg", "qrel-nDCG@10"), ("rcp_ndcg", "RCP-nDCG@10")):
+    for metric in ("qrel_ndcg", "rcp_ndcg"):          # qrel-nDCG first
+        label = metric_label(metric)
         mrows = [r for r in rows if r["metric"] == metric]
         if not mrows:
             continue

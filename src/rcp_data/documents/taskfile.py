@@ -19,12 +19,13 @@ from pathlib import Path
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_write_text
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.card_format import CARD_K
 from rcp_data.model.layout import BUILD_MANIFEST, TASK_FILE
 from rcp_data.model.manifest import load_manifest
 
 log = logging.getLogger(__name__)
 
-MAIN_SCORE = "ndcg_float_at_10"
+MAIN_SCORE = f"ndcg_float_at_{CARD_K}"      # the tasks' main score: the card's metric
 CUTOFFS = (1, 3, 5, 10, 20, 100, 1000)
 PAPER_URL = "https://arxiv.org/abs/2609.35739"
 

@@ -1,9 +1,31 @@
-"""The card's format as a file: its YAML front matter and the configs it declares."""
+"""The card's format: its YAML front matter and configs, and its result tables.
+
+The one home of what a card's result tables look like: the cutoff k they show, the metric,
+tie-rule and view titles, the Markdown table a card (and ``rcp-data replay``/``score``) prints,
+and the parser that reads such tables back from a card (this project's Markdown cards and the
+published cards' tab-separated plain text).
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from rcp_data.core.errors import InputError
+from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, TIE_RULES, SuiteSpec
 from rcp_data.model.layout import CARD_FILE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CARD_K = 10                       # the cutoff of every table a card shows
+CARD_METRICS = ("rcp_ndcg", "qrel_ndcg")      # the card's metrics, in the order it shows them
+METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
+RULE_TITLES = {rule: f"rule ({RULE_LETTERS[rule]}): {RULE_NAMES[rule]}" for rule in TIE_RULES}
+LETTER_RULES = {v: k for k, v in RULE_LETTERS.items()}
+NATIVE_VIEW_HEADING = "Native-language questions (one language per domain)"
 
 
 # -- the card's front matter -----------------------------------------------------------------
@@ -33,8 +55,6 @@ def card_configs(card_text: str, *, source: str = CARD_FILE) -> list[dict]:
     return configs
 
 
-
-
 def config_data_files(config: dict) -> list[tuple[str, str]]:
     """``(split, path pattern)`` of every data file a card config declares."""
     files = config.get("data_files") or []
@@ -51,3 +71,142 @@ def config_data_files(config: dict) -> list[tuple[str, str]]:
     return out
 
 
+# -- the result tables -----------------------------------------------------------------------
+def metric_label(metric: str, k: int = CARD_K) -> str:
+    """E.g. ``RCP-nDCG@10``."""
+    return f"{METRIC_TITLES[metric]}@{k}"
+
+
+def table_title(metric: str, k: int, tie_rule: str) -> str:
+    """E.g. ``RCP-nDCG@10 (%), rule (a): document-id tie-break``."""
+    return f"{metric_label(metric, k)} (%), {RULE_TITLES[tie_rule]}"
+
+
+def view_heading(spec: SuiteSpec, view: str) -> str | None:
+    """The cards' heading above a view's tables (None for the plain subsets view)."""
+    if view == "native":
+        return NATIVE_VIEW_HEADING
+    if view == "languages":
+        return f"Mean over the {len(spec.view_languages)} language subsets (the mteb task score)"
+    return None
+
+
+def format_percent(v: float | None) -> str:
+    """A fraction as printed in a card table: percent, one decimal, ``–`` when missing."""
+    return "–" if v is None or math.isnan(v) else f"{100.0 * v:.1f}"
+
+
+def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | None = None,
+                          first_header: str = "Reranker") -> str:
+    """A card table: short names (spec), %, one decimal, labels from the spec, Mean last."""
+    labels = [("Mean" if c == "mean" else spec.column_label(str(c))) for c in table.columns]
+    lines = []
+    if title:
+        lines += [f"**{title}**", ""]
+    lines.append("| " + " | ".join([first_header, *labels]) + " |")
+    lines.append("|---|" + "---:|" * len(labels))
+    for model in table.index:
+        cells = [format_percent(table.at[model, c]) for c in table.columns]
+        lines.append("| " + " | ".join([spec.short_name(str(model)), *cells]) + " |")
+    return "\n".join(lines)
+
+
+# -- reading the result tables back ------------------------------------------------------------
+_TITLE = re.compile(r"^\W*(RCP|qrel)-nDCG@(\d+)\s*\(%\),\s*rule\s*\(([abc])\)", re.IGNORECASE)
+
+
+@dataclass
+class CardTable:
+    """One result table as a card prints it (values in points, labels as printed)."""
+
+    metric: str
+    k: int
+    tie_rule: str
+    view: str | None
+    columns: list[str]
+    rows: list[tuple[str, list[float | None]]]
+
+
+def _split_row(line: str) -> list[str]:
+    if "\t" in line and not line.lstrip().startswith("|"):
+        return [c.strip() for c in line.split("\t")]
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _is_table_line(line: str) -> bool:
+    s = line.strip()
+    return s.startswith("|") or "\t" in s
+
+
+def _view_hint(line: str) -> str | None:
+    s = line.strip().lstrip("#*> ").rstrip("*").strip().lower()
+    if not s or len(s) > 120 or _is_table_line(line):
+        return None
+    if s.startswith(("native-language", "native language")) or "(native view)" in s:
+        return "native"
+    if "language subsets" in s or "(languages view)" in s or s.startswith("mean over the"):
+        return "languages"
+    return None
+
+
+def _value(cell: str) -> float | None:
+    cell = cell.strip().strip("*")
+    if cell in ("", "–", "-", "—", "n/a"):
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def card_body(text: str) -> str:
+    """A card's text after its YAML front matter (``---`` ... ``---``); the whole text when
+    it has none. A later ``---`` line (a Markdown rule) belongs to the body."""
+    if not text.startswith("---"):
+        return text
+    end = text.find("\n---", 3)
+    if end < 0:
+        return text
+    newline = text.find("\n", end + 4)
+    return text[newline + 1:] if newline >= 0 else ""
+
+
+def parse_card_tables(text: str) -> list[CardTable]:
+    """The result tables of a card (Markdown or the plain-text tab-separated form)."""
+    lines = card_body(text).splitlines()
+    tables: list[CardTable] = []
+    view: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        hint = _view_hint(line)
+        if hint:
+            view = hint
+        m = _TITLE.match(line.strip().lstrip("#").strip())
+        if not m:
+            i += 1
+            continue
+        metric = "rcp_ndcg" if m.group(1).lower() == "rcp" else "qrel_ndcg"
+        k, rule = int(m.group(2)), LETTER_RULES[m.group(3).lower()]
+        i += 1
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i >= len(lines) or not _is_table_line(lines[i]):
+            continue
+        header = _split_row(lines[i])
+        i += 1
+        rows = []
+        while i < len(lines) and _is_table_line(lines[i]):
+            cells = _split_row(lines[i])
+            i += 1
+            if all(set(c) <= set("-: ") for c in cells):
+                continue
+            rows.append((cells[0], [_value(c) for c in cells[1:]]))
+        tables.append(CardTable(metric, k, rule, view, header[1:], rows))
+    return tables
+
+
+__all__ = ["CARD_K", "CARD_METRICS", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
+           "RULE_TITLES", "CardTable", "card_body", "card_configs", "card_front_matter",
+           "config_data_files", "format_percent", "metric_label", "parse_card_tables",
+           "render_markdown_table", "table_title", "view_heading"]

@@ -141,7 +141,7 @@ def against_json(results: dict[str, dict[str, dict[str, dict[str, PairedDiff]]]]
 def against_markdown(results: dict[str, dict[str, dict[str, dict[str, PairedDiff]]]],
                      spec: SuiteSpec, *, resamples: int = RESAMPLES, seed: int = SEED) -> str:
     """One table per metric: run vs reranker on the Mean column (points, CI, p)."""
-    from rcp_data.scoring.replay import METRIC_TITLES
+    from rcp_data.model.card_format import METRIC_TITLES
 
     parts = []
     for metric in METRICS:

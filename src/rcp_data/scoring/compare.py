@@ -24,6 +24,7 @@ from rcp_data import resources
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import loads_json, read_json
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
+from rcp_data.model.card_format import parse_card_tables
 from rcp_data.model.suite import which_suite
 from rcp_data.scoring.replay import METRICS, ReplayResult, model_order
 
@@ -31,8 +32,6 @@ TOLERANCE = 0.05
 RESULT_SOURCE = "<replay>"        # how a comparison names tables given in memory
 EPS = 1e-6
 PRINTED_HALF_UNIT = 0.05          # tables printed to one decimal
-LETTER_RULES = {v: k for k, v in RULE_LETTERS.items()}
-_TITLE = re.compile(r"^\W*(RCP|qrel)-nDCG@(\d+)\s*\(%\),\s*rule\s*\(([abc])\)", re.IGNORECASE)
 _PAPER_METRIC = re.compile(r"^(rcp|qrel)_ndcg(\d+)$")
 
 
@@ -121,93 +120,6 @@ def load_known_deviations(path: str | Path | None = None) -> list[KnownDeviation
 
 
 # -- reading sources -----------------------------------------------------------------------------
-@dataclass
-class _RawTable:
-    metric: str
-    k: int
-    tie_rule: str
-    view: str | None
-    columns: list[str]
-    rows: list[tuple[str, list[float | None]]]
-
-
-def _split_row(line: str) -> list[str]:
-    if "\t" in line and not line.lstrip().startswith("|"):
-        return [c.strip() for c in line.split("\t")]
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _is_table_line(line: str) -> bool:
-    s = line.strip()
-    return s.startswith("|") or "\t" in s
-
-
-def _view_hint(line: str) -> str | None:
-    s = line.strip().lstrip("#*> ").rstrip("*").strip().lower()
-    if not s or len(s) > 120 or _is_table_line(line):
-        return None
-    if s.startswith(("native-language", "native language")) or "(native view)" in s:
-        return "native"
-    if "language subsets" in s or "(languages view)" in s or s.startswith("mean over the"):
-        return "languages"
-    return None
-
-
-def _value(cell: str) -> float | None:
-    cell = cell.strip().strip("*")
-    if cell in ("", "–", "-", "—", "n/a"):
-        return None
-    try:
-        return float(cell)
-    except ValueError:
-        return None
-
-
-def card_body(text: str) -> str:
-    """A card's text after its YAML front matter (``---`` ... ``---``); the whole text when
-    it has none. A later ``---`` line (a Markdown rule) belongs to the body."""
-    if not text.startswith("---"):
-        return text
-    end = text.find("\n---", 3)
-    if end < 0:
-        return text
-    newline = text.find("\n", end + 4)
-    return text[newline + 1:] if newline >= 0 else ""
-
-
-def parse_card_tables(text: str) -> list[_RawTable]:
-    """The result tables of a card (Markdown or the plain-text tab-separated form)."""
-    lines = card_body(text).splitlines()
-    tables: list[_RawTable] = []
-    view: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        hint = _view_hint(line)
-        if hint:
-            view = hint
-        m = _TITLE.match(line.strip().lstrip("#").strip())
-        if not m:
-            i += 1
-            continue
-        metric = "rcp_ndcg" if m.group(1).lower() == "rcp" else "qrel_ndcg"
-        k, rule = int(m.group(2)), LETTER_RULES[m.group(3).lower()]
-        i += 1
-        while i < len(lines) and not lines[i].strip():
-            i += 1
-        if i >= len(lines) or not _is_table_line(lines[i]):
-            continue
-        header = _split_row(lines[i])
-        i += 1
-        rows = []
-        while i < len(lines) and _is_table_line(lines[i]):
-            cells = _split_row(lines[i])
-            i += 1
-            if all(set(c) <= set("-: ") for c in cells):
-                continue
-            rows.append((cells[0], [_value(c) for c in cells[1:]]))
-        tables.append(_RawTable(metric, k, rule, view, header[1:], rows))
-    return tables
 
 
 def _spec_for(spec: SuiteSpec | str | None, guess: str | None, source: str) -> SuiteSpec:

@@ -35,12 +35,11 @@ import pyarrow.compute as pc
 from rcp_data.core.errors import InputError, SchemaError, UsageError, shown
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import (
-    RULE_LETTERS,
-    RULE_NAMES,
     TIE_RULES,
     SuiteSpec,
     positive_mask,
 )
+from rcp_data.model.card_format import render_markdown_table, table_title, view_heading
 from rcp_data.model.keys import (
     PairIndex,
     PairKeys,
@@ -57,8 +56,6 @@ from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
 log = logging.getLogger(__name__)
 
 METRICS = ("rcp_ndcg", "qrel_ndcg")
-METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
-RULE_TITLES = {rule: f"rule ({RULE_LETTERS[rule]}): {RULE_NAMES[rule]}" for rule in TIE_RULES}
 
 
 # -- loaded data ---------------------------------------------------------------------------------
@@ -620,39 +617,6 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
-def view_heading(spec: SuiteSpec, view: str) -> str | None:
-    """The cards' heading above a view's tables (None for the plain subsets view)."""
-    if view == "native":
-        return "Native-language questions (one subset per domain)"
-    if view == "languages":
-        return f"Mean over the {len(spec.view_languages)} language subsets (the mteb task score)"
-    return None
-
-
-def table_title(metric: str, k: int, tie_rule: str) -> str:
-    """E.g. ``RCP-nDCG@10 (%), rule (a): document-id tie-break``."""
-    return f"{METRIC_TITLES[metric]}@{k} (%), {RULE_TITLES[tie_rule]}"
-
-
-def format_percent(v: float) -> str:
-    return "–" if v is None or math.isnan(v) else f"{100.0 * v:.1f}"
-
-
-def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | None = None,
-                          first_header: str = "Reranker") -> str:
-    """A card table: short names (spec), %, one decimal, labels from the spec, Mean last."""
-    labels = [("Mean" if c == "mean" else spec.column_label(str(c))) for c in table.columns]
-    lines = []
-    if title:
-        lines += [f"**{title}**", ""]
-    lines.append("| " + " | ".join([first_header, *labels]) + " |")
-    lines.append("|---|" + "---:|" * len(labels))
-    for model in table.index:
-        cells = [format_percent(table.at[model, c]) for c in table.columns]
-        lines.append("| " + " | ".join([spec.short_name(str(model)), *cells]) + " |")
-    return "\n".join(lines)
-
-
 def default_tie_rule(spec: SuiteSpec, known: bool) -> str:
     return spec.paper_tie_rule if known else "doc-id"
 
@@ -682,7 +646,7 @@ def replay_loaded(data: ReleaseRuns, *, k: int = 10, tie_rule: str = "doc-id",
 __all__ = [
     "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
     "build_subset_runs",
-    "default_tie_rule", "format_percent", "load_release", "model_order", "render_markdown_table",
+    "default_tie_rule", "load_release", "model_order",
     "replay_loaded", "replay_release", "score_queries", "score_subset",
-    "summarize", "table_title", "view_heading",
+    "summarize",
 ]

@@ -32,15 +32,14 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES, SuiteSpec
+from rcp_data.model.card_format import render_markdown_table, table_title
 from rcp_data.scoring.replay import (
     METRICS,
     ReleaseRuns,
     SubsetRuns,
     default_tie_rule,
-    render_markdown_table,
     score_queries,
     summarize,
-    table_title,
 )
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ _EXPORTS = {
     "fit_rubric_arrays": "rubric",
     "ReadingStats": "reading", "VerdictCounts": "verdicts", "count_verdicts": "verdicts",
     "read_verdicts": "verdicts",
-    "BtSettings": "bt", "StageAFit": "bt", "fit_stage_a": "bt",
+    "BtSettings": "bt_settings", "BT_SETTINGS": "bt_settings", "StageAFit": "bt", "fit_stage_a": "bt",
     "Tournament": "tournament", "load_tournament": "tournament",
     "read_tournament": "tournament",
 }

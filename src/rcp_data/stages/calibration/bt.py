@@ -5,7 +5,7 @@ Per query, the abilities minimize (design note "Stage A")
     sum(weight * BCE(sigmoid(theta_winner - theta_loser), label)) / sum(weight)
         + 0.5 * ridge * sum(theta^2),            ridge = 1e-4,
 
-by L-BFGS, at most 250 iterations, from theta = 0; ``theta_bt`` is reported centred to mean
+by L-BFGS, at most 250 iterations, from theta = 0 (:mod:`.bt_settings`); ``theta_bt`` is reported centred to mean
 zero over the query's documents with observations, and a document without any gets 0. All
 queries are fitted at once (:mod:`.lbfgs`: one L-BFGS per query in lockstep) on the sufficient
 statistics of :mod:`.bt_pairs`.
@@ -25,6 +25,7 @@ import torch
 from scipy.stats import rankdata
 
 from rcp_data.stages.calibration.bt_pairs import PairStats, pair_statistics
+from rcp_data.stages.calibration.bt_settings import BT_SETTINGS, BtSettings
 from rcp_data.stages.calibration.fit import resolve_device
 from rcp_data.stages.calibration.lbfgs import LbfgsSettings, minimize_blocks
 from rcp_data.stages.calibration.reading import DEFAULT_RULE, ReadingStats
@@ -42,16 +43,6 @@ log = logging.getLogger(__name__)
 # Below this many distinct pairs the fit runs on one CPU thread: on a small problem torch's
 # thread pool costs more than it gives (and far more when other processes share the cores).
 SMALL_PROBLEM_PAIRS = 1_000_000
-
-
-@dataclass(frozen=True)
-class BtSettings:
-    """Paper Table 2: ridge 1e-4, L-BFGS, at most 250 iterations (per query)."""
-
-    ridge: float = 1e-4
-    max_iter: int = 250
-    history: int = 10
-    tolerance_grad: float = 1e-10
 
 
 class BtObjective:
@@ -151,7 +142,7 @@ def _cpu_threads(n: int | None) -> Iterator[None]:
 def fit_bt_arrays(stats: PairStats, query_start: np.ndarray, *,
                   settings: BtSettings | None = None, device: str = "cpu") -> dict:
     """Fit every query; ``theta`` (N,) centred over observed documents, and per-query arrays."""
-    s = settings or BtSettings()
+    s = settings or BT_SETTINGS
     dev = resolve_device(device)
     n_queries = len(query_start) - 1
     queries = np.arange(n_queries)
@@ -206,10 +197,10 @@ def _padded(values: np.ndarray, query_start: np.ndarray) -> tuple[np.ndarray, np
 def fit_stage_a(t: Tournament, *, rule: str = DEFAULT_RULE, settings: BtSettings | None = None,
                 device: str = "cpu") -> StageAFit:
     """Read ``t`` under ``rule``, fit theta_bt per query, and the diagnostics."""
-    s = settings or BtSettings()
+    s = settings or BT_SETTINGS
     t0 = time.perf_counter()
     reading = classify_windows(t, rule)
-    stats = pair_statistics(t, reading.status)
+    stats = pair_statistics(t, reading.status, settings=s)
     t1 = time.perf_counter()
     fit = fit_bt_arrays(stats, t.query_start, settings=s, device=device)
     doc_query = t.doc_query
@@ -234,9 +225,7 @@ def fit_stage_a(t: Tournament, *, rule: str = DEFAULT_RULE, settings: BtSettings
         "queries": t.n_queries, "documents": t.n_docs,
         "documents_without_observations": int((~fit["observed"]).sum()),
         "observations": stats.observations, "distinct_pairs": stats.n_pairs,
-        "settings": {"ridge": s.ridge, "max_iter": s.max_iter, "history": s.history,
-                     "tolerance_grad": s.tolerance_grad, "label_clip": [0.01, 0.99],
-                     "soft_weight": "2/w", "fallback_weight": 1.0},
+        "settings": s.to_dict(),
         "fit": {"device": fit["device"], "converged_queries": n_conv,
                 "not_converged_queries": t.n_queries - n_conv,
                 "iterations_max": int(fit["iterations"].max()),

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rcp_data.stages.calibration.bt_settings import BT_SETTINGS, BtSettings
 from rcp_data.stages.calibration.tournament import FALLBACK, SOFT, Tournament
 
 log = logging.getLogger(__name__)
 
-LABEL_CLIP = (0.01, 0.99)
 CHUNK_BINS = 1 << 24  # dense (query, lo, hi) bins per chunk of queries
 
 
@@ -53,7 +53,7 @@ class PairStats:
 
 
 def _observations(t: Tournament, status: np.ndarray, windows: np.ndarray, w: int,
-                  row_key: np.ndarray, first_row: int
+                  row_key: np.ndarray, first_row: int, settings: BtSettings
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(lo, hi, p, weight)`` of every pair of the given windows of size ``w``, ``lo < hi``
     as keys ``query * dmax + place`` (``row_key`` holds them for the rows from
@@ -71,16 +71,19 @@ def _observations(t: Tournament, status: np.ndarray, windows: np.ndarray, w: int
         # sigmoid(s_i - s_j) = e_i / (e_i + e_j), e = exp(s): one exp per row, not per pair
         e = np.exp(t.row_score[rows[soft]])
         ei = e[:, i]
-        p[soft] = np.clip(ei / (ei + e[:, j]), *LABEL_CLIP)
+        p[soft] = np.clip(ei / (ei + e[:, j]), *settings.label_clip)
     if (~soft).any():
         r = t.row_rank[rows[~soft]]
         p[~soft] = r[:, i] < r[:, j]
-    weight = np.repeat(np.where(soft, 2.0 / w, 1.0), len(i))
+    weight = np.repeat(np.where(soft, settings.soft_weight / w, settings.fallback_weight),
+                       len(i))
     return keys[:, i].ravel(), keys[:, j].ravel(), p.ravel(), weight
 
 
-def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
-    """Reduce the observations of the windows with status SOFT or FALLBACK (see module doc)."""
+def pair_statistics(t: Tournament, status: np.ndarray, *,
+                    settings: BtSettings = BT_SETTINGS) -> PairStats:
+    """Reduce the observations of the windows with status SOFT or FALLBACK (see module doc;
+    the weights and label clip: ``settings``)."""
     entered = status <= FALLBACK
     n_docs, n_queries = t.n_docs, t.n_queries
     dmax = max(int(np.diff(t.query_start).max()), 1)
@@ -104,7 +107,7 @@ def pair_statistics(t: Tournament, status: np.ndarray) -> PairStats:
         c = np.zeros(nq * dmax)
         for w in np.unique(sizes[sizes >= 2]):
             sel = windows[sizes == w]
-            lo, hi, p, wt = _observations(t, status, sel, int(w), row_key, r0)
+            lo, hi, p, wt = _observations(t, status, sel, int(w), row_key, r0, settings)
             n_obs += len(lo)
             dense += np.bincount(lo * dmax + hi % dmax, weights=wt, minlength=len(dense))
             wp = wt * p  # -p d = -p (theta_lo - theta_hi): c_lo -= w p, c_hi += w p
