@@ -41,7 +41,7 @@ from rcp_data.sources.text_repair import repair_array, repair_settings
 
 # ir_datasets' own repair, the reference: a test helper, not part of the package
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support_text_repair_reference import irds_repair_bytes  # noqa: E402
+from support.text_repair_reference import irds_repair_bytes  # noqa: E402
 
 MSMARCO_PASSAGES = 8_841_823
 TARGET_S = 15 * 60

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["hub_fixture", "vidore_hub", "demo_fixture"]
+pytest_plugins = ["support.hub_fixture", "support.vidore_hub", "support.demo_fixture"]
 
 
 def _free_port() -> int:

@@ -1,0 +1,483 @@
+"""One-change tampers, one commit each on the local Hub: ``verify`` fails and names the change.
+
+The SYNTHETIC demo is published as release 1 and release 2 (with ``--record-to``) and its card
+regenerated (a third commit writing in the shas). Every tamper is ONE commit on a branch of its
+own on top of that head, made with the real ``huggingface_hub`` client. The tampers are written
+generically: the files come from the release's own content list (build manifest) and its card's
+configs, the edits from the column types, so they hold for any suite's release.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+import yaml
+from huggingface_hub import HfApi
+from support.demo_fixture import copy_demo, refit_release_2
+from support.tamper import (
+    edit_json,
+    edit_one_cell,
+    parquet_bytes,
+    read_table_bytes,
+    tamper_commit,
+)
+
+from rcp_data.checks.verify import verify
+from rcp_data.core.hub_client import HubClient
+from rcp_data.core.specs import load_spec
+from rcp_data.model.card_format import card_configs, config_data_files
+from rcp_data.model.history import read_history
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, TASK_FILE
+from rcp_data.release.prepare import prepare_release
+from rcp_data.release.publish import publish
+from rcp_data.release.regenerate import regenerate
+
+REPO_TYPE = "dataset"
+# what a changed data file must fail: its bytes, the data since the release, the later commits
+DATA_CHECKS = {"content-hashes", "data-since-release", "later-commits"}
+
+
+@pytest.fixture(scope="module")
+def hub(local_hub, tmp_path_factory, demo_data) -> dict:
+    base = tmp_path_factory.mktemp("tamper")
+    repo = f"rcp-test/tamper-{uuid.uuid4().hex[:8]}"
+    client = HubClient(local_hub.url, token=False, cache_dir=base / "cache")
+    records = base / "records"
+    spec = load_spec("demo")
+    v1, v2 = copy_demo(demo_data, base / "v1"), base / "v2"
+    prepare_release(v1, spec, repo, date="2026-11-29")
+    r1 = publish(v1, repo, client=client, create_repo=True, record_to=records)
+    refit_release_2(v1, v2, spec, r1.commit)  # the same answers re-read and refitted
+    r2 = publish(v2, repo, client=client, record_to=records)
+    head = regenerate(repo, "main", client=client).commit
+    assert head is not None
+    files = json.loads((v2 / BUILD_MANIFEST).read_text(encoding="utf-8"))["files"]
+    return {"repo": repo, "client": client, "api": HfApi(endpoint=local_hub.url),
+            "records": records, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
+            "sha2": r2.commit, "head": head, "files": [f["path"] for f in files],
+            "work": base, "hub_root": local_hub.root}
+
+
+def _read(p: dict, path: str, revision: str | None = None) -> bytes:
+    return p["client"].download_file(p["repo"], path, revision or p["head"]).read_bytes()
+
+
+def _tamper(p: dict, name: str, add: dict[str, bytes] | None = None,
+            delete: tuple[str, ...] = ()) -> str:
+    """ONE commit on a new branch on top of the head, adding/replacing and deleting files."""
+    return tamper_commit(p["api"], p["repo"], p["head"], name, add, delete)
+
+
+def _verify(p: dict, revision: str, **kwargs):
+    return verify(repo=p["repo"], revision=revision, client=p["client"],
+                  histories=p["records"], **kwargs)
+
+
+def _naming(report, needle: str) -> set[str]:
+    """The failed checks whose found, where or details name ``needle``."""
+    return {c.name for c in report.failed
+            if needle in c.found or needle in c.where or any(needle in d for d in c.details)}
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _front_and_body(text: str) -> tuple[str, str]:
+    _, front, body = text.split("---", 2)
+    return front, body
+
+
+# -- the untampered release ----------------------------------------------------------------------
+def test_untampered_tags_shas_and_head_verify(hub):
+    for rev, number in ((hub["tag1"], 1), (hub["sha1"], 1), (hub["tag2"], 2), (hub["sha2"], 2),
+                        (hub["head"], 2), ("main", 2)):
+        report = _verify(hub, rev)
+        assert report.exit_code == 0, report.text()
+        assert report.release == number
+        by = {c.name: c for c in report.checks}
+        for name in ("content-manifest", "content-files", "content-hashes", "release-commit",
+                     "release-tag", "data-since-release", "later-commits", "older-releases",
+                     "history-entries", "record", "card-regenerated", "task-file-regenerated",
+                     "judge-verdicts", "judge-counts", "ids-unique"):
+            assert by[name].status == "ok", (rev, name, by[name])
+        assert by["content-hashes"].found.startswith(f"0 differ; {len(hub['files'])} hashed")
+        assert by["record"].found == "2 recorded shas, 0 disagree"
+    later = _verify(hub, hub["head"]).check("later-commits")
+    assert later.found == "1 later commits, 0 change other files"
+
+
+# -- every file of the content list, generically ---------------------------------------------
+def test_every_listed_file_changed_in_one_cell_is_named(hub):
+    assert len(hub["files"]) >= 17           # 2 subsets x 4-5 tables, 4 provenance x 2, params
+    for path in hub["files"]:
+        data = _read(hub, path)
+        if path.endswith(".parquet"):
+            changed, where = edit_one_cell(read_table_bytes(data))
+            new = parquet_bytes(changed)
+        else:
+            new, where = edit_json(data), "a key added"
+        sha = _tamper(hub, Path(path).stem, {path: new})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, (path, where)
+        assert _naming(report, path) >= DATA_CHECKS, (path, where, report.text())
+
+
+def test_every_config_table_of_the_card_is_in_the_content_list(hub):
+    """The tampers above cover every table the card's configs declare (subset tables and
+    provenance tables alike)."""
+    card = _read(hub, CARD_FILE).decode("utf-8")
+    declared = {path for cfg in card_configs(card) for _, path in config_data_files(cfg)}
+    kinds = {Path(p).stem if not p.startswith("provenance/") else p.split("/")[1]
+             for p in declared}
+    assert {"queries", "qrels", "top_ranked", "excluded", "pool", "first_stage", "runs",
+            "judge_criteria"} <= kinds
+    assert declared <= set(hub["files"]) | {p for p in declared if "*" in p}
+
+
+def test_the_manifest_itself_edited_is_named(hub):
+    manifest = json.loads(_read(hub, BUILD_MANIFEST))
+    # one listed file's recorded sha256 changed: the list no longer has its digest
+    entry = manifest["files"][0]
+    entry["sha256"] = ("0" if entry["sha256"][0] != "0" else "1") + entry["sha256"][1:]
+    sha = _tamper(hub, "manifest-sha", {BUILD_MANIFEST: (json.dumps(manifest, indent=2)
+                                                         + "\n").encode()})
+    report = _verify(hub, sha)
+    failed = {c.name: c for c in report.failed}
+    assert {"content-manifest", "content-hashes", "data-since-release"} <= set(failed)
+    assert "the list was edited" in failed["content-manifest"].details[0]
+    assert failed["content-hashes"].details[0].startswith(f"{entry['path']}: sha256 ")
+    assert _naming(report, BUILD_MANIFEST) >= {"data-since-release", "later-commits"}
+    # a recorded count changed
+    manifest = json.loads(_read(hub, BUILD_MANIFEST))
+    subset = next(iter(manifest["counts"]))
+    manifest["counts"][subset]["verdict_rows"] += 1
+    sha = _tamper(hub, "manifest-count", {BUILD_MANIFEST: (json.dumps(manifest, indent=2)
+                                                           + "\n").encode()})
+    report = _verify(hub, sha)
+    counts = report.check("judge-counts")
+    assert not counts.ok and counts.details == [
+        f"subset {subset}: verdict_rows recorded {manifest['counts'][subset]['verdict_rows']}, "
+        f"the data has {manifest['counts'][subset]['verdict_rows'] - 1}"]
+
+
+# -- added and removed files -----------------------------------------------------------------
+def test_added_file_is_named(hub):
+    sha = _tamper(hub, "loader", {"loader.py": b"import os\nos.system('echo hi')\n"})
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    assert report.check("content-files").details == [
+        "loader.py: in the revision, not in the manifest"]
+    assert {"content-files", "data-since-release", "later-commits"} <= _naming(report,
+                                                                                 "loader.py")
+
+
+def test_removed_file_is_named(hub):
+    victim = hub["files"][-1]
+    sha = _tamper(hub, "removed", delete=(victim,))
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    assert report.check("content-files").details == [
+        f"{victim}: in the manifest, not in the revision"]
+    assert {"content-files", "data-since-release", "later-commits"} <= _naming(report, victim)
+
+
+# -- the card and the task file --------------------------------------------------------------
+def test_card_yaml_prose_and_table_edits_are_named(hub):
+    card = _read(hub, CARD_FILE).decode("utf-8")
+    front, _body = _front_and_body(card)
+    assert yaml.safe_load(front)["pretty_name"]
+    lines = card.splitlines()
+
+    def edited(i: int, line: str) -> str:
+        return "\n".join(lines[:i] + [line] + lines[i + 1:]) + "\n"
+
+    name_line = next(i for i, line in enumerate(lines) if line.startswith("pretty_name:"))
+    prose = next(i for i, line in enumerate(lines) if i > front.count("\n") + 2 and line
+                 and line[0].isalpha())
+    row = next(i for i, line in enumerate(lines) if line.startswith("| ")
+               and _number(line.split("|")[2]) is not None)
+    cells = lines[row].split("|")
+    cells[2] = f" {_number(cells[2]) + 0.5:.1f} "
+    for name, text, expected in (
+            ("yaml", edited(name_line, lines[name_line] + " (edited)"), "(edited)"),
+            ("prose", edited(prose, lines[prose] + " Edited."), "Edited."),
+            ("table", edited(row, "|".join(cells)), cells[2].strip())):
+        sha = _tamper(hub, f"card-{name}", {CARD_FILE: text.encode()})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, name
+        regen = report.check("card-regenerated")
+        assert not regen.ok and any(expected in d for d in regen.details), (name, regen)
+        if name == "table":
+            assert not report.check("card-tables").ok
+        # a card-only commit keeps the data: the content checks pass
+        assert report.check("content-hashes").ok and report.check("later-commits").ok
+
+
+def test_code_appended_to_the_task_file_is_named(hub):
+    text = _read(hub, TASK_FILE).decode("utf-8")
+    sha = _tamper(hub, "taskfile", {TASK_FILE: (text + "import os\nos.system('echo hi')\n")
+                                    .encode()})
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    regen = report.check("task-file-regenerated")
+    n = len(text.splitlines())
+    assert regen.details == [
+        f"line {n + 1}: not produced by the template: 'import os'",
+        f"line {n + 2}: not produced by the template: \"os.system('echo hi')\""]
+
+
+# -- releases.json ---------------------------------------------------------------------------
+def test_releases_json_current_and_older_entries_are_named(hub):
+    history = json.loads(_read(hub, RELEASES_JSON))
+    for label, index, key, value in (("current", -1, "summary", "edited summary"),
+                                     ("older", 0, "date", "2020-01-01")):
+        edited = json.loads(json.dumps(history))
+        edited["releases"][index][key] = value
+        sha = _tamper(hub, f"releases-{label}", {RELEASES_JSON: (json.dumps(edited, indent=2)
+                                                                 + "\n").encode()})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, label
+        entries = report.check("history-entries")
+        number = edited["releases"][index]["release"]
+        assert not entries.ok and any(d.startswith(f"release {number} ") and key in d
+                                      for d in entries.details), (label, entries)
+
+
+def test_older_release_sha_zeroed_is_named(hub):
+    history = json.loads(_read(hub, RELEASES_JSON))
+    history["releases"][0]["revision"] = "0" * 40
+    sha = _tamper(hub, "zeroed", {RELEASES_JSON: (json.dumps(history, indent=2) + "\n")
+                                  .encode()})
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    older = report.check("older-releases")
+    assert older.details == [f"release 1 ({hub['tag1']}): {'0' * 40} is not a commit of this "
+                             "revision's history"]
+    record = report.check("record")
+    assert not record.ok and any("0" * 40 in d for d in record.details)
+
+
+# -- tags --------------------------------------------------------------------------------------
+def _query_edit(hub) -> tuple[str, bytes, str]:
+    """The first listed queries table with one query's text changed, and that query's id."""
+    path = next(p for p in hub["files"] if p.endswith("/queries.parquet"))
+    table = read_table_bytes(_read(hub, path))
+    texts = table.column("text").to_pylist()
+    texts[0] += " (edited)"
+    table = table.set_column(table.schema.get_field_index("text"), "text",
+                             pa.array(texts, pa.string()))
+    return path, parquet_bytes(table), table.column("id")[0].as_py()
+
+
+def test_tag_deleted_and_recreated_on_a_later_commit_editing_a_query(hub):
+    path, data, _qid = _query_edit(hub)
+    sha = _tamper(hub, "tag-moved", {path: data})
+    api: HfApi = hub["api"]
+    api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
+    api.create_tag(hub["repo"], tag=hub["tag2"], revision=sha, repo_type=REPO_TYPE)
+    try:
+        report = _verify(hub, hub["tag2"])
+        assert report.exit_code == 1 and report.sha == sha
+        failed = {c.name: c for c in report.failed}
+        assert {"tag", "release-tag", "record"} <= set(failed)
+        assert failed["release-tag"].expected == hub["sha2"]
+        assert failed["release-tag"].found == f"tag {hub['tag2']} -> {sha}"
+        assert _naming(report, path) >= DATA_CHECKS
+        assert any(hub["sha2"] in d for d in failed["record"].details)
+    finally:
+        api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
+        api.create_tag(hub["repo"], tag=hub["tag2"], revision=hub["sha2"], repo_type=REPO_TYPE)
+    assert _verify(hub, hub["tag2"]).ok
+
+
+# -- the issue's original failures --------------------------------------------------------------
+def test_changed_query_text_is_named_also_against_the_upstream(hub):
+    path, data, qid = _query_edit(hub)
+    sha = _tamper(hub, "query-text", {path: data})
+    report = _verify(hub, sha, sources=True)
+    assert _naming(report, path) >= DATA_CHECKS
+    subset = path.split("/")[0]
+    assert report.check("sources-queries").details == [
+        f"subset {subset}: query {qid}: text differs from the upstream"]
+    assert report.check("sources-corpus").ok and report.check("sources-qrels").ok
+
+
+def test_changed_corpus_text_and_duplicate_corpus_id_are_named(hub):
+    path = next(p for p in hub["files"] if p.endswith("corpus.parquet") or "/corpus-" in p)
+    table = read_table_bytes(_read(hub, path))
+    texts = table.column("text").to_pylist()
+    texts[5] += " (edited)"
+    edited = table.set_column(table.schema.get_field_index("text"), "text",
+                              pa.array(texts, pa.string()))
+    sha = _tamper(hub, "corpus-text", {path: parquet_bytes(edited)})
+    report = _verify(hub, sha, sources=True)
+    assert _naming(report, path) >= DATA_CHECKS
+    doc = table.column("id")[5].as_py()
+    assert report.check("sources-corpus").details == [
+        f"document {doc}: text differs from the upstream"]
+    duplicated = pa.concat_tables([table, table.slice(table.num_rows - 1)])
+    sha = _tamper(hub, "corpus-dup", {path: parquet_bytes(duplicated)})
+    report = _verify(hub, sha)
+    ids = report.check("ids-unique")
+    last = table.column("id")[table.num_rows - 1].as_py()
+    assert not ids.ok and ids.details == [f"{path}: id {last!r} 2 times"]
+    assert _naming(report, path) >= DATA_CHECKS
+
+
+def test_removed_qrel_row_outside_the_pool_is_named(hub):
+    path = next(p for p in hub["files"] if p.endswith("/qrels.parquet"))
+    table = read_table_bytes(_read(hub, path))
+    outside = pc.is_null(table.column("theta"))
+    assert pc.any(outside).as_py(), "the demo has qrels rows outside the pool"
+    row = pc.indices_nonzero(outside)[0].as_py()
+    kept = pa.concat_tables([table.slice(0, row), table.slice(row + 1)])
+    sha = _tamper(hub, "qrel-removed", {path: parquet_bytes(kept)})
+    report = _verify(hub, sha, sources=True)
+    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
+    q, d = table.column("query-id")[row].as_py(), table.column("corpus-id")[row].as_py()
+    qrels = report.check("sources-qrels")
+    assert any(f"query {q}, document {d}: upstream grade" in x for x in qrels.details)
+
+
+def test_run_score_moved_without_changing_a_ranking_is_named(hub):
+    path = next(p for p in hub["files"] if p.startswith("provenance/runs/"))
+    table = read_table_bytes(_read(hub, path))
+    scores = table.column("score").to_numpy().copy()
+    i = int(np.argmax(scores))                          # the top score: moving it up keeps ranks
+    scores[i] = np.nextafter(scores[i], np.inf)
+    moved = table.set_column(table.schema.get_field_index("score"), "score", pa.array(scores))
+    sha = _tamper(hub, "run-score", {path: parquet_bytes(moved)})
+    report = _verify(hub, sha)
+    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
+    assert report.check("card-tables").ok              # the numbers alone cannot see it
+
+
+def test_flipped_judge_verdict_is_named(hub):
+    path = next(p for p in hub["files"] if p.startswith("provenance/judge_criteria/"))
+    table = read_table_bytes(_read(hub, path))
+    c1 = table.column("C1").to_pylist()
+    c1[0] = 1 - c1[0]
+    flipped = table.set_column(table.schema.get_field_index("C1"), table.schema.field("C1"),
+                               pa.array(c1, table.schema.field("C1").type))
+    sha = _tamper(hub, "verdict", {path: parquet_bytes(flipped)})
+    report = _verify(hub, sha)
+    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
+
+
+# -- malformed files: failed checks, not crashes ---------------------------------------------------
+def test_emptied_qrels_and_non_utf8_card_are_failed_checks(hub):
+    path = next(p for p in hub["files"] if p.endswith("/qrels.parquet"))
+    table = read_table_bytes(_read(hub, path))
+    for name, data, found in (("qrels-no-rows", parquet_bytes(table.slice(0, 0)),
+                               "an empty table (0 rows)"),
+                              ("qrels-no-bytes", b"", "not a readable parquet file")):
+        sha = _tamper(hub, name, {path: data})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, name
+        bad = [c for c in report.failed if c.name == "file-readable"]
+        assert [c.where for c in bad] == [path] and bad[0].found.startswith(found), name
+    # huggingface_hub refuses to upload a README that is not UTF-8: pushed with git instead
+    from rcp_data.hub.gitstore import GitStore, Operation
+
+    store = GitStore(hub["hub_root"])
+    bare = store.repo_path("dataset", hub["repo"])
+    branch = f"tamper-latin1-{uuid.uuid4().hex[:6]}"
+    store.create_branch(bare, branch, hub["head"])
+    card = _read(hub, CARD_FILE) + "\nCaf\xe9\n".encode("latin-1")
+    sha, made = store.commit(bare, branch, [Operation("file", CARD_FILE, card)],
+                             summary="SYNTHETIC tampering: a card that is not UTF-8",
+                             parent_commit=hub["head"])
+    assert made
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    failed = {(c.name, c.where) for c in report.failed}
+    assert {("file-readable", CARD_FILE), ("card", CARD_FILE)} <= failed
+
+
+# -- --quick ------------------------------------------------------------------------------------
+def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, monkeypatch):
+    """The local Hub stores every file as a plain git blob; here its listing reports the corpus
+    files as LFS files (their real sha256), as the real Hub does for parquet."""
+    from rcp_data.core.files import sha256_file
+    from rcp_data.core.hub_client import RemoteFile
+
+    client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")
+    real = HubClient.files
+    corpus = [p for p in hub["files"] if "corpus" in p]
+    sums = {p: sha256_file(hub["client"].download_file(hub["repo"], p, hub["sha2"]))
+            for p in corpus}
+
+    def with_lfs(self, repo, sha):
+        return {p: RemoteFile(f.path, f.size, f.blob_id, sums.get(p) if sha == hub["sha2"]
+                              else None) for p, f in real(self, repo, sha).items()}
+
+    monkeypatch.setattr(HubClient, "files", with_lfs)
+    report = verify(repo=hub["repo"], revision=hub["tag2"], client=client, quick=True)
+    assert report.ok, report.text()
+    hashes = report.check("content-hashes")
+    assert hashes.found.endswith(f"{len(corpus)} by the Hub's LFS sha256")
+    downloaded = {p.relative_to(report.root).as_posix() for p in report.root.rglob("*")
+                  if p.is_file()}
+    assert not downloaded & set(corpus) and downloaded >= set(hub["files"]) - set(corpus)
+    assert report.check("top-ranked-in-corpus").ok and report.check("card-regenerated").ok
+    # an LFS sha256 that is not the manifest's fails, and the corpus is not read
+    sums[corpus[0]] = "f" * 64
+    report = verify(repo=hub["repo"], revision=hub["tag2"], client=client, quick=True)
+    assert report.exit_code == 1
+    assert report.check("content-hashes").details[0].startswith(
+        f"{corpus[0]}: the Hub's LFS sha256 ffffffffffff…")
+
+
+# -- the record the tags are checked against ------------------------------------------------------
+def test_record_that_disagrees_with_the_hub_fails(hub, tmp_path):
+    record = read_history(hub["records"] / "demo.json")
+    data = record.to_dict()
+    data["releases"][0]["revision"] = hub["sha2"]
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "demo.json").write_text(json.dumps(data), encoding="utf-8")
+    report = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+                    histories=folder)
+    assert report.exit_code == 1
+    assert report.check("record").details == [
+        f"{folder / 'demo.json'}: release 1 ({hub['tag1']}) recorded at {hub['sha2']}, the "
+        f"Hub's tag points at {hub['sha1']}",
+        f"{folder / 'demo.json'}: release 1 ({hub['tag1']}) recorded at {hub['sha2']}, this "
+        f"revision's history gives {hub['sha1']}"]
+
+
+def test_a_second_tag_for_a_release_is_named(hub):
+    api: HfApi = hub["api"]
+    extra = "v1-another-judge"
+    api.create_tag(hub["repo"], tag=extra, revision=hub["sha2"], repo_type=REPO_TYPE)
+    try:
+        report = _verify(hub, hub["tag2"])
+        assert report.exit_code == 1
+        assert report.check("hub-tags").details == [
+            f"tag {extra} (-> {hub['sha2'][:12]}) names release 1, which releases.json calls "
+            f"{hub['tag1']}"]
+    finally:
+        api.delete_tag(hub["repo"], tag=extra, repo_type=REPO_TYPE)
+
+
+def test_a_record_without_the_release_is_a_diff_not_a_pass_in_silence(hub, tmp_path):
+    record = read_history(hub["records"] / "demo.json").to_dict()
+    record["releases"] = record["releases"][:1]
+    record["releases"][0]["status"], record["releases"][0]["superseded_by"] = "current", None
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "demo.json").write_text(json.dumps(record), encoding="utf-8")
+    check = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+                   histories=folder).check("record")
+    assert check.ok and check.status == "diff"
+    assert check.details[0].startswith("the record has no sha for release 2")

@@ -1,0 +1,1 @@
+"""Fixtures and helpers the tests share (imported as ``support.<module>``)."""
