@@ -34,7 +34,8 @@ def built(irds_home, tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.stages.build import build_release, read_inputs
+    from rcp_data.stages.build import build_release
+    from rcp_data.stages.inputs.contract import read_inputs
 
     work = tmp_path_factory.mktemp("nanobeir-reference")
     stage(make_all())

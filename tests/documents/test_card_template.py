@@ -46,7 +46,8 @@ def nanobeir(irds_home, tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.stages.build import build_release, read_inputs
+    from rcp_data.stages.build import build_release
+    from rcp_data.stages.inputs.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-nanobeir")
     stage(make_all())
@@ -65,7 +66,8 @@ def vidore(tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.stages.build import build_release, read_inputs
+    from rcp_data.stages.build import build_release
+    from rcp_data.stages.inputs.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-vidore")
     spec = load_spec("vidore_v3")

@@ -15,7 +15,8 @@ from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.suite import make_demo_release, make_sources, write_inputs
 from rcp_data.model.release import Release
-from rcp_data.stages.build import build_release, read_inputs
+from rcp_data.stages.build import build_release
+from rcp_data.stages.inputs.contract import read_inputs
 
 
 @pytest.fixture(scope="module")

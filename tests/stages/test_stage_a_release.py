@@ -27,7 +27,8 @@ from rcp_data.model.history import read_history
 from rcp_data.model.release import Release
 from rcp_data.model.tables import write_parquet
 from rcp_data.release.prepare import prepare_release
-from rcp_data.stages.build import build_release, read_inputs
+from rcp_data.stages.build import build_release
+from rcp_data.stages.inputs.contract import read_inputs
 
 SHA1 = "1" * 40
 REPO = "rcp-data/rcp-ndcg-demo"

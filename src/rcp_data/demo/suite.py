@@ -29,7 +29,7 @@ from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 from rcp_data.release.cut import BuildResult, build_release_dir
 from rcp_data.sources.base import SuiteSource
 from rcp_data.sources.synthetic import SEED, DemoLatent, make_sources
-from rcp_data.stages.build import write_builder_inputs
+from rcp_data.stages.inputs.contract import write_builder_inputs
 from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from scipy.special import expit
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import SuiteSource
-from rcp_data.stages.build import write_builder_inputs
+from rcp_data.stages.inputs.contract import write_builder_inputs
 from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
 
 NOT_FITTED = "none: SYNTHETIC generating values, not a fit of the answers"

@@ -86,14 +86,15 @@ def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource
     """Build the release directory ``out`` of suite ``spec``; return what was written.
 
     ``inputs``: the builder inputs folder (judge/, first_stage/, runs/) or its
-    :class:`~rcp_data.stages.build.BuildInputs`. ``source``: the suite's sources, read here by
+    :class:`~rcp_data.stages.inputs.contract.BuildInputs`. ``source``: the suite's sources, read here by
     the spec's reader with ``source_options`` when None. ``repo`` defaults to the spec's;
     ``previous`` is the repo's history so far (a :class:`History` or its file; None: a new
     history). ``out`` must be new or empty, or (``force``) a release folder built earlier, and
     apart from ``inputs``; it is checked before anything is read. With ``prepare`` False only
     the data and provenance are written (no releases.json, task file, card).
     """
-    from rcp_data.stages.build import BuildInputs, build_release, read_inputs
+    from rcp_data.stages.build import build_release
+    from rcp_data.stages.inputs.contract import BuildInputs, read_inputs
 
     out = Path(out)
     root = inputs.root if isinstance(inputs, BuildInputs) else Path(inputs)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import read_parquet
-from rcp_data.stages.judge import read_run_file
+from rcp_data.stages.inputs.run_files import read_run_file
 
 COLUMNS = ["query-id", "corpus-id", "score"]
 PREDICTIONS_GLOB = "*_predictions.json"

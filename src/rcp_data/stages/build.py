@@ -4,7 +4,7 @@ Stages (each plain tables in, plain tables out): first stage (given runs, BM25 w
 -> RRF fusion -> pools -> judge attach (thetas, gains, verdicts, runs) -> layout writer.
 
 Order of work: the output folder is checked (:mod:`rcp_data.core.outputs`: never an existing
-folder of the user's, never the inputs), then every input (:mod:`rcp_data.stages.validate`);
+folder of the user's, never the inputs), then every input (:mod:`rcp_data.stages.inputs.checks`);
 only then is the release written, to a temporary folder beside ``out`` that is moved into place
 in one rename at the very end, after everything that can fail (``finish``, e.g. the card,
 runs inside it too). On any error the temporary folder is deleted; after a kill, the next
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +27,7 @@ import pyarrow.parquet as pq
 from rcp_data import __version__
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, sha256_file
-from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
-from rcp_data.core.io import read_parquet, write_json
+from rcp_data.core.gains import DEFAULT_LINK, gain
 from rcp_data.core.outputs import check_output_dir, output_dir
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
@@ -42,146 +41,14 @@ from rcp_data.model.manifest import BuildManifest, CalibrationRecord, JudgeRecor
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.tables import corpus_record, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
-from rcp_data.stages.judge import (
-    JudgeInfo,
-    RunSpec,
-    attach_gains,
-    bt_rows,
-    check_verdicts,
-    for_split,
-    ids_as_text,
-    ingest_run,
-    read_run_file,
-    read_runs_json,
-    table_for_split,
-    tournament_rows,
-)
+from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_build
+from rcp_data.stages.inputs.contract import TOURNAMENT_FILE, BuildInputs
+from rcp_data.stages.judge import attach_gains, bt_rows, ingest_run, tournament_rows
 from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
-from rcp_data.stages.validate import COMPUTED_RETRIEVERS, validate_build
 
 log = logging.getLogger(__name__)
 
-TOURNAMENT_FILE = "tournament.parquet"
 CORPUS_SHARD_ROWS = 1_000_000
-
-
-@dataclass
-class BuildInputs:
-    """The builder-input contract (design note): judge outputs, first-stage and reranker runs."""
-
-    judge: JudgeInfo
-    item_params: ItemParams
-    thetas: pd.DataFrame
-    criteria: pd.DataFrame
-    first_stage: dict[str, pd.DataFrame]
-    runs: list[tuple[RunSpec, pd.DataFrame]]
-    files: list[Path] = field(default_factory=list)
-    root: Path | None = None
-    tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
-
-    def only_split(self, split: str) -> BuildInputs:
-        """The rows of one provenance split (tables with a ``split`` column are filtered once
-        here rather than once per subset; tables without one are shared as they are)."""
-
-        def keep(frame: pd.DataFrame) -> pd.DataFrame:
-            out = for_split(frame, split)
-            out.attrs.update(frame.attrs)
-            return out
-
-        return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
-                       first_stage={k: keep(v) for k, v in self.first_stage.items()},
-                       runs=[(spec, keep(frame)) for spec, frame in self.runs],
-                       tournament=None if self.tournament is None else table_for_split(
-                           self.tournament, split))
-
-    @property
-    def reading_rules(self) -> dict:
-        """The reading rules the calibration recorded in its item parameters (may be empty)."""
-        rules = self.item_params.extra.get("reading_rules")
-        return dict(rules) if isinstance(rules, dict) else {}
-
-
-def read_inputs(root: Path) -> BuildInputs:
-    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the design note."""
-    root = Path(root)
-    if not root.is_dir():
-        raise InputError("builder inputs folder not found", path=str(root))
-    judge_dir = root / "judge"
-    judge = JudgeInfo.read(judge_dir / "judge.json")
-    params = ItemParams.read(judge_dir / "item_params.json")
-    thetas = _read_parquet(judge_dir / "thetas.parquet", ["query-id", "corpus-id", "theta"])
-    criteria = _read_parquet(judge_dir / "criteria.parquet", ["query-id", "call_index", "corpus-id"])
-    criteria = check_verdicts(criteria, params, source=str(judge_dir / "criteria.parquet"))
-    files = [judge_dir / n for n in ("judge.json", "item_params.json", "thetas.parquet",
-                                     "criteria.parquet")]
-    tournament = None
-    if (judge_dir / TOURNAMENT_FILE).exists():
-        from rcp_data.stages.calibration.tournament import load_tournament, read_tournament
-
-        tournament = read_tournament(judge_dir / TOURNAMENT_FILE)
-        load_tournament(tournament, source=str(judge_dir / TOURNAMENT_FILE))  # the checks
-        files.append(judge_dir / TOURNAMENT_FILE)
-    first_stage: dict[str, pd.DataFrame] = {}
-    fs_dir = root / "first_stage"
-    for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
-        if path.suffix not in (".trec", ".parquet"):
-            continue
-        frame = read_run_file(path)
-        frame.attrs["source"] = str(path)
-        first_stage[path.stem] = frame
-        files.append(path)
-    runs = []
-    runs_json = root / "runs" / "runs.json"
-    for spec in read_runs_json(runs_json):
-        path = root / "runs" / spec.file
-        runs.append((spec, read_run_file(path)))
-        files.append(path)
-    files.append(runs_json)
-    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %s tournament rows, "
-             "%d first-stage runs, %d reranker runs", root, len(thetas), len(criteria),
-             "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
-             len(runs))
-    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
-                       tournament)
-
-
-def run_file_name(model: str) -> str:
-    """The file of a model's run in ``runs/`` (hub ids hold ``/`` and ``:``)."""
-    return model.replace("/", "__").replace(":", "_") + ".parquet"
-
-
-def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: ItemParams,
-                         thetas: pd.DataFrame, criteria: pd.DataFrame,
-                         first_stage: dict[str, pd.DataFrame],
-                         runs: dict[str, pd.DataFrame],
-                         tournament: pa.Table | pd.DataFrame | None = None) -> Path:
-    """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
-    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
-    out = Path(out)
-    judge_dir = out / "judge"
-    judge_dir.mkdir(parents=True, exist_ok=True)
-    write_json(judge, judge_dir / "judge.json")
-    params.write(judge_dir / "item_params.json")
-    write_parquet(thetas, judge_dir / "thetas.parquet")
-    write_parquet(criteria, judge_dir / "criteria.parquet")
-    if tournament is not None:
-        write_parquet(tournament, judge_dir / TOURNAMENT_FILE)
-    for retriever, frame in first_stage.items():
-        write_parquet(frame, out / "first_stage" / f"{retriever}.parquet")
-    entries = []
-    for model, frame in runs.items():
-        write_parquet(frame, out / "runs" / run_file_name(model))
-        entries.append({"file": run_file_name(model), "model": model,
-                        "short": spec.short_name(model), "is_judge": model.endswith(":theta")})
-    write_json(entries, out / "runs" / "runs.json")
-    log.info("wrote builder inputs to %s: %d thetas, %d verdict rows, %d first-stage runs, "
-             "%d runs", out, len(thetas), len(criteria), len(first_stage), len(runs))
-    return out
-
-
-def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
-    frame = read_parquet(path, required=required, what="a builder input table").to_pandas()
-    return ids_as_text(frame)
 
 
 @dataclass
@@ -513,5 +380,4 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
         write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
 
 
-__all__ = ["BuildInputs", "SubsetBuild", "build_release", "build_subset", "read_inputs",
-           "write_builder_inputs"]
+__all__ = ["SubsetBuild", "build_release", "build_subset"]

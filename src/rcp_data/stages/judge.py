@@ -1,4 +1,5 @@
-"""Attaching the judge's outputs: thetas and gains to the pool, verdicts, reranker runs.
+"""Attaching the judge's outputs: thetas and gains to the pool, verdicts, reranker runs
+(read from the builder inputs, :mod:`rcp_data.stages.inputs`).
 
 Every function takes plain tables and returns plain tables in the published layout.
 """
@@ -6,73 +7,19 @@ Every function takes plain tables and returns plain tables in the published layo
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data.core.errors import InputError, NotFoundError, shown
+from rcp_data.core.errors import InputError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
-from rcp_data.core.io import read_json, read_parquet
-from rcp_data.model.schemas import SCHEMAS, criteria_columns
+from rcp_data.model.schemas import SCHEMAS
 from rcp_data.stages.calibration.verdicts import dictionary_codes
+from rcp_data.stages.inputs.contract import RunSpec
 
 log = logging.getLogger(__name__)
-
-# Builder-input tables may carry the provenance split (ViDoRe: the domain) when query ids
-# repeat across splits; rows are then matched by (split, query-id).
-SPLIT_COLUMN = "split"
-
-
-def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "corpus-id")
-                ) -> pd.DataFrame:
-    """``frame`` with its id columns as text; a null id stays null (for the checks to name)."""
-    frame = frame.copy()
-    for col in columns:
-        if col in frame.columns:
-            values = frame[col]
-            frame[col] = values.astype(object).where(values.isna(), values.astype(str))
-    return frame
-
-
-def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
-    """Rows of a builder-input table that belong to provenance split ``split``."""
-    if SPLIT_COLUMN not in frame.columns:
-        return frame
-    return frame[frame[SPLIT_COLUMN].astype(str) == split]
-
-
-def table_for_split(table: pa.Table, split: str) -> pa.Table:
-    """:func:`for_split` of an arrow table."""
-    if SPLIT_COLUMN not in table.column_names:
-        return table
-    col = pc.cast(table.column(SPLIT_COLUMN), pa.string())
-    return table.filter(pc.equal(col, split))
-
-
-@dataclass(frozen=True)
-class JudgeInfo:
-    """Who judged: ``judge/judge.json`` of the builder inputs."""
-
-    model: str
-    revision: str
-    short: str
-    synthetic: bool = False          # a generated judge (``"synthetic": true`` in judge.json)
-
-    @classmethod
-    def read(cls, path: Path) -> JudgeInfo:
-        data = read_json(path)
-        if not isinstance(data, dict):
-            raise InputError("judge.json must be a JSON object", path=str(path))
-        for key in ("model", "short"):
-            if not data.get(key):
-                raise InputError(f"missing key {key!r}", path=str(path), field=key)
-        return cls(model=data["model"], revision=str(data.get("revision", "")),
-                   short=data["short"], synthetic=data.get("synthetic") is True)
-
 
 def _file_row(frame: pd.DataFrame, i: int) -> int:
     """1-based file row of position ``i`` (row labels of a table read from file, else i)."""
@@ -163,109 +110,6 @@ def attach_gains(
     qrels["_q"] = qrels["query-id"].map(order)
     qrels = qrels.sort_values(["_q", "_o"], kind="stable").drop(columns=["_q", "_o"])
     return qrels.reset_index(drop=True), pool
-
-
-def check_verdicts(criteria: pd.DataFrame, params: ItemParams, *, source: str) -> pd.DataFrame:
-    """Validate the verdict table against the item parameters; return it in layout order."""
-    for col in ("query-id", "call_index", "corpus-id"):
-        if col not in criteria.columns:
-            raise InputError(f"missing column {col!r}", path=source, field=col)
-    crit = criteria_columns(list(criteria.columns))
-    if crit != params.criteria:
-        raise InputError(
-            f"the verdict table has criteria {crit} but the item parameters have "
-            f"{params.n_criteria} ({params.criteria}); they must match", path=source)
-    frame = criteria.copy()
-    if "finish_reason" not in frame.columns:
-        frame["finish_reason"] = "stop"
-    for c in crit:
-        vals = frame[c]
-        ok = vals.isna() | vals.isin([0, 1])
-        if not ok.all():
-            i = int(np.flatnonzero(~ok.to_numpy())[0])
-            raise InputError(f"verdict {shown(vals.iloc[i])} is not 0 or 1", path=source, row=i + 1,
-                             field=c)
-    extra = [SPLIT_COLUMN] if SPLIT_COLUMN in frame.columns else []
-    return frame[["query-id", "call_index", "corpus-id", *crit, "finish_reason", *extra]]
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One reranker's (or judge strategy's) run, from ``runs/runs.json``."""
-
-    file: str
-    model: str
-    short: str = ""
-    is_judge: bool = False
-
-
-def read_runs_json(path: Path) -> list[RunSpec]:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise InputError("runs.json must be a JSON list of runs", path=str(path))
-    specs = []
-    for i, entry in enumerate(data):
-        if not isinstance(entry, dict):
-            raise InputError(f"a run must be a JSON object, got {entry!r}", path=str(path),
-                             row=i + 1)
-        for key in ("file", "model"):
-            if key not in entry:
-                raise InputError(f"missing key {key!r}", path=str(path), row=i + 1, field=key)
-            if not isinstance(entry[key], str) or not entry[key].strip():
-                raise InputError(f"{key} {entry[key]!r} is not a name", path=str(path),
-                                 row=i + 1, field=key)
-        if Path(entry["file"]).name != entry["file"] or entry["file"].startswith("."):
-            raise InputError(f"file {entry['file']!r} must name a file inside runs/",
-                             path=str(path), row=i + 1, field="file")
-        if any(s.model == entry["model"] for s in specs):
-            raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
-                             row=i + 1, field="model")
-        specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
-                             bool(entry.get("is_judge", False))))
-    return specs
-
-
-def read_run_file(path: Path) -> pd.DataFrame:
-    """A run as ``query-id, corpus-id, score`` (and ``rank`` when the file has one) in stored
-    order, from a TREC run or parquet; ``_line`` is each row's line in the file."""
-    path = Path(path)
-    if not path.exists():
-        raise NotFoundError("file not found", path=str(path))
-    if path.suffix == ".parquet":
-        frame = read_parquet(path, required=("query-id", "corpus-id", "score"),
-                             what="a run").to_pandas()
-        keep = ["query-id", "corpus-id", "score"] + [c for c in ("rank", SPLIT_COLUMN)
-                                                     if c in frame.columns]
-        frame = ids_as_text(frame[keep])
-        frame["_line"] = np.arange(1, len(frame) + 1)
-        return frame
-    rows = []
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                 path=str(path), row=n) from None
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 5:
-                raise InputError(f"expected 'qid Q0 docid rank score [tag]', got {line.strip()!r}",
-                                 path=str(path), row=n)
-            try:
-                score = float(parts[4])
-            except ValueError as exc:
-                raise InputError(f"score {parts[4]!r} is not a number", path=str(path), row=n,
-                                 field="score") from exc
-            try:
-                rank = int(parts[3])
-            except ValueError as exc:
-                raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
-                                 field="rank") from exc
-            rows.append((parts[0], parts[2], score, rank, n))
-    frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score", "rank", "_line"])
-    return frame
 
 
 def ingest_run(run: pd.DataFrame, pool: pd.DataFrame, spec: RunSpec, *, source: str) -> pd.DataFrame:

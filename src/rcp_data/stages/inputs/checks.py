@@ -31,12 +31,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from rcp_data.core.errors import InputError, SchemaError
+from rcp_data.core.errors import InputError, SchemaError, shown
+from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.schemas import criteria_columns
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
+from rcp_data.stages.inputs.run_files import SPLIT_COLUMN
 
 if TYPE_CHECKING:
-    from rcp_data.stages.build import BuildInputs
+    from rcp_data.stages.inputs.contract import BuildInputs
 
 SPLIT = "split"
 COMPUTED_RETRIEVERS = frozenset({"bm25"})   # the build computes these when no run is given
@@ -254,6 +257,30 @@ def check_excluded(sub: SubsetSource, queries: set[str]) -> None:
 
 
 # -- builder inputs ------------------------------------------------------------------------------
+def check_verdicts(criteria: pd.DataFrame, params: ItemParams, *, source: str) -> pd.DataFrame:
+    """Validate the verdict table against the item parameters; return it in layout order."""
+    for col in ("query-id", "call_index", "corpus-id"):
+        if col not in criteria.columns:
+            raise InputError(f"missing column {col!r}", path=source, field=col)
+    crit = criteria_columns(list(criteria.columns))
+    if crit != params.criteria:
+        raise InputError(
+            f"the verdict table has criteria {crit} but the item parameters have "
+            f"{params.n_criteria} ({params.criteria}); they must match", path=source)
+    frame = criteria.copy()
+    if "finish_reason" not in frame.columns:
+        frame["finish_reason"] = "stop"
+    for c in crit:
+        vals = frame[c]
+        ok = vals.isna() | vals.isin([0, 1])
+        if not ok.all():
+            i = int(np.flatnonzero(~ok.to_numpy())[0])
+            raise InputError(f"verdict {shown(vals.iloc[i])} is not 0 or 1", path=source, row=i + 1,
+                             field=c)
+    extra = [SPLIT_COLUMN] if SPLIT_COLUMN in frame.columns else []
+    return frame[["query-id", "call_index", "corpus-id", *crit, "finish_reason", *extra]]
+
+
 def validate_inputs(spec: SuiteSpec, inputs: BuildInputs) -> None:
     """Check the builder inputs (see the module docstring)."""
     root = inputs.root or Path("inputs")
