@@ -21,6 +21,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
+from rcp_data.core.hub_client import HubClient
 from rcp_data.core.outputs import Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.model.layout import (
@@ -252,22 +253,27 @@ def read_fit(fit: Path) -> tuple[ItemParams, pd.DataFrame]:
     return params, thetas
 
 
-def recalibrate(release: Path, out: Path, *, spec: SuiteSpec | None = None,
+def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | None = None,
                 fit: Path | None = None, rule: str | None = None,
                 tournament: Path | None = None, criteria: Path | None = None,
                 device: str = "cpu", summary: str = "", date: str | None = None,
-                previous_revision: str | None = None, force: bool = False) -> Recalibration:
+                previous_revision: str | None = None, force: bool = False,
+                client: HubClient | None = None) -> Recalibration:
     """Release N+1 of ``release`` into ``out``, from a calibrate output folder (``fit``) or a
     refit run here from the raw answers (``rule``, ``tournament``, ``criteria``: the release's
-    own answers by default), with the diff against release N. ``spec``: the release's suite
-    (default: the one the release names). ``out`` is checked before the refit runs."""
+    own answers by default), with the diff against release N. ``release``: an opened release,
+    a release directory or ``hf://datasets/OWNER/NAME@REV`` (:func:`open_release`; a Hub
+    revision's commit sha is the previous release's revision when its history lacks it).
+    ``spec``: the release's suite (default: the one the release names). ``out`` is checked
+    before the refit runs."""
     from rcp_data.core.errors import UsageError
     from rcp_data.core.outputs import check_output_dir
     from rcp_data.model.layout import RELEASE
-    from rcp_data.model.suite import release_spec
+    from rcp_data.model.release import open_release
 
-    release, out = Path(release), Path(out)
-    spec = spec or release_spec(release)
+    opened = open_release(release, suite=spec, client=client)
+    release, spec, out = opened.root, opened.spec, Path(out)
+    previous_revision = previous_revision or opened.revision
     raw = rule is not None or tournament is not None or criteria is not None
     if (fit is None) == (not raw):
         raise UsageError("give a calibrate output (--fit) or refit from the raw answers "

@@ -50,7 +50,7 @@ def _render(args: argparse.Namespace) -> int:
     from rcp_data.core.outputs import check_output_file, writable
     from rcp_data.documents.card import render_card, write_release_files
     from rcp_data.model.layout import RELEASE, RELEASES_JSON
-    from rcp_data.model.suite import release_spec
+    from rcp_data.model.release import open_release
 
     root = _release_root(args)
     if args.out and args.out != "-":
@@ -58,7 +58,8 @@ def _render(args: argparse.Namespace) -> int:
     elif not args.out and not ((root / RELEASES_JSON).is_file() or RELEASE.written_here(root)):
         raise UsageError(f"{root} is not a release directory (it has neither {RELEASES_JSON} "
                          f"nor {RELEASE.manifest}); nothing was written")
-    spec = release_spec(root, args.suite, hint="; pass --suite")
+    release = open_release(root, suite=args.suite, hint="; pass --suite")
+    root, spec = release.root, release.spec
     if args.out:
         text = render_card(root, spec=spec, repo=args.repo)
         if args.out == "-":

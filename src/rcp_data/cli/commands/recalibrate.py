@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "provenance-judge-criteria); --tournament and --criteria read other tables. Prints how "
         "many gains changed and how many printed table cells moved. The card and the task "
         "file of release N+1 are rendered into --out.")
-    p.add_argument("release_dir", type=Path, help="release N (a prepared release directory)")
+    p.add_argument("release_dir", help="release N: a prepared release directory, or "
+                   "hf://datasets/OWNER/NAME@REV (its commit sha is the previous revision)")
     p.add_argument("--fit", type=Path,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
     p.add_argument("--rule", choices=("complete", "hard-fallback"),
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     result = recalibrate(args.release_dir, args.out, fit=args.fit, rule=args.rule,
                          tournament=args.tournament, criteria=args.criteria, device=args.device,
                          summary=args.summary, date=args.date,
-                         previous_revision=args.previous_revision, force=args.force)
+                         previous_revision=args.previous_revision, force=args.force,
+                         client=args.hub_client)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
