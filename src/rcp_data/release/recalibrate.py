@@ -24,6 +24,7 @@ from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.outputs import Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.model.card_format import CARD_K
 from rcp_data.model.layout import (
     CARD_FILE,
     RELEASE,
@@ -183,7 +184,7 @@ class ReleaseDiff:
                 f"(max {self.cell_max_points:.1f} points)")
 
 
-def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = 10) -> ReleaseDiff:
+def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> ReleaseDiff:
     """Gains and printed table cells of ``b`` against ``a``: the cells the card prints (its
     tie rules and views, % with one decimal)."""
     from rcp_data.scoring.replay import load_release, replay_loaded

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcp_data.core.progress import bars, hub_bars
+from rcp_data.model.card_format import CARD_K
 
 if TYPE_CHECKING:
     from rcp_data.core.hub_client import HubClient
@@ -49,7 +50,7 @@ def _runs_of(release: Release, *, include_judge: bool = False) -> ReleaseRuns:
     return data
 
 
-def replay(release: Release | str | Path, *, k: int = 10, tie_rule: str | None = None,
+def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | None = None,
            view: str = "subsets", include_judge: bool = False,
            suite: str | SuiteSpec | None = None, client: HubClient | None = None,
            progress: bool = False) -> ReplayResult:
@@ -80,7 +81,7 @@ def replay(release: Release | str | Path, *, k: int = 10, tie_rule: str | None =
 
 def score(release: Release | str | Path,
           runs: str | Path | Sequence[str | Path] | Mapping[str, str | Path], *,
-          names: Sequence[str] | None = None, k: int = 10, tie_rule: str | None = None,
+          names: Sequence[str] | None = None, k: int = CARD_K, tie_rule: str | None = None,
           view: str = "subsets", depth: int | None = None,
           against: Sequence[str] | None = None, suite: str | SuiteSpec | None = None,
           client: HubClient | None = None, progress: bool = False) -> ScoreResult:

@@ -39,7 +39,7 @@ from rcp_data.core.specs import (
     SuiteSpec,
     positive_mask,
 )
-from rcp_data.model.card_format import render_markdown_table, table_title, view_heading
+from rcp_data.model.card_format import CARD_K, render_markdown_table, table_title, view_heading
 from rcp_data.model.keys import (
     PairIndex,
     PairKeys,
@@ -481,7 +481,7 @@ def _check_models(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -
 
 
 # -- scoring -------------------------------------------------------------------------------------
-def score_subset(data: SubsetRuns, *, k: int = 10,
+def score_subset(data: SubsetRuns, *, k: int = CARD_K,
                  tie_rules: Sequence[str] = ("doc-id",)) -> dict[str, dict[str, np.ndarray]]:
     """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``.
 
@@ -505,7 +505,7 @@ def score_subset(data: SubsetRuns, *, k: int = 10,
     return out
 
 
-def score_queries(data: ReleaseRuns, *, k: int = 10,
+def score_queries(data: ReleaseRuns, *, k: int = CARD_K,
                   tie_rules: Sequence[str] = ("doc-id",)) -> pd.DataFrame:
     """Long table of per-query values: ``tie_rule, subset, model, query-id, rcp_ndcg,
     qrel_ndcg`` (qrel NaN where the query has no positive qrel)."""
@@ -621,7 +621,7 @@ def default_tie_rule(spec: SuiteSpec, known: bool) -> str:
     return spec.paper_tie_rule if known else "doc-id"
 
 
-def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: int = 10,
+def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: int = CARD_K,
                    tie_rule: str | None = None, view: str = "subsets",
                    include_judge: bool = False) -> ReplayResult:
     """Replay one table set of a release directory (see module docstring)."""
@@ -633,7 +633,7 @@ def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: 
     return replay_loaded(data, k=k, tie_rule=rule, view=view)
 
 
-def replay_loaded(data: ReleaseRuns, *, k: int = 10, tie_rule: str = "doc-id",
+def replay_loaded(data: ReleaseRuns, *, k: int = CARD_K, tie_rule: str = "doc-id",
                   view: str = "subsets") -> ReplayResult:
     """Score and tabulate an already loaded release (one load, several rules or views)."""
     data.spec.view_columns(view)                       # refuse a bad view before scoring

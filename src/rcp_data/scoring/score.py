@@ -32,7 +32,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES, SuiteSpec
-from rcp_data.model.card_format import render_markdown_table, table_title
+from rcp_data.model.card_format import CARD_K, render_markdown_table, table_title
 from rcp_data.scoring.replay import (
     METRICS,
     ReleaseRuns,
@@ -278,7 +278,7 @@ def _zero_missing(per_query: pd.DataFrame, coverage: dict[str, RunCoverage]) -> 
 
 # -- scoring -------------------------------------------------------------------------------
 def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
-               sources: dict[str, str] | None = None, k: int = 10,
+               sources: dict[str, str] | None = None, k: int = CARD_K,
                tie_rule: str | None = None, view: str = "subsets",
                depth: int | None = None, against: Sequence[str] | None = None) -> ScoreResult:
     """Score the user's ``runs`` (``{name: long table}``) on the loaded release ``data``;

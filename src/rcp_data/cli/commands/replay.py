@@ -7,6 +7,7 @@ import json
 import sys
 
 from rcp_data.core.specs import TIE_RULES, VIEWS, suite_key
+from rcp_data.model.card_format import CARD_K
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "hf://datasets/OWNER/NAME@REV (only the tables a replay reads, never the "
                    "corpus, downloaded by commit sha into the HF cache; HF_HUB_OFFLINE=1 "
                    "reads them from the cache, REV a full sha)")
-    p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    p.add_argument("--k", type=int, default=CARD_K, help=f"cutoff (default {CARD_K}, the card's)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id)")
     p.add_argument("--view", choices=VIEWS, default="subsets",

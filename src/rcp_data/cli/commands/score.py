@@ -7,6 +7,7 @@ import json
 import sys
 
 from rcp_data.core.specs import TIE_RULES, VIEWS
+from rcp_data.model.card_format import CARD_K
 
 EPILOG = """\
 Runs: a TREC run file (qid Q0 docid rank score tag), a parquet table (query-id, corpus-id,
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tie rule (default: the suite's paper rule, else doc-id)")
     p.add_argument("--view", choices=VIEWS, default="subsets",
                    help="table columns: subsets (default), or native/languages (per domain)")
-    p.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    p.add_argument("--k", type=int, default=CARD_K, help=f"cutoff (default {CARD_K}, the card's)")
     p.add_argument("--depth", type=int, default=None,
                    help="use only each query's DEPTH best-scored candidates of a run (default: "
                    "every candidate it scores)")
