@@ -17,7 +17,7 @@ from support.demo_fixture import session_demo_data
 from support.reference_links import weighted_discrimination
 
 from rcp_data.checks.release_check import check_release_dir
-from rcp_data.core.errors import RefusedError, UsageError
+from rcp_data.core.errors import RefusedError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
 from rcp_data.model import layout
@@ -178,8 +178,11 @@ def test_column_and_name_checks(release_dir: Path):
 
 
 def test_not_a_directory(tmp_path: Path):
-    with pytest.raises(UsageError):
+    from rcp_data.core.errors import NotFoundError
+
+    with pytest.raises(NotFoundError) as exc:
         check_release_dir(tmp_path / "nope")
+    assert isinstance(exc.value, FileNotFoundError) and exc.value.exit_code == 2
 
 
 def test_check_command_exit_codes(release_dir: Path, tmp_path: Path, capsys):

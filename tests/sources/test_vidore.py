@@ -108,3 +108,25 @@ def test_images_decode_through_datasets(release):
     assert isinstance(ds.features["image"], datasets.Image)
     img = ds[0]["image"]
     assert img.size == (96, 128)
+
+
+def test_two_local_mirrors_with_the_same_names_are_read_apart(tmp_path):
+    """``datasets`` caches a local folder by its name and file names; two mirrors laid out
+    alike but holding other pages must still be read as they are, not from each other's cache."""
+    spec = load_spec("vidore_v3")
+    truths, read = [], []
+    for seed in (11, 12):
+        root = tmp_path / f"mirror-{seed}"
+        truths.append(write_domain(root, "hr", "Hr", seed=seed))
+        source = read_suite(spec, {"root": str(root), "domains": "hr"})
+        corpus = next(iter(source.subsets.values())).corpus
+        images = {}
+        for batch in corpus.batches():
+            for pid, img in zip(batch.column("id").to_pylist(), batch.column("image").to_pylist(),
+                                strict=True):
+                images[pid] = hashlib.sha256(img["bytes"]).hexdigest()
+        read.append(images)
+    for truth, images in zip(truths, read, strict=True):
+        assert images == {pid: hashlib.sha256(b).hexdigest()
+                          for pid, b in truth["image_bytes"].items()}
+    assert read[0] != read[1]

@@ -50,12 +50,31 @@ def corpus_schema() -> pa.Schema:
     }).arrow_schema
 
 
+def _local_cache(folder: Path) -> str:
+    """A datasets cache folder of a local mirror's own: ``datasets`` keys a local folder's
+    cache by its name and file names, not its place or bytes, so two mirrors with the same
+    names (or a mirror rewritten in place) would read each other's cached tables."""
+    import hashlib
+
+    import datasets
+
+    h = hashlib.sha256(str(folder.resolve()).encode())
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n"
+                     .encode())
+    return str(Path(datasets.config.HF_DATASETS_CACHE) / "rcp-data-local" / h.hexdigest()[:16])
+
+
 def _load(repo: str, config: str, root: Path | None, revision: str | None):
     import datasets
 
     path = str(root / repo.split("/", 1)[1]) if root is not None else repo
+    cache = _local_cache(Path(path)) if root is not None and Path(path).is_dir() else None
     try:
-        return datasets.load_dataset(path, config, split=SPLIT, revision=revision)
+        return datasets.load_dataset(path, config, split=SPLIT, revision=revision,
+                                     cache_dir=cache)
     except (FileNotFoundError, ValueError) as exc:
         raise InputError(f"cannot load config {config!r} ({exc})", path=path) from exc
 
