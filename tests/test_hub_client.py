@@ -121,7 +121,7 @@ def test_other_errors_pass_through():
 # -- one client reaches every step ---------------------------------------------------------------
 def test_one_client_reaches_publish_list_regenerate_and_verify(tmp_path, local_hub, hub_repo,
                                                                dead_default, clients_seen):
-    client = HubClient(local_hub.url, token=False, cache_dir=tmp_path / "cache")
+    client = HubClient(local_hub.url, token=local_hub.token, cache_dir=tmp_path / "cache")
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     result = publish(v1, hub_repo, client=client, create_repo=True)
     assert result.status == "published" and result.tag == TAG1
