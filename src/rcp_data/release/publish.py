@@ -43,7 +43,14 @@ from rcp_data.core.files import (
     release_paths,
     sha256_file,
 )
-from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
+from rcp_data.core.hub_client import (
+    REPO_TYPE,
+    HubClient,
+    HubConflict,
+    HubNotFound,
+    RemoteFile,
+    redact,
+)
 from rcp_data.model.history import (
     SCHEMA,
     History,
@@ -198,7 +205,7 @@ def _ensure_repo(client: HubClient, repo: str, create: bool) -> None:
             client.api.repo_info(repo, repo_type=REPO_TYPE)
     except HubNotFound as exc:
         if not create:
-            raise UsageError(f"dataset repo {repo} not found at {client.url}; "
+            raise UsageError(f"dataset repo {repo} not found at {client.shown_url}; "
                              "pass --create-repo to create it") from exc
         with client.errors(f"creating dataset repo {repo}"):
             client.api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
@@ -314,7 +321,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
         return PublishResult("published", plan.repo, plan.tag, plan.resume, plan.parent,
                              messages=[msg])
     log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
-             plan.repo, rel.release, plan.endpoint, plan.branch, len(plan.changed),
+             plan.repo, rel.release, redact(plan.endpoint), plan.branch, len(plan.changed),
              len(plan.deleted), plan.parent)
     description = (f"{rel.summary}\n\nOne commit holds the whole release; its "
                    "provenance/releases.json gives this release \"revision\": null, meaning "
