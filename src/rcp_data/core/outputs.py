@@ -5,9 +5,15 @@ through :func:`output_dir`, and every command that writes a named file (``text r
 ``card render --out``) through :func:`check_output_file`:
 
 - an output folder must not exist, or be empty, or be a folder of the same kind this tool wrote
-  earlier (recognised by its manifest, :class:`OutputKind`) and ``force`` given;
+  earlier (recognised by its manifest, :class:`OutputKind`) and ``force`` given; a kind that
+  names the files it writes (``OutputKind.files``) is replaced only while the folder holds
+  nothing else (a user's file put there is never deleted);
 - an output file must not be a folder, and an existing file is replaced only with ``force``;
-- an output may never be, contain, or sit inside one of the command's inputs.
+- an output may never be, contain, or sit inside one of the command's inputs;
+- a generated file written into a folder the user also edits (the card and task file of a
+  release) is recorded with its sha256 in the folder's hidden ``.rcp-data-written.json``
+  (:func:`record_written`); it is rewritten without ``force`` only while it is still the bytes
+  recorded (:func:`check_rewritable`), so hand edits are never overwritten silently.
 
 These checks run before anything is written. The folder is then written to a temporary
 ``.<name>.tmp-<pid>-<random>`` beside it and moved into place in one rename at the very end
@@ -20,13 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json
+from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json, write_json
 
 Inputs = Mapping[str, str | Path | None]
 
@@ -38,6 +45,16 @@ class OutputKind:
     what: str          # e.g. "release folder"
     manifest: str      # path of the manifest inside the folder
     schema: str        # the manifest's "schema" value
+    files: frozenset[str] | None = None   # every file (path inside) it may write; None: any
+
+    def foreign_files(self, folder: Path) -> list[str]:
+        """The files in ``folder`` that a folder of this kind does not hold (none when the
+        kind does not name its files)."""
+        if self.files is None:
+            return []
+        found = (p.relative_to(folder).as_posix() for p in sorted(Path(folder).rglob("*"))
+                 if not p.is_dir())
+        return [rel for rel in found if rel not in self.files]
 
     def written_here(self, folder: Path) -> bool:
         """Whether ``folder`` is a folder of this kind that rcp-data wrote."""
@@ -51,7 +68,10 @@ class OutputKind:
         return isinstance(data, dict) and data.get("schema") == self.schema
 
 
-CALIBRATION = OutputKind("calibration folder", "diagnostics.json", "rcp-data.calibration/1")
+CALIBRATION = OutputKind(
+    "calibration folder", "diagnostics.json", "rcp-data.calibration/1",
+    files=frozenset({"diagnostics.json", "item_params.json", "thetas.parquet", "queries.parquet",
+                     "stage_a_queries.parquet"}))
 DEMO = OutputKind("demo folder", "demo.json", "rcp-data.demo/1")
 
 
@@ -102,6 +122,13 @@ def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
     if not force:
         raise UsageError(f"{flag} {out} holds a {kind.what} written earlier; pass --force to "
                          "replace it (nothing was written)")
+    foreign = kind.foreign_files(out)
+    if foreign:
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise UsageError(f"{flag} {out} holds a {kind.what} written earlier, but also files "
+                         f"rcp-data did not write ({', '.join(foreign[:5])}{more}); --force "
+                         "replaces only what rcp-data wrote: move them out or choose another "
+                         "folder (nothing was written)")
     return out
 
 
@@ -128,6 +155,57 @@ def check_output_file(out: str | Path, *, flag: str = "--out", inputs: Inputs | 
                          "written)")
     clean_stale_temporaries(out)
     return out
+
+
+WRITTEN_RECORD = ".rcp-data-written.json"
+WRITTEN_SCHEMA = "rcp-data.written/1"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _written(folder: Path) -> dict[str, str]:
+    path = folder / WRITTEN_RECORD
+    try:
+        data = read_json(path)
+    except (InputError, OSError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or data.get("schema") != WRITTEN_SCHEMA:
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def record_written(folder: str | Path, paths: list[Path]) -> None:
+    """Record ``paths`` (files inside ``folder`` this tool just wrote) with their sha256."""
+    folder = Path(folder)
+    files = _written(folder)
+    for path in paths:
+        files[Path(path).relative_to(folder).as_posix()] = _sha256(Path(path))
+    write_json({"schema": WRITTEN_SCHEMA, "files": dict(sorted(files.items()))},
+               folder / WRITTEN_RECORD)
+
+
+def check_rewritable(folder: str | Path, texts: Mapping[str, str], *, force: bool = False,
+                     what: str = "") -> None:
+    """Raise :class:`UsageError` unless every file ``texts`` names (a path inside ``folder``
+    -> the text about to be written) may be rewritten: absent, already that text, or the bytes
+    this tool recorded writing there (:func:`record_written`); ``force`` allows anything."""
+    folder = Path(folder)
+    if force:
+        return
+    recorded = _written(folder)
+    for rel, text in texts.items():
+        path = folder / rel
+        if not path.is_file():
+            continue
+        sha = _sha256(path)
+        if sha == hashlib.sha256(text.encode("utf-8")).hexdigest() or recorded.get(rel) == sha:
+            continue
+        raise UsageError(f"{path} is not the {what or 'file'} rcp-data wrote there (it was "
+                         "edited by hand, or written by something else); pass --force to "
+                         "replace it (nothing was written)")
 
 
 def _concerns(exc: OSError, out: Path) -> bool:
@@ -161,5 +239,5 @@ _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
              errno.EISDIR)
 
 
-__all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_output_dir",
-           "check_output_file", "output_dir", "writable"]
+__all__ = ["CALIBRATION", "DEMO", "WRITTEN_RECORD", "Inputs", "OutputKind", "check_output_dir",
+           "check_output_file", "check_rewritable", "output_dir", "record_written", "writable"]
