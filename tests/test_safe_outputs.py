@@ -330,3 +330,37 @@ def test_card_render_keeps_hand_edits_unless_forced(demo_release_v1, tmp_path, c
     # a card rcp-data wrote is re-rendered after its inputs change (no --force needed)
     assert main(["-q", "card", "render", str(release), "--repo", "someone/elsewhere"]) == 0
     assert "someone/elsewhere" in readme.read_text(encoding="utf-8")
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))   # as write() says it: no file
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
+    from rcp_data.core.io import write_json
+    from rcp_data.model.tables import write_parquet
+
+    monkeypatch.setattr(Path, "write_bytes", _disk_full)
+    with pytest.raises(OSError) as err:
+        write_json({"a": 1}, tmp_path / "out.json")
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "out.json")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(pq, "write_table", _disk_full)
+    with pytest.raises(OSError) as err:
+        write_parquet(pa.table({"x": [1]}), tmp_path / "t.parquet")
+    assert err.value.filename == str(tmp_path / "t.parquet")
+    assert list(tmp_path.iterdir()) == []          # no temporary left either
+
+
+def test_a_full_disk_is_one_line_naming_the_file(demo_release_v1, tmp_path, capsys,
+                                                 monkeypatch):
+    card = tmp_path / "card.md"
+    monkeypatch.setattr(Path, "write_bytes", _disk_full)
+    capsys.readouterr()
+    assert main(["card", "render", str(demo_release_v1), "--out", str(card)]) == 2
+    assert capsys.readouterr().err == (
+        f"rcp-data card: error: cannot write {card}: No space left on device ({card}); "
+        "nothing was written\n")
+    assert not card.exists()

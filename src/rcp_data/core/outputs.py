@@ -11,9 +11,9 @@ through :func:`output_dir`, and every command that writes a named file (``text r
 - an output file must not be a folder, and an existing file is replaced only with ``force``;
 - an output may never be, contain, or sit inside one of the command's inputs;
 - a generated file written into a folder the user also edits (the card and task file of a
-  release) is recorded with its sha256 in the folder's hidden ``.rcp-data-written.json``
-  (:func:`record_written`); it is rewritten without ``force`` only while it is still the bytes
-  recorded (:func:`check_rewritable`), so hand edits are never overwritten silently.
+  release) is remembered by its sha256 in rcp-data's cache (:func:`record_written`); it is
+  rewritten without ``force`` only while it is bytes this tool wrote, or those it would write
+  now (:func:`check_rewritable`), so hand edits are never overwritten silently.
 
 These checks run before anything is written. The folder is then written to a temporary
 ``.<name>.tmp-<pid>-<random>`` beside it and moved into place in one rename at the very end
@@ -27,15 +27,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json, write_json
+from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json
 
 Inputs = Mapping[str, str | Path | None]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -157,51 +159,50 @@ def check_output_file(out: str | Path, *, flag: str = "--out", inputs: Inputs | 
     return out
 
 
-WRITTEN_RECORD = ".rcp-data-written.json"
-WRITTEN_SCHEMA = "rcp-data.written/1"
+def tool_cache_dir() -> Path:
+    """rcp-data's own cache: ``$RCP_DATA_CACHE``, else ``$XDG_CACHE_HOME/rcp-data`` (default
+    ``~/.cache/rcp-data``)."""
+    own = os.environ.get("RCP_DATA_CACHE")
+    if own:
+        return Path(own)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rcp-data"
+
+
+def _written_mark(sha256: str) -> Path:
+    return tool_cache_dir() / "written" / sha256
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _written(folder: Path) -> dict[str, str]:
-    path = folder / WRITTEN_RECORD
-    try:
-        data = read_json(path)
-    except (InputError, OSError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, dict) or data.get("schema") != WRITTEN_SCHEMA:
-        return {}
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
-
-
-def record_written(folder: str | Path, paths: list[Path]) -> None:
-    """Record ``paths`` (files inside ``folder`` this tool just wrote) with their sha256."""
-    folder = Path(folder)
-    files = _written(folder)
+def record_written(paths: list[Path]) -> None:
+    """Remember that this tool wrote these files, as they are now (their sha256, in
+    :func:`tool_cache_dir`; nothing is written beside them). A cache that cannot be written
+    only costs a ``--force`` later."""
     for path in paths:
-        files[Path(path).relative_to(folder).as_posix()] = _sha256(Path(path))
-    write_json({"schema": WRITTEN_SCHEMA, "files": dict(sorted(files.items()))},
-               folder / WRITTEN_RECORD)
+        mark = _written_mark(_sha256(Path(path)))
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.touch()
+        except OSError as exc:
+            log.warning("could not record %s as written by rcp-data in %s: %s", path,
+                        mark.parent, exc.strerror)
 
 
 def check_rewritable(folder: str | Path, texts: Mapping[str, str], *, force: bool = False,
                      what: str = "") -> None:
     """Raise :class:`UsageError` unless every file ``texts`` names (a path inside ``folder``
-    -> the text about to be written) may be rewritten: absent, already that text, or the bytes
-    this tool recorded writing there (:func:`record_written`); ``force`` allows anything."""
-    folder = Path(folder)
+    -> the text about to be written) may be rewritten: absent, already that text, or bytes this
+    tool recorded writing (:func:`record_written`); ``force`` allows anything."""
     if force:
         return
-    recorded = _written(folder)
     for rel, text in texts.items():
-        path = folder / rel
+        path = Path(folder) / rel
         if not path.is_file():
             continue
         sha = _sha256(path)
-        if sha == hashlib.sha256(text.encode("utf-8")).hexdigest() or recorded.get(rel) == sha:
+        if sha == hashlib.sha256(text.encode("utf-8")).hexdigest() or _written_mark(sha).is_file():
             continue
         raise UsageError(f"{path} is not the {what or 'file'} rcp-data wrote there (it was "
                          "edited by hand, or written by something else); pass --force to "
@@ -231,13 +232,23 @@ def writable(out: str | Path) -> Iterator[None]:
     except OSError as exc:
         if exc.errno not in _REFUSALS or not _concerns(exc, out):
             raise
-        raise UsageError(f"cannot write {out}: {exc.strerror} ({exc.filename}); nothing was "
-                         "written") from exc
+        raise UsageError(f"cannot write {out}: {exc.strerror} ({_shown(exc.filename, out)}); "
+                         "nothing was written") from exc
+
+
+def _shown(filename: str | os.PathLike, out: Path) -> str:
+    """``filename`` as the user knows it: inside ``out``, not inside its hidden temporary."""
+    path, real = Path(os.fspath(filename)), _real(out)
+    for parent in (path, *path.parents):
+        if parent.parent == real.parent and parent.name.startswith(f".{real.name}.tmp-"):
+            return str(out / path.relative_to(parent))
+    return str(path)
 
 
 _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
              errno.EISDIR)
 
 
-__all__ = ["CALIBRATION", "DEMO", "WRITTEN_RECORD", "Inputs", "OutputKind", "check_output_dir",
-           "check_output_file", "check_rewritable", "output_dir", "record_written", "writable"]
+__all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_output_dir",
+           "check_output_file", "check_rewritable", "output_dir", "record_written", "tool_cache_dir",
+           "writable"]

@@ -42,8 +42,7 @@ def render_release_files(root: Path, spec: SuiteSpec, history: History) -> None:
 
     root = Path(root)
     write_history(history, root / RELEASES_JSON)
-    record_written(root, write_release_files(root, spec=spec, history=history,
-                                             repo=history.repo))
+    record_written(write_release_files(root, spec=spec, history=history, repo=history.repo))
     log.info("wrote releases.json (%d releases), task file and card into %s",
              len(history.releases), root)
 

@@ -83,7 +83,7 @@ def _render(args: argparse.Namespace) -> int:
         for rel, text in texts.items():
             atomic_write_text(root / rel, text)
             written.append(root / rel)
-        record_written(root, written)
+        record_written(written)
     for path in written:
         say(args, f"wrote {path}")
     return 0
