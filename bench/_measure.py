@@ -130,6 +130,9 @@ class Server:
         while time.time() < deadline:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    # the token writes need, generated into the root (an older local Hub: none)
+                    token_file = Path(root) / ".hub-token"
+                    self.token = token_file.read_text().strip() if token_file.is_file() else ""
                     return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the local Hub exited ({self.proc.returncode})")
@@ -274,6 +277,8 @@ def _publish_stages(name: str, python: str, release: Path, repo: str, hub_root: 
         server = Server(python, hub_root, env, log_dir, hub_src)
         try:
             henv = {**env, "HF_ENDPOINT": server.url}
+            if server.token:
+                henv["HF_TOKEN"] = server.token
             log_name = name if repeat == 1 else f"{name}-{i + 1}"
             pub = run_stage(log_name, [python, "-c", TIMED_CLI, "release", "publish", release,
                                        "--repo", repo, "--create-repo", *extra_args], env=henv,

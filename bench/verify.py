@@ -194,9 +194,11 @@ def generate(root: Path, n_queries: int) -> Path:
                                                 "link": "weighted_discrimination"},
                 "counts": counts}, root / BUILD_MANIFEST)
     record_content(root)  # every data file, hashed: the content manifest verify proves
+    from rcp_data.core.outputs import record_written
     from rcp_data.documents.card import write_release_files
 
-    write_release_files(root, spec=spec, history=history, repo=REPO)
+    # the card and task file, remembered as rcp-data's own (a later card render replaces them)
+    record_written(write_release_files(root, spec=spec, history=history, repo=REPO))
     return root
 
 

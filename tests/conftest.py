@@ -29,7 +29,9 @@ os.environ["HF_DATASETS_CACHE"] = str(_SESSION_TMP / "hf_datasets")
 os.environ["HF_HUB_DISABLE_XET"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ.pop("HF_HUB_OFFLINE", None)
-os.environ.pop("HF_TOKEN", None)
+# the session's local Hub accepts this token (hub_fixture.HUB_TOKEN); every client in the tests
+# sends it the usual way, from HF_TOKEN (and no user's token reaches a test)
+os.environ["HF_TOKEN"] = "hf_rcp_data_tests_local_hub_token"
 os.environ.setdefault("MTEB_CACHE", str(_SESSION_TMP / "mteb"))
 # ir_datasets fixes its home when first imported: point it at the session's temp folder now.
 os.environ["IR_DATASETS_HOME"] = str(_SESSION_TMP / "ir_datasets")

@@ -46,9 +46,9 @@ def calls(monkeypatch) -> dict[str, list]:
         seen["release-checked"].append(Path(root))
         return real_check(root, **kwargs)
 
-    def counting_hash(root, rel):
+    def counting_hash(root, rel, *snapshot):
         seen["hashed"].append(rel)
-        return real_hash(root, rel)
+        return real_hash(root, rel, *snapshot)
 
     monkeypatch.setattr(verify_module, "verify_release_dir", counting_verify)
     monkeypatch.setattr(verify_module, "check_release_dir", counting_check)

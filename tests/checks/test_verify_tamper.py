@@ -47,7 +47,7 @@ DATA_CHECKS = {"content-hashes", "data-since-release", "later-commits"}
 def hub(local_hub, tmp_path_factory, demo_data) -> dict:
     base = tmp_path_factory.mktemp("tamper")
     repo = f"rcp-test/tamper-{uuid.uuid4().hex[:8]}"
-    client = HubClient(local_hub.url, token=False, cache_dir=base / "cache")
+    client = HubClient(local_hub.url, token=local_hub.token, cache_dir=base / "cache")
     records = base / "records"
     spec = load_spec("demo")
     v1, v2 = copy_demo(demo_data, base / "v1"), base / "v2"

@@ -121,7 +121,7 @@ def test_other_errors_pass_through():
 # -- one client reaches every step ---------------------------------------------------------------
 def test_one_client_reaches_publish_list_regenerate_and_verify(tmp_path, local_hub, hub_repo,
                                                                dead_default, clients_seen):
-    client = HubClient(local_hub.url, token=False, cache_dir=tmp_path / "cache")
+    client = HubClient(local_hub.url, token=local_hub.token, cache_dir=tmp_path / "cache")
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     result = publish(v1, hub_repo, client=client, create_repo=True)
     assert result.status == "published" and result.tag == TAG1
@@ -236,3 +236,31 @@ def test_a_missing_repo_or_revision_exits_2(local_hub, hub_repo, capsys, tmp_pat
     with pytest.raises(NotFoundError, match="release directory not found") as caught:
         client.local_release(root / "missing")
     assert isinstance(caught.value, FileNotFoundError) and caught.value.exit_code == 2
+
+
+# -- credentials in HF_ENDPOINT ------------------------------------------------------------------
+def test_userinfo_in_the_endpoint_is_redacted_in_translated_messages():
+    endpoint = "http://user:s3cr3t-pw@127.0.0.1:1"
+    quoted = httpx.ConnectError(f"All connection attempts failed for {endpoint}/api/datasets/o/r")
+    mapped = translate(quoted, "dataset repo o/r", endpoint)
+    assert "s3cr3t" not in mapped.message and "s3cr3t" not in str(mapped)
+    assert "the Hub at http://***@127.0.0.1:1 is unreachable" in mapped.message
+    assert "for http://***@127.0.0.1:1/api/datasets/o/r" in mapped.message
+    assert HubClient(endpoint).shown_url == "http://***@127.0.0.1:1"
+    assert HubClient(endpoint).url == endpoint          # requests still carry it
+
+
+def test_userinfo_in_hf_endpoint_never_reaches_the_cli_output(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:   # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, HF_ENDPOINT=f"http://user:s3cr3t-pw@127.0.0.1:{port}")
+    done = subprocess.run([sys.executable, "-m", "rcp_data.cli", "release", "list", "--repo", "o/r"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"http://***@127.0.0.1:{port}" in done.stderr
+    assert "s3cr3t" not in done.stderr + done.stdout

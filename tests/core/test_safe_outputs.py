@@ -283,3 +283,84 @@ def test_a_calibration_folder_is_recognised_by_its_manifest(tmp_path):
     (out / "diagnostics.json").write_text(json.dumps({"schema": "something else"}))
     with pytest.raises(Exception, match="did not write"):
         check_output_dir(out, CALIBRATION, force=True)
+
+
+def test_calibrate_force_keeps_a_users_file_in_an_earlier_calibration(work, capsys):
+    """``calibrate --force`` replaces a calibration folder only while it holds nothing but what
+    a calibration writes: a thesis.tex put into an earlier one is never deleted."""
+    from rcp_data.core.outputs import CALIBRATION, check_output_dir
+
+    out = work / "fit"
+    out.mkdir()
+    (out / "diagnostics.json").write_text(json.dumps({"schema": CALIBRATION.schema}))
+    (out / "thetas.parquet").write_bytes(b"PAR1")
+    assert check_output_dir(out, CALIBRATION, force=True) == out    # only its own files
+    (out / "thesis.tex").write_text("the user's thesis")
+    before = _tree(work)
+    capsys.readouterr()
+    code = main(["calibrate", "--criteria", str(work / "inputs/judge/criteria.parquet"),
+                 "--thetas", str(work / "inputs/judge/thetas.parquet"), "--out", str(out),
+                 "--force"])
+    err = capsys.readouterr().err
+    assert (code, err) == (2, f"rcp-data calibrate: error: --out {out} holds a calibration "
+                              "folder written earlier, but also files rcp-data did not write "
+                              "(thesis.tex); --force replaces only what rcp-data wrote: move "
+                              "them out or choose another folder (nothing was written)\n")
+    assert _tree(work) == before
+
+
+def test_card_render_keeps_hand_edits_unless_forced(demo_release_v1, tmp_path, capsys):
+    """``card render RELEASE_DIR`` replaces README.md and the task file while they are what
+    rcp-data wrote (recorded when written); a hand-edited README is refused without --force."""
+    release = shutil.copytree(demo_release_v1, tmp_path / "release")
+    readme = release / "README.md"
+    assert main(["-q", "card", "render", str(release)]) == 0        # its own card: rewritten
+    edited = readme.read_text(encoding="utf-8") + "\nMy own notes, by hand.\n"
+    readme.write_text(edited, encoding="utf-8")
+    before = _tree(tmp_path)
+    capsys.readouterr()
+    code = main(["card", "render", str(release)])
+    assert (code, capsys.readouterr().err) == (
+        2, f"rcp-data card: error: {readme} is not the card or task file rcp-data wrote there "
+           "(it was edited by hand, or written by something else); pass --force to replace it "
+           "(nothing was written)\n")
+    assert _tree(tmp_path) == before
+    assert main(["-q", "card", "render", str(release), "--force"]) == 0
+    assert "My own notes" not in readme.read_text(encoding="utf-8")
+    # a card rcp-data wrote is re-rendered after its inputs change (no --force needed)
+    assert main(["-q", "card", "render", str(release), "--repo", "someone/elsewhere"]) == 0
+    assert "someone/elsewhere" in readme.read_text(encoding="utf-8")
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))   # as write() says it: no file
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path, monkeypatch):
+    from rcp_data.core.io import write_json
+    from rcp_data.model.tables import write_parquet
+
+    monkeypatch.setattr(Path, "write_bytes", _disk_full)
+    with pytest.raises(OSError) as err:
+        write_json({"a": 1}, tmp_path / "out.json")
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "out.json")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(pq, "write_table", _disk_full)
+    with pytest.raises(OSError) as err:
+        write_parquet(pa.table({"x": [1]}), tmp_path / "t.parquet")
+    assert err.value.filename == str(tmp_path / "t.parquet")
+    assert list(tmp_path.iterdir()) == []          # no temporary left either
+
+
+def test_a_full_disk_is_one_line_naming_the_file(demo_release_v1, tmp_path, capsys,
+                                                 monkeypatch):
+    card = tmp_path / "card.md"
+    monkeypatch.setattr(Path, "write_bytes", _disk_full)
+    capsys.readouterr()
+    assert main(["card", "render", str(demo_release_v1), "--out", str(card)]) == 2
+    assert capsys.readouterr().err == (
+        f"rcp-data card: error: cannot write {card}: No space left on device ({card}); "
+        "nothing was written\n")
+    assert not card.exists()

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
+from support.hub_fixture import HUB_TOKEN
 
 from rcp_data.hub.server import LocalHub
 
@@ -222,7 +223,7 @@ def _exchange(port: int, raw: bytes) -> bytes:
 def test_fuzz_hub_api(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="rcp_data.hub")
     rng = random.Random(SEED)
-    with LocalHub(tmp_path / "hub", max_body_bytes=256 * 1024, lfs_chunk_size=64 * 1024) as hub:
+    with LocalHub(tmp_path / "hub", max_body_bytes=256 * 1024, lfs_chunk_size=64 * 1024, token=HUB_TOKEN) as hub:
         api = HfApi(endpoint=hub.url)
         api.create_repo(REPO, repo_type="dataset")
         api.create_commit(REPO, [CommitOperationAdd("README.md", _README.encode()),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
+from support.hub_fixture import HUB_TOKEN
 
 from rcp_data.hub.names import check_ref_format
 from rcp_data.hub.server import LocalHub
@@ -34,7 +35,10 @@ BOMB_README = (
 
 def raw_request(url: str, head: str, body: bytes = b"", read_limit: int = 1 << 20) -> tuple[int, bytes]:
     """Send ``head`` (request line and headers, CRLF-separated, no final blank line) and
-    ``body`` on a fresh connection; the status and the response (at most ``read_limit``)."""
+    ``body`` on a fresh connection, as a client holding the token (an ``Authorization`` line
+    after the request line); the status and the response (at most ``read_limit``)."""
+    line, sep, rest = head.partition("\r\n")
+    head = f"{line}\r\nAuthorization: Bearer {HUB_TOKEN}{sep}{rest}"
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         try:
@@ -70,7 +74,7 @@ def _post(url: str, path: str, body: bytes, ctype: str = "application/json") -> 
 
 @pytest.fixture
 def small_hub(tmp_path: Path):
-    with LocalHub(tmp_path / "hub", max_body_bytes=64 * 1024) as hub:
+    with LocalHub(tmp_path / "hub", max_body_bytes=64 * 1024, token=HUB_TOKEN) as hub:
         HfApi(endpoint=hub.url).create_repo("o/r", repo_type=DS)
         yield hub
 
@@ -117,7 +121,8 @@ def test_body_limits_and_framing(small_hub: LocalHub) -> None:
     # a client that sends it all before reading (httpx, under huggingface_hub) reads the 413 too
     import httpx
 
-    sent = httpx.post(f"{url}{repo}/commit/main", content=b"x" * 5_000_000, timeout=60)
+    sent = httpx.post(f"{url}{repo}/commit/main", content=b"x" * 5_000_000, timeout=60,
+                      headers={"Authorization": f"Bearer {HUB_TOKEN}"})
     assert sent.status_code == 413 and "65536 bytes" in sent.json()["error"]
     cases = {
         "Content-Length: 1000000000000": 413,
@@ -234,10 +239,10 @@ def test_stale_ref_lock_recovered(small_hub: LocalHub, age: float) -> None:
 
 def test_start_up_removes_leftovers_and_holds_the_root(tmp_path: Path) -> None:
     root = tmp_path / "hub"
-    with LocalHub(root) as hub:
+    with LocalHub(root, token=HUB_TOKEN) as hub:
         HfApi(endpoint=hub.url).create_repo("o/r", repo_type=DS)
         with pytest.raises(RuntimeError, match="another local Hub"):
-            LocalHub(root).start()
+            LocalHub(root, token=HUB_TOKEN).start()
     (root / ".tmp" / "hub-commit-x1").mkdir()
     (root / ".tmp" / "hub-commit-x1" / "body.ndjson").write_bytes(b"x" * 1000)
     (root / ".tmp" / "hub-lfs-abc").write_bytes(b"partial")
@@ -245,7 +250,7 @@ def test_start_up_removes_leftovers_and_holds_the_root(tmp_path: Path) -> None:
     lock = root / "datasets" / "o" / "r.git" / "refs" / "heads" / "main.lock"
     lock.write_text("0" * 40 + "\n")
     os.utime(lock, (time.time() - 60, time.time() - 60))
-    with LocalHub(root) as hub:
+    with LocalHub(root, token=HUB_TOKEN) as hub:
         assert sorted(p.name for p in (root / ".tmp").iterdir()) == ["not-ours.txt"]
         assert not lock.exists()
         HfApi(endpoint=hub.url).create_commit("o/r", [CommitOperationAdd("a.txt", b"a")],

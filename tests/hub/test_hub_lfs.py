@@ -27,6 +27,7 @@ from huggingface_hub import (
     snapshot_download,
 )
 from huggingface_hub.errors import HfHubHTTPError
+from support.hub_fixture import HUB_TOKEN
 
 from rcp_data.hub.lfs import pointer_bytes
 from rcp_data.hub.server import LocalHub
@@ -52,7 +53,8 @@ def _parquet(n: int) -> bytes:
 
 def _http(url: str, method: str = "GET", body: bytes | None = None,
           headers: dict | None = None) -> tuple[int, dict, bytes]:
-    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    headers = {"Authorization": f"Bearer {HUB_TOKEN}", **(headers or {})}  # a writer's client
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, dict(resp.headers), resp.read()
@@ -188,7 +190,7 @@ def test_copy_of_an_lfs_file(local_hub: LocalHub, hub_repo: str) -> None:
 
 def test_multipart_upload(tmp_path: Path) -> None:
     data = os.urandom(3 * 1024 * 1024 + 12345)
-    with LocalHub(tmp_path / "hub", lfs_chunk_size=1024 * 1024) as hub:
+    with LocalHub(tmp_path / "hub", lfs_chunk_size=1024 * 1024, token=HUB_TOKEN) as hub:
         api = HfApi(endpoint=hub.url)
         api.create_repo("o/multi", repo_type=DS)
         c = api.create_commit("o/multi", [CommitOperationAdd("big.bin", data)],
@@ -266,7 +268,7 @@ def _multipart_batch(base: str, oid: str, size: int) -> dict:
 def test_multipart_completion_checks_parts(tmp_path: Path) -> None:
     data = os.urandom(2500)
     oid, size = _sha256(data), len(data)
-    with LocalHub(tmp_path / "hub", lfs_chunk_size=1000) as hub:
+    with LocalHub(tmp_path / "hub", lfs_chunk_size=1000, token=HUB_TOKEN) as hub:
         HfApi(endpoint=hub.url).create_repo("o/p", repo_type=DS)
         base = f"{hub.url}/datasets/o/p.git/info/lfs/objects"
         batch = _multipart_batch(base, oid, size)
@@ -303,7 +305,7 @@ def test_multipart_parts_in_any_order_or_sent_again(tmp_path: Path, order) -> No
     again with other bytes (the last upload of each part counts) is refused by the sha256."""
     data = os.urandom(2500)
     oid, size = _sha256(data), len(data)
-    with LocalHub(tmp_path / "hub", lfs_chunk_size=1000) as hub:
+    with LocalHub(tmp_path / "hub", lfs_chunk_size=1000, token=HUB_TOKEN) as hub:
         HfApi(endpoint=hub.url).create_repo("o/p", repo_type=DS)
         base = f"{hub.url}/datasets/o/p.git/info/lfs/objects"
         upload = _multipart_batch(base, oid, size)["objects"][0]["actions"]["upload"]

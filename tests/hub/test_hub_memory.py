@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi, hf_hub_download
+from support.hub_fixture import HUB_TOKEN
 from support.hub_proc import HubProcess
 
 pytestmark = pytest.mark.slow
@@ -114,7 +115,8 @@ def test_server_memory_stays_bounded(tmp_path: Path, capsys: pytest.CaptureFixtu
         conn = http.client.HTTPConnection(hub.url.removeprefix("http://"), timeout=600)
         conn.request("POST", "/api/datasets/o/big/commit/main",
                      body=_inline_body(random.Random(5), expected),
-                     headers={"Content-Type": "application/x-ndjson"}, encode_chunked=True)
+                     headers={"Content-Type": "application/x-ndjson",
+                              "Authorization": f"Bearer {HUB_TOKEN}"}, encode_chunked=True)
         answer = conn.getresponse()
         assert answer.status == 200, answer.read()[:500]
         sha = json.loads(answer.read())["commitOid"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi, hf_hub_download
+from support.hub_fixture import HUB_TOKEN
 
 from rcp_data.hub import payload
 from rcp_data.hub.errors import HubError
@@ -136,7 +137,8 @@ def test_large_inline_files_over_http(local_hub: LocalHub, hub_repo: str) -> Non
                                   "encoding": "base64"}},
     )
     req = urllib.request.Request(f"{local_hub.url}/api/datasets/{hub_repo}/commit/main",
-                                 data=raw, method="POST")
+                                 data=raw, method="POST",
+                                 headers={"Authorization": f"Bearer {HUB_TOKEN}"})
     sha = json.loads(urllib.request.urlopen(req, timeout=60).read())["commitOid"]
     kw = {"repo_type": "dataset", "revision": sha, "endpoint": local_hub.url}
     assert Path(hf_hub_download(hub_repo, "big.txt", **kw)).read_bytes() == text.encode()

@@ -34,6 +34,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from support.hub_fixture import HUB_TOKEN
 
 from rcp_data.hub.server import LocalHub, embedded_hub, free_port
 
@@ -221,7 +222,7 @@ def test_tree_paths_info_and_pagination(api: HfApi, hub_repo: str, tmp_path: Pat
     assert info[0].blob_id == _git_blob_sha(b"top.txt") and info[0].size == len("top.txt")
 
     # a second hub with tiny pages: the client must follow the Link headers
-    with LocalHub(tmp_path / "paged", page_size=2) as small:
+    with LocalHub(tmp_path / "paged", page_size=2, token=HUB_TOKEN) as small:
         small_api = HfApi(endpoint=small.url)
         small_api.create_repo("o/p", repo_type=DS)
         for i in range(4):
@@ -416,10 +417,15 @@ def test_validate_yaml_rejects_bad_card(api: HfApi, hub_repo: str) -> None:
 
 
 def test_token_never_logged(
-    local_hub: LocalHub, hub_repo: str, caplog: pytest.LogCaptureFixture, capfd
+    tmp_path: Path, hub_repo: str, caplog: pytest.LogCaptureFixture, capfd
 ) -> None:
     secret = "hf_localhubSECRETtoken0123456789"
     caplog.set_level(logging.DEBUG, logger="rcp_data")
+    with LocalHub(tmp_path / "hub", token=secret) as local_hub:
+        _token_never_logged(local_hub, hub_repo, secret, caplog, capfd)
+
+
+def _token_never_logged(local_hub: LocalHub, hub_repo: str, secret: str, caplog, capfd) -> None:
     api = HfApi(endpoint=local_hub.url, token=secret)
     api.create_repo(hub_repo, repo_type=DS)
     api.create_commit(hub_repo, [_add("f.txt", "x")], commit_message="m", repo_type=DS)
@@ -435,7 +441,7 @@ def test_token_never_logged(
 
 def test_embedded_hub_stops() -> None:
     port = free_port()
-    with embedded_hub(port=port) as url:
+    with embedded_hub(port=port, token=HUB_TOKEN) as url:
         assert url == f"http://127.0.0.1:{port}"
         api = HfApi(endpoint=url)
         api.create_repo("o/e", repo_type=DS)
@@ -461,7 +467,7 @@ def test_server_side_noop_commit(api: HfApi, hub_repo: str, local_hub: LocalHub)
     req = urllib.request.Request(
         f"{local_hub.url}/api/datasets/{hub_repo}/commit/main",
         data=b"".join(json.dumps(x).encode() + b"\n" for x in lines),
-        headers={"Content-Type": "application/x-ndjson"},
+        headers={"Content-Type": "application/x-ndjson", "Authorization": f"Bearer {HUB_TOKEN}"},
         method="POST",
     )
     answer = json.loads(urllib.request.urlopen(req, timeout=10).read())

@@ -21,6 +21,7 @@ from test_release_check import first_history, make_release_dir, second_history
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main
 from rcp_data.core.errors import RefusedError
+from rcp_data.core.files import Snapshot
 from rcp_data.core.hub_client import HubClient
 from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, fill_known_shas, read_history, release_tag
@@ -162,6 +163,8 @@ def test_a_file_changed_after_verification_is_refused_by_the_hub(tmp_path, api, 
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     target = v1 / layout.subset_file("alpha", "qrels")
     real = publish_module.plan_publish
+    # no bytes held in memory: every file is uploaded from its path, as a large one is
+    monkeypatch.setattr(publish_module, "Snapshot", lambda: Snapshot(max_file=0))
 
     def tamper_after_planning(*args, **kwargs):
         plan = real(*args, **kwargs)
@@ -178,6 +181,76 @@ def test_a_file_changed_after_verification_is_refused_by_the_hub(tmp_path, api, 
     assert "Error while uploading 'alpha/qrels.parquet'" in err and "sha256" in err, err
     commits, _, tags = _state(api, hub_repo)
     assert len(commits) == 1 and tags == {}       # the repo's first commit only
+
+
+def _edit_readme_after(publish_module, monkeypatch, readme: Path, step: str) -> None:
+    """Append a line to the README once ``step`` of the publish module has run (after the
+    verification, before the upload)."""
+    real = getattr(publish_module, step)
+
+    def then_edit(*args, **kwargs):
+        out = real(*args, **kwargs)
+        readme.write_text(readme.read_text() + "\nEdited after the verification.\n")
+        return out
+
+    monkeypatch.setattr(publish_module, step, then_edit)
+
+
+def test_a_readme_edited_after_verification_is_not_what_is_uploaded(tmp_path, api, hub_repo,
+                                                                   monkeypatch):
+    """The README's bytes are those the verification's read held: an edit on disk between the
+    verification and the upload never reaches the Hub, and the tag names the verified bytes."""
+    import rcp_data.release.publish as publish_module
+
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    verified = (v1 / "README.md").read_bytes()
+    _edit_readme_after(publish_module, monkeypatch, v1 / "README.md", "check_before_publishing")
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 0
+    assert (v1 / "README.md").read_bytes() != verified          # the edit happened
+    sha = _tags(api, hub_repo)[TAG1]
+    got = api.hf_hub_download(hub_repo, "README.md", repo_type="dataset", revision=sha)
+    assert Path(got).read_bytes() == verified
+
+
+def test_a_readme_edited_before_upload_leaves_no_tag(tmp_path, api, hub_repo, monkeypatch,
+                                                    capsys):
+    """Uploaded from its path (no bytes held), a README (a regular file: the Hub checks no
+    sha256 of it) edited after the verification and before the upload reaches the Hub; the
+    Hub's tree then differs from the verified files, and nothing is tagged (exit 1, naming the
+    file)."""
+    import rcp_data.release.publish as publish_module
+
+    monkeypatch.setattr(publish_module, "Snapshot", lambda: Snapshot(max_file=0))
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    _edit_readme_after(publish_module, monkeypatch, v1 / "README.md", "_addition")
+    capsys.readouterr()
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "README.md is not the verified file" in err and "Nothing was tagged" in err, err
+    commits, _, tags = _state(api, hub_repo)
+    assert tags == {} and len(commits) == 2       # the commit stays, untagged
+
+
+def test_other_bytes_reaching_the_hub_leave_no_tag(tmp_path, api, hub_repo, monkeypatch,
+                                                  capsys):
+    """Whatever happens on the way (the upload step hooked to send other README bytes than
+    the verified ones held), the tree check after the commit refuses to tag it."""
+    from huggingface_hub import CommitOperationAdd
+
+    v1 = make_release_dir(tmp_path / "v1", hub_repo)
+    real = HubClient.commit
+
+    def swap_readme(self, repo, operations, **kwargs):
+        ops = [CommitOperationAdd("README.md", op.path_or_fileobj + b"\n")
+               if getattr(op, "path_in_repo", "") == "README.md" else op for op in operations]
+        return real(self, repo, ops, **kwargs)
+
+    monkeypatch.setattr(HubClient, "commit", swap_readme)
+    assert _publish_cli(v1, hub_repo, "--create-repo") == 1
+    err = capsys.readouterr().err
+    assert "README.md is not the verified file" in err, err
+    assert _tags(api, hub_repo) == {}
 
 
 def test_a_second_release_uploads_only_the_files_that_changed(tmp_path, api, hub_repo,
@@ -492,9 +565,18 @@ def test_listing_null_revision_against_a_moved_tag(tmp_path, api, client, hub_re
     assert len(row.flags) == 1 and row.flags[0].startswith("moved tag?")
 
 
-def test_token_never_leaks(tmp_path, api, hub_repo, local_hub, monkeypatch, capsys, caplog):
+def test_token_never_leaks(tmp_path, hub_repo, monkeypatch, capsys, caplog):
+    from rcp_data.hub.server import LocalHub
+
     token = "hf_" + secrets.token_hex(16)
-    monkeypatch.setenv("HF_TOKEN", token)
+    with LocalHub(tmp_path / "hub", token=token) as local_hub:  # a Hub that accepts only it
+        monkeypatch.setenv("HF_TOKEN", token)
+        monkeypatch.setenv("HF_ENDPOINT", local_hub.url)
+        _token_never_leaks(tmp_path / "work", HfApi(endpoint=local_hub.url), hub_repo,
+                           local_hub, token, capsys, caplog)
+
+
+def _token_never_leaks(tmp_path, api, hub_repo, local_hub, token, capsys, caplog):
     caplog.set_level(logging.DEBUG)
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
     recorded = tmp_path / "history.json"   # a project history for this repo, still empty

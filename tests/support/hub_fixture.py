@@ -17,13 +17,14 @@ import pytest
 from rcp_data.hub.server import LocalHub
 
 _REPO_NUMBERS = itertools.count(1)
+HUB_TOKEN = os.environ["HF_TOKEN"]  # set by conftest.py: the token every test client sends
 
 
 @pytest.fixture(scope="session")
 def local_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalHub]:
     """A running LocalHub (``.url``, ``.root``) at ``HF_ENDPOINT``, stopped after the session."""
     root: Path = tmp_path_factory.mktemp("local-hub")
-    hub = LocalHub(root, port=int(os.environ["RCP_DATA_TEST_HUB_PORT"]))
+    hub = LocalHub(root, port=int(os.environ["RCP_DATA_TEST_HUB_PORT"]), token=HUB_TOKEN)
     hub.start()
     try:
         yield hub

@@ -24,8 +24,15 @@ class HubProcess:
         self.log_lines: list[str] = []
 
     def start(self, timeout: float = 60) -> str:
+        extra = list(self.extra)
+        if "--token-file" not in extra and "HF_TOKEN" in os.environ:
+            # the token the tests' clients send (HF_TOKEN), handed over as a user would
+            token_file = self.root.parent / f"{self.root.name}.token"
+            token_file.write_text(os.environ["HF_TOKEN"] + "\n")
+            token_file.chmod(0o600)
+            extra += ["--token-file", str(token_file)]
         cmd = [sys.executable, "-m", "rcp_data.cli", "hub", "serve", "--root", str(self.root),
-               *self.extra]
+               *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True, env=dict(os.environ))
         threading.Thread(target=self._collect, daemon=True).start()

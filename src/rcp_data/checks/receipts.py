@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -35,6 +34,7 @@ import rcp_data
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry
 from rcp_data.core.io import read_json, write_json
+from rcp_data.core.outputs import tool_cache_dir
 from rcp_data.core.specs import builders_dir
 
 log = logging.getLogger(__name__)
@@ -61,11 +61,7 @@ class Receipt:
 
 def receipts_dir() -> Path:
     """The folder of the receipts (see the module docstring)."""
-    own = os.environ.get("RCP_DATA_CACHE")
-    if own:
-        return Path(own) / "verified"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rcp-data" / "verified"
+    return tool_cache_dir() / "verified"
 
 
 def verifier_identity() -> str:

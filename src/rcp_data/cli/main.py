@@ -27,7 +27,7 @@ from rcp_data import __version__
 from rcp_data.cli.extras import MissingExtra, extra_of
 from rcp_data.cli.output import EXIT_CODES, configure
 from rcp_data.core.errors import RcpDataError
-from rcp_data.core.hub_client import HubClient
+from rcp_data.core.hub_client import HubClient, redact
 
 COMMAND_MODULES = (
     "demo",
@@ -110,7 +110,9 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
     else:
         code, message = 2, (f"unexpected {type(exc).__name__}: {exc} (this is a bug; run with "
                             "-v for the traceback and report it)")
-    return code, " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+    # no message shows credentials: a URL's userinfo (HF_ENDPOINT=http://user:secret@...) is cut
+    return code, redact(" ".join(line.strip() for line in str(message).splitlines()
+                                 if line.strip()))
 
 
 class _QuietStdout:

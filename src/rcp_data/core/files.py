@@ -68,11 +68,67 @@ def digest_file(path: str | Path, digest) -> int:
     return size
 
 
-def hash_file(root: str | Path, rel: str) -> FileEntry:
-    """The entry of file ``rel`` of ``root``: its size and sha256, from one read of it."""
+def hash_file(root: str | Path, rel: str, snapshot: Snapshot | None = None) -> FileEntry:
+    """The entry of file ``rel`` of ``root``: its size and sha256, from one read of it; with
+    a ``snapshot``, the same read also gives the file's git blob id and, for a small file, its
+    bytes (:class:`Snapshot`)."""
+    if snapshot is not None:
+        return snapshot.take(Path(root), rel)
     digest = hashlib.sha256()
     size = digest_file(Path(root) / rel, digest)
     return FileEntry(rel, size, digest.hexdigest())
+
+
+class Snapshot:
+    """What one read of each file of a release proved, kept for the upload: the git blob id
+    of every file (what the Hub lists for a regular file), and the bytes themselves of each
+    file of at most ``max_file`` bytes while the total held stays within ``max_total``. A
+    publisher uploads the bytes held, never the file again, so an edit made after the
+    verification cannot reach the Hub; a larger file is uploaded from its path with the sha256
+    proved here, which the Hub checks (LFS), and the Hub's listing after the commit is compared
+    with ``git_oids`` and the sha256s."""
+
+    def __init__(self, max_file: int = 10 << 20, max_total: int = 512 << 20) -> None:
+        self.max_file = max_file
+        self.max_total = max_total
+        self.held: dict[str, bytes] = {}
+        self.git_oids: dict[str, str] = {}
+        self._total = 0
+        self._guard = threading.Lock()
+
+    def _reserve(self, size: int) -> bool:
+        with self._guard:
+            if size > self.max_file or self._total + size > self.max_total:
+                return False
+            self._total += size
+            return True
+
+    def take(self, root: Path, rel: str) -> FileEntry:
+        path = root / rel
+        announced = path.stat().st_size
+        sha = hashlib.sha256()
+        git = hashlib.sha1(b"blob %d\0" % announced)  # noqa: S324 - git's object id
+        hold = self._reserve(announced)
+        pieces: list[bytes] = []
+        buffer = getattr(_buffers, "piece", None)
+        if buffer is None:
+            buffer = _buffers.piece = bytearray(_PIECE)
+        view, size = memoryview(buffer), 0
+        with path.open("rb", buffering=0) as fh:
+            while n := fh.readinto(buffer):
+                sha.update(view[:n])
+                git.update(view[:n])
+                if hold:
+                    pieces.append(bytes(view[:n]))
+                size += n
+        with self._guard:
+            if size == announced:  # else the file changed while read: nothing is vouched for
+                self.git_oids[rel] = git.hexdigest()
+                if hold:
+                    self.held[rel] = b"".join(pieces)
+            elif hold:
+                self._total -= announced
+        return FileEntry(rel, size, sha.hexdigest())
 
 
 def sha256_file(path: str | Path) -> str:
@@ -86,16 +142,17 @@ class HashingStopped(RuntimeError):
 
 
 def hash_files(root: str | Path, paths: Iterable[str], *,
-               stop: threading.Event | None = None) -> dict[str, FileEntry]:
+               stop: threading.Event | None = None,
+               snapshot: Snapshot | None = None) -> dict[str, FileEntry]:
     """The entries of ``paths`` under ``root``, hashed on every core (``hashlib`` releases the
     GIL while it hashes); keyed by path, in the order given. ``stop``: once set, no further file
-    is started and :class:`HashingStopped` is raised."""
+    is started and :class:`HashingStopped` is raised. ``snapshot``: see :func:`hash_file`."""
     paths = list(paths)
 
     def one(rel: str) -> FileEntry:
         if stop is not None and stop.is_set():
             raise HashingStopped("hashing stopped before " + rel)
-        return hash_file(root, rel)
+        return hash_file(root, rel, snapshot)
 
     workers = max(1, min(len(paths), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -103,19 +160,21 @@ def hash_files(root: str | Path, paths: Iterable[str], *,
 
 
 @contextmanager
-def hashing_in_background(root: str | Path) -> Iterator[Future[dict[str, FileEntry]]]:
+def hashing_in_background(root: str | Path, snapshot: Snapshot | None = None
+                          ) -> Iterator[Future[dict[str, FileEntry]]]:
     """Every file of ``root`` (:func:`release_paths`, listed when this starts) hashed in the
-    background; the future's result is :func:`hash_files`'s. Leaving the block early stops the
-    hashing after the files at hand."""
+    background (into ``snapshot`` too, when given); the future's result is
+    :func:`hash_files`'s. Leaving the block early stops the hashing after the files at hand."""
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcp-hash")
     try:
-        yield pool.submit(hash_files, root, release_paths(root), stop=stop)
+        yield pool.submit(hash_files, root, release_paths(root), stop=stop, snapshot=snapshot)
     finally:
         stop.set()
         pool.shutdown(wait=True)
 
 
-__all__ = ["HUB_HOUSEKEEPING", "FileEntry", "HashingStopped", "digest_file", "hash_file",
+__all__ = ["HUB_HOUSEKEEPING", "FileEntry", "HashingStopped", "Snapshot", "digest_file",
+           "hash_file",
            "hash_files",
            "hashing_in_background", "release_paths", "sha256_file"]

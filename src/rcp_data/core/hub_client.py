@@ -22,7 +22,9 @@ commit, and only when the endpoint is a local Hub (:attr:`HubClient.is_local_hub
 Every Hub call runs under :func:`hub_errors`, which turns ``huggingface_hub`` and HTTP-client
 errors into the toolkit's: an unreachable Hub, a missing repo, revision or file, and any other
 HTTP error exit 2 (could not run); a 412 (the branch moved under a commit) and a 409 (a
-conflict) are refusals, exit 1. Every message is one line.
+conflict) are refusals, exit 1. Every message is one line, and never carries credentials: the
+userinfo of a URL (``HF_ENDPOINT=http://user:secret@host``) is replaced by ``***``
+(:func:`redact`), in the endpoint a message names and in any detail it quotes.
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ class HubConflict(RefusedError):
     """409: the Hub refused a change that conflicts with what it holds (exit 1)."""
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
+
+
+def redact(text: object) -> str:
+    """``text`` with the userinfo of every URL in it (``user:secret@``) replaced by ``***@``."""
+    return _USERINFO.sub(r"\1***@", str(text))
+
+
 def _one_line(text: object) -> str:
     lines = [s.strip() for s in str(text).splitlines() if s.strip()]
     return lines[0] if lines else ""
@@ -86,7 +96,16 @@ def _is_transport_error(exc: BaseException) -> bool:
 
 
 def translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | None:
-    """The toolkit's error for a Hub error met while doing ``what``; None if it is none."""
+    """The toolkit's error for a Hub error met while doing ``what``; None if it is none. Its
+    message names the endpoint and quotes the error without any URL's userinfo."""
+    mapped = _translate(exc, what, redact(endpoint))
+    if mapped is not None and redact(mapped.message) != mapped.message:
+        mapped.message = redact(mapped.message)
+        mapped.args = (mapped.message,)
+    return mapped
+
+
+def _translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | None:
     from huggingface_hub.errors import (
         EntryNotFoundError,
         HfHubHTTPError,
@@ -100,7 +119,7 @@ def translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | No
         return None
     if type(exc) is RuntimeError and isinstance(exc.__cause__, Exception):
         # huggingface_hub wraps a failed upload ("Error while uploading 'PATH' to the Hub.")
-        return translate(exc.__cause__, f"{what} ({_one_line(exc).rstrip('.')})", endpoint)
+        return _translate(exc.__cause__, f"{what} ({_one_line(exc).rstrip('.')})", endpoint)
     if isinstance(exc, HfHubHTTPError):
         status = getattr(getattr(exc, "response", None), "status_code", None)
         if isinstance(exc, RepositoryNotFoundError):
@@ -278,8 +297,13 @@ class HubClient:
 
     @property
     def url(self) -> str:
-        """The Hub's base URL."""
+        """The Hub's base URL (with any userinfo: for requests, never for messages)."""
         return (self.endpoint or _default_endpoint()).rstrip("/")
+
+    @property
+    def shown_url(self) -> str:
+        """The Hub's base URL as messages and logs show it: userinfo redacted."""
+        return redact(self.url)
 
     @cached_property
     def api(self) -> HfApi:

@@ -136,6 +136,18 @@ def _temp_file_beside(target: Path, suffix: str) -> Path:
 
 
 @contextlib.contextmanager
+def naming_the_file(target: str | Path) -> Iterator[None]:
+    """An OS error that names no file (a ``write`` on a full disk: "No space left on device")
+    is raised again naming ``target``, the file or folder being written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+
+
+@contextlib.contextmanager
 def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
 
@@ -149,8 +161,9 @@ def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
     clean_stale_temporaries(target)
     tmp = _temp_file_beside(target, suffix)
     try:
-        yield tmp
-        os.replace(tmp, target)
+        with naming_the_file(target):
+            yield tmp
+            os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -181,8 +194,9 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     tmp = _beside(target, "tmp")
     tmp.mkdir()
     try:
-        yield tmp
-        _swap_into_place(tmp, target)
+        with naming_the_file(target):
+            yield tmp
+            _swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -334,6 +348,7 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
 
 __all__ = [
     "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text", "check_schema",
+    "naming_the_file",
     "clean_stale_temporaries", "pid_alive",
     "dumps_json", "loads_json", "read_json", "read_parquet", "read_parquet_schema",
     "SchemaDiff", "schema_diff",

@@ -5,9 +5,15 @@ through :func:`output_dir`, and every command that writes a named file (``text r
 ``card render --out``) through :func:`check_output_file`:
 
 - an output folder must not exist, or be empty, or be a folder of the same kind this tool wrote
-  earlier (recognised by its manifest, :class:`OutputKind`) and ``force`` given;
+  earlier (recognised by its manifest, :class:`OutputKind`) and ``force`` given; a kind that
+  names the files it writes (``OutputKind.files``) is replaced only while the folder holds
+  nothing else (a user's file put there is never deleted);
 - an output file must not be a folder, and an existing file is replaced only with ``force``;
-- an output may never be, contain, or sit inside one of the command's inputs.
+- an output may never be, contain, or sit inside one of the command's inputs;
+- a generated file written into a folder the user also edits (the card and task file of a
+  release) is remembered by its sha256 in rcp-data's cache (:func:`record_written`); it is
+  rewritten without ``force`` only while it is bytes this tool wrote, or those it would write
+  now (:func:`check_rewritable`), so hand edits are never overwritten silently.
 
 These checks run before anything is written. The folder is then written to a temporary
 ``.<name>.tmp-<pid>-<random>`` beside it and moved into place in one rename at the very end
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +37,7 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_dir, clean_stale_temporaries, read_json
 
 Inputs = Mapping[str, str | Path | None]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,16 @@ class OutputKind:
     what: str          # e.g. "release folder"
     manifest: str      # path of the manifest inside the folder
     schema: str        # the manifest's "schema" value
+    files: frozenset[str] | None = None   # every file (path inside) it may write; None: any
+
+    def foreign_files(self, folder: Path) -> list[str]:
+        """The files in ``folder`` that a folder of this kind does not hold (none when the
+        kind does not name its files)."""
+        if self.files is None:
+            return []
+        found = (p.relative_to(folder).as_posix() for p in sorted(Path(folder).rglob("*"))
+                 if not p.is_dir())
+        return [rel for rel in found if rel not in self.files]
 
     def written_here(self, folder: Path) -> bool:
         """Whether ``folder`` is a folder of this kind that rcp-data wrote."""
@@ -51,7 +70,10 @@ class OutputKind:
         return isinstance(data, dict) and data.get("schema") == self.schema
 
 
-CALIBRATION = OutputKind("calibration folder", "diagnostics.json", "rcp-data.calibration/1")
+CALIBRATION = OutputKind(
+    "calibration folder", "diagnostics.json", "rcp-data.calibration/1",
+    files=frozenset({"diagnostics.json", "item_params.json", "thetas.parquet", "queries.parquet",
+                     "stage_a_queries.parquet"}))
 DEMO = OutputKind("demo folder", "demo.json", "rcp-data.demo/1")
 
 
@@ -102,6 +124,13 @@ def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
     if not force:
         raise UsageError(f"{flag} {out} holds a {kind.what} written earlier; pass --force to "
                          "replace it (nothing was written)")
+    foreign = kind.foreign_files(out)
+    if foreign:
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise UsageError(f"{flag} {out} holds a {kind.what} written earlier, but also files "
+                         f"rcp-data did not write ({', '.join(foreign[:5])}{more}); --force "
+                         "replaces only what rcp-data wrote: move them out or choose another "
+                         "folder (nothing was written)")
     return out
 
 
@@ -130,6 +159,56 @@ def check_output_file(out: str | Path, *, flag: str = "--out", inputs: Inputs | 
     return out
 
 
+def tool_cache_dir() -> Path:
+    """rcp-data's own cache: ``$RCP_DATA_CACHE``, else ``$XDG_CACHE_HOME/rcp-data`` (default
+    ``~/.cache/rcp-data``)."""
+    own = os.environ.get("RCP_DATA_CACHE")
+    if own:
+        return Path(own)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rcp-data"
+
+
+def _written_mark(sha256: str) -> Path:
+    return tool_cache_dir() / "written" / sha256
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record_written(paths: list[Path]) -> None:
+    """Remember that this tool wrote these files, as they are now (their sha256, in
+    :func:`tool_cache_dir`; nothing is written beside them). A cache that cannot be written
+    only costs a ``--force`` later."""
+    for path in paths:
+        mark = _written_mark(_sha256(Path(path)))
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.touch()
+        except OSError as exc:
+            log.warning("could not record %s as written by rcp-data in %s: %s", path,
+                        mark.parent, exc.strerror)
+
+
+def check_rewritable(folder: str | Path, texts: Mapping[str, str], *, force: bool = False,
+                     what: str = "") -> None:
+    """Raise :class:`UsageError` unless every file ``texts`` names (a path inside ``folder``
+    -> the text about to be written) may be rewritten: absent, already that text, or bytes this
+    tool recorded writing (:func:`record_written`); ``force`` allows anything."""
+    if force:
+        return
+    for rel, text in texts.items():
+        path = Path(folder) / rel
+        if not path.is_file():
+            continue
+        sha = _sha256(path)
+        if sha == hashlib.sha256(text.encode("utf-8")).hexdigest() or _written_mark(sha).is_file():
+            continue
+        raise UsageError(f"{path} is not the {what or 'file'} rcp-data wrote there (it was "
+                         "edited by hand, or written by something else); pass --force to "
+                         "replace it (nothing was written)")
+
+
 def _concerns(exc: OSError, out: Path) -> bool:
     """Whether an OS error names ``out``, its temporaries or something inside them."""
     real = _real(out)
@@ -153,8 +232,17 @@ def writable(out: str | Path) -> Iterator[None]:
     except OSError as exc:
         if exc.errno not in _REFUSALS or not _concerns(exc, out):
             raise
-        raise UsageError(f"cannot write {out}: {exc.strerror} ({exc.filename}); nothing was "
-                         "written") from exc
+        raise UsageError(f"cannot write {out}: {exc.strerror} ({_shown(exc.filename, out)}); "
+                         "nothing was written") from exc
+
+
+def _shown(filename: str | os.PathLike, out: Path) -> str:
+    """``filename`` as the user knows it: inside ``out``, not inside its hidden temporary."""
+    path, real = Path(os.fspath(filename)), _real(out)
+    for parent in (path, *path.parents):
+        if parent.parent == real.parent and parent.name.startswith(f".{real.name}.tmp-"):
+            return str(out / path.relative_to(parent))
+    return str(path)
 
 
 _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
@@ -162,4 +250,5 @@ _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
 
 
 __all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_output_dir",
-           "check_output_file", "output_dir", "writable"]
+           "check_output_file", "check_rewritable", "output_dir", "record_written", "tool_cache_dir",
+           "writable"]

@@ -13,8 +13,9 @@ Everything is written to a temporary folder beside ``out`` and moved into place 
 (:func:`rcp_data.core.outputs.output_dir`): ``out`` must be new or empty, or a demo folder
 written earlier (its ``demo.json``) and ``force`` given.
 
-Every step reaches the embedded Hub through one :class:`HubClient` (no token is sent to it;
-downloads go under the output folder); the environment is left as it is.
+Every step reaches the embedded Hub through one :class:`HubClient` carrying the token the Hub
+generated into its root (as ``huggingface_hub`` passes any token; downloads go under the output
+folder); the environment is left as it is.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def _run_demo(out: Path, say: Callable[[str], None]) -> int:
 
     hub = LocalHub(out / "hub")
     url = hub.start()
-    client = HubClient(endpoint=url, token=False, cache_dir=out / "verify-cache")
+    client = HubClient(endpoint=url, token=hub.token, cache_dir=out / "verify-cache")
     say(f"started the local Hub at {url} (data in {out / 'hub'})")
     try:
         from rcp_data.release.publish import publish

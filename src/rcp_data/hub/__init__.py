@@ -5,5 +5,6 @@ clients talk to (see ``shared/design/hub-api.md``).
 plumbing, the error boundary) and ``limits`` (bounded, streamed request bodies); ``gitstore``
 (bare git repositories) with ``lfs`` (the LFS rule, pointers, the object store) and ``lfs_api``
 (the git-LFS batch API); ``payload`` (commit bodies read from disk); ``cards`` (README metadata,
-safely); ``names`` (paths and ref names); ``errors``.
+safely); ``names`` (paths and ref names); ``auth`` (the bearer token writes need, read-only,
+signed LFS upload URLs); ``errors``.
 """

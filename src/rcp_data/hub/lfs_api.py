@@ -8,7 +8,9 @@ Under ``/{prefix}{repo}.git/info/lfs/objects`` (prefix ``datasets/``, ``spaces/`
   ``href`` is the completion URL) and a ``verify`` action; or a ``download`` action; or an
   ``error`` ``{code, message}``.
 - ``PUT {oid}?size=N`` the whole object; ``PUT {oid}/part/{n}?size=N`` one part (answers its
-  ``ETag``); ``POST {oid}/complete?size=N`` ``{oid, parts: [{partNumber, etag}]}``.
+  ``ETag``); ``POST {oid}/complete?size=N`` ``{oid, parts: [{partNumber, etag}]}``. These URLs
+  are signed (``expires``, ``sig``: ``rcp_data.hub.auth.UrlSigner``) by the ``upload`` batch,
+  which needs the bearer token; an unsigned PUT is 403.
 - ``POST verify`` ``{oid, size}`` -> 200 when stored, 404 otherwise.
 - ``GET {oid}`` the object's content (ranges supported).
 
@@ -54,6 +56,11 @@ def route_lfs(h: Handler, req: Request, repo: Path, base: str, rest: list[str]) 
         return _batch(h, req, repo, base)
     if rest == ["verify"] and method == "POST":
         return _verify(h, req, repo)
+    if method in ("PUT", "POST") and rest not in (["batch"], ["verify"]):
+        if h.server.options.read_only:
+            h.authorize_write()  # 403
+        oid = check_oid(rest[0]) if rest else ""
+        h.server.signer.check(str(repo), oid, _query_size(req), req.query)
     if len(rest) == 1 and method == "PUT":
         return _put(h, req, repo, check_oid(rest[0]))
     if len(rest) == 1 and method in ("GET", "HEAD"):
@@ -80,6 +87,8 @@ def _batch(h: Handler, req: Request, repo: Path, base: str) -> None:
     transfers = body.get("transfers") or ["basic"]
     if operation not in ("upload", "download"):
         raise HubError(400, "LFS batch 'operation' must be 'upload' or 'download'")
+    if operation == "upload":
+        h.authorize_write()
     if not isinstance(objects, list) or not isinstance(transfers, list):
         raise HubError(400, "LFS batch needs an 'objects' list (and 'transfers', a list)")
     if len(objects) > MAX_BATCH_OBJECTS:
@@ -114,7 +123,7 @@ def _batch(h: Handler, req: Request, repo: Path, base: str) -> None:
             answers.append(_object_error(oid, size, 422, "Size does not match the stored object"))
             continue
         parts = store.parts(size)
-        query = f"?size={size}"
+        query = f"?{h.server.signer.query(str(repo), oid, size)}"
         if parts > 1 and multipart_ok:
             if parts > parts_left:
                 answers.append(

@@ -41,8 +41,44 @@ class Limits:
         return min(self.max_body_bytes, self.json_body_bytes)
 
 
+@dataclass(frozen=True)
+class Deadlines:
+    """How long a client may take (the slow-loris bounds; ``rcp_data.hub.transport`` applies
+    them to every read of the connection, not per ``recv``):
+
+    - ``idle_seconds``: a keep-alive connection waiting for its next request is closed after it;
+    - ``header_seconds``: the request line and headers must arrive within it of their first
+      byte (else the connection is closed);
+    - ``body_grace_seconds`` and ``body_min_rate``: a body must have arrived at
+      ``body_min_rate`` bytes a second on average, after ``body_grace_seconds`` of grace (a body
+      that falls behind is answered 408 and the connection closed);
+    - ``send_seconds``: one write of an answer to a client that stopped reading.
+    """
+
+    idle_seconds: float = 300.0
+    header_seconds: float = 30.0
+    body_grace_seconds: float = 60.0
+    body_min_rate: float = 64 << 10
+    send_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        values = (self.idle_seconds, self.header_seconds, self.body_grace_seconds,
+                  self.body_min_rate, self.send_seconds)
+        if any(not v > 0 for v in values):
+            raise ValueError("deadlines must be positive")
+
+
+class DeadlinePassed(TimeoutError):
+    """A client took longer than its deadline (``Deadlines``) to send a request's headers or
+    body."""
+
+
 def too_large(limit: int) -> HubError:
     return HubError(413, f"Request body too large: the limit is {limit} bytes")
+
+
+def too_slow() -> HubError:
+    return HubError(408, "Request body not received in time: the client sent it too slowly")
 
 
 class Body:
@@ -83,6 +119,8 @@ class Body:
     def _raw(self, size: int) -> bytes:
         try:
             data = self._rfile.read(size)
+        except DeadlinePassed:
+            raise too_slow() from None
         except OSError as exc:  # a timeout or a reset while reading
             raise ClientGone(str(exc)) from None
         if len(data) < size:
@@ -102,6 +140,8 @@ class Body:
             want = min(len(view) - filled, self.length - self.received)
             try:
                 n = self._rfile.readinto(view[filled:filled + want]) or 0
+            except DeadlinePassed:
+                raise too_slow() from None
             except OSError as exc:  # a timeout or a reset while reading
                 raise ClientGone(str(exc)) from None
             if n < want:
@@ -114,6 +154,8 @@ class Body:
     def _line(self) -> bytes:
         try:
             line = self._rfile.readline(_MAX_LINE + 1)
+        except DeadlinePassed:
+            raise too_slow() from None
         except OSError as exc:
             raise ClientGone(str(exc)) from None
         if not line.endswith(b"\n") or len(line) > _MAX_LINE:

@@ -36,8 +36,13 @@ names follow ``git check-ref-format`` and may not shadow one another; README met
 with an alias budget (``rcp_data.hub.cards``); start-up removes temporary files and stale git
 locks of a killed server, and one server at a time serves a root.
 
-The server never reads or logs the ``Authorization`` header: it has no accounts, anyone who can
-reach the port can write, hence the loopback default.
+Auth (``rcp_data.hub.auth``), the real Hub's path: reads are open (public datasets); every
+write needs ``Authorization: Bearer <token>`` (401 with the real Hub's JSON error otherwise) and
+a read-only server refuses writes (403). The token comes from ``token=`` or ``token_file=``, else
+a new one is generated into ``<root>/.hub-token`` (mode 0600) at start. Clients pass it the
+usual ``huggingface_hub`` way (``HfApi(token=...)``, ``$HF_TOKEN``, ``HubClient(token=...)``).
+The ``Authorization`` header is compared and never logged or stored.
+Deadlines on slow headers and bodies: ``rcp_data.hub.limits.Deadlines``.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import dataclasses
 import logging
 import re
 import shutil
@@ -56,12 +62,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
+from rcp_data.hub.auth import generate_token_file, read_token_file
 from rcp_data.hub.cards import MAX_CARD_BYTES, card_errors, parse_front_matter
 from rcp_data.hub.errors import HubError, entry_not_found, shorten
 from rcp_data.hub.gitstore import DEFAULT_BRANCH, REPO_TYPES, GitStore, TreeEntry
 from rcp_data.hub.lfs import DEFAULT_CHUNK_SIZE, upload_mode
 from rcp_data.hub.lfs_api import refuse_xet, route_lfs
-from rcp_data.hub.limits import DEFAULT_MAX_BODY_BYTES, Limits
+from rcp_data.hub.limits import DEFAULT_MAX_BODY_BYTES, Deadlines, Limits
 from rcp_data.hub.names import validate_path
 from rcp_data.hub.payload import read_commit_payload
 from rcp_data.hub.transport import Handler, HubHTTPServer, Request, ServerOptions
@@ -83,9 +90,15 @@ def _not_found(req: Request) -> HubError:
 # -- routing ------------------------------------------------------------------------------------
 
 
+_READ_POSTS = ("validate-yaml", "paths-info")  # POSTs that change nothing
+
+
 def _route(h: Handler, req: Request) -> None:
     seg, method = req.segments, req.method
     if seg[:1] == ["api"]:
+        action = seg[1] if len(seg) == 2 else seg[4] if len(seg) >= 5 else ""
+        if method in ("POST", "PUT", "DELETE") and action not in _READ_POSTS:
+            h.authorize_write()
         if seg[1:] == ["repos", "create"] and method == "POST":
             return _create_repo(h, req)
         if seg[1:] == ["repos", "delete"] and method == "DELETE":
@@ -498,6 +511,10 @@ class LocalHub:
     returns the URL; ``stop()`` closes it. Also a context manager. ``max_body_bytes`` bounds
     one request body (413 above); ``lfs_chunk_size`` is the part size of multipart LFS uploads
     (at most ``max_body_bytes``).
+
+    Writes need the bearer token: ``token``, else the first line of ``token_file``, else one
+    generated into ``<root>/.hub-token`` (0600) at ``start()``; ``.token`` and ``.token_file``
+    say which. ``read_only`` refuses every write (403). ``deadlines`` bound slow clients.
     """
 
     def __init__(
@@ -510,11 +527,23 @@ class LocalHub:
         default_namespace: str = "local",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         lfs_chunk_size: int | None = None,
+        token: str | None = None,
+        token_file: Path | None = None,
+        read_only: bool = False,
+        deadlines: Deadlines | None = None,
     ) -> None:
         self.root = Path(root)
         self.host = host
         self.port = port
-        self.options = ServerOptions(page_size, default_namespace, Limits(max_body_bytes))
+        if token is not None and not token.strip():
+            raise ValueError("the local Hub's token must not be empty")
+        self._token = token
+        self.token_file = Path(token_file) if token_file is not None else None
+        if token is None and self.token_file is not None:
+            self._token = read_token_file(self.token_file)
+        self.read_only = read_only
+        self.options = ServerOptions(page_size, default_namespace, Limits(max_body_bytes),
+                                     deadlines or Deadlines())
         chunk = lfs_chunk_size or min(DEFAULT_CHUNK_SIZE, max_body_bytes)
         if not 0 < chunk <= max_body_bytes:
             raise ValueError("lfs_chunk_size must be positive and at most max_body_bytes")
@@ -522,6 +551,13 @@ class LocalHub:
         self._server: HubHTTPServer | None = None
         self._store: GitStore | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def token(self) -> str:
+        """The bearer token writes need (generated at ``start()`` when none was given)."""
+        if self._token is None:
+            raise RuntimeError("the local Hub has no token before it starts")
+        return self._token
 
     @property
     def url(self) -> str:
@@ -547,7 +583,10 @@ class LocalHub:
         store.lock_root()
         try:
             store.recover()
-            server = HubHTTPServer((self.host, self.port), store, self.options, _route)
+            if self._token is None:
+                self._token, self.token_file = generate_token_file(self.root)
+            options = dataclasses.replace(self.options, token=self._token, read_only=self.read_only)
+            server = HubHTTPServer((self.host, self.port), store, options, _route)
         except BaseException:
             store.unlock_root()
             raise
@@ -556,8 +595,6 @@ class LocalHub:
             target=server.serve_forever, name=f"local-hub-{self.port}", daemon=True
         )
         self._thread.start()
-        if self.host not in ("127.0.0.1", "localhost", "::1"):
-            log.warning("the local Hub has no authentication and listens on %s", self.host)
         log.info("local Hub serving %s at %s", self.root, self.url)
         return self.url
 
@@ -591,10 +628,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextlib.contextmanager
-def embedded_hub(root: Path | None = None, *, port: int = 0) -> Iterator[str]:
+def embedded_hub(root: Path | None = None, *, port: int = 0,
+                 token: str | None = None) -> Iterator[str]:
     """Run a LocalHub on loopback for the duration of the block and yield its URL.
 
-    ``root`` None stores repositories in a temporary folder removed afterwards. Clients must be
+    ``root`` None stores repositories in a temporary folder removed afterwards. Writes need
+    ``token`` (None: one is generated into ``<root>/.hub-token``). Clients must be
     pointed at the URL explicitly: ``HfApi(endpoint=url)``, ``hf_hub_download(..., endpoint=url)``.
     ``datasets`` only honours ``HF_ENDPOINT`` read at its import: set ``os.environ["HF_ENDPOINT"]``
     before importing it (or ``huggingface_hub``), or load in a subprocess with that environment::
@@ -609,7 +648,7 @@ def embedded_hub(root: Path | None = None, *, port: int = 0) -> Iterator[str]:
     if root is None:
         tmp = tempfile.mkdtemp(prefix="rcp-local-hub-")
         root = Path(tmp)
-    hub = LocalHub(root, port=port)
+    hub = LocalHub(root, port=port, token=token)
     try:
         yield hub.start()
     finally:
@@ -622,20 +661,25 @@ def serve_forever(
     root: Path,
     host: str = "127.0.0.1",
     port: int = 0,
-    on_ready: Callable[[str], None] | None = None,
+    on_ready: Callable[[LocalHub], None] | None = None,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    token_file: Path | None = None,
+    read_only: bool = False,
+    deadlines: Deadlines | None = None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM, then stop cleanly (call from the main thread)."""
+    """Serve until SIGINT or SIGTERM, then stop cleanly (call from the main thread);
+    ``on_ready`` gets the started hub (its ``url``, ``token_file``)."""
     stop = threading.Event()
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    hub = LocalHub(root, host, port, max_body_bytes=max_body_bytes)
+    hub = LocalHub(root, host, port, max_body_bytes=max_body_bytes, token_file=token_file,
+                   read_only=read_only, deadlines=deadlines)
     try:
-        url = hub.start()
+        hub.start()
         if on_ready is not None:
-            on_ready(url)
+            on_ready(hub)
         while not stop.wait(0.5):
             pass
     finally:

@@ -6,12 +6,22 @@ The handler is the error boundary: a ``HubError`` becomes its status with ``X-Er
 error raised early, an endpoint without a body) is drained when small, otherwise the connection
 is closed (after a short linger, so the client reads the answer, e.g. a 413, rather than a reset),
 and a keep-alive connection never reads stale bytes as the next request.
+
+Deadlines (``Deadlines``, slow-loris bounds): every read of a connection goes through a
+:class:`DeadlineReader`, which sets the socket's timeout to what is left of the current phase's
+deadline before each ``recv``: an idle keep-alive connection is closed after ``idle_seconds``;
+the request line and headers must arrive within ``header_seconds`` of their first byte, however
+they are dribbled (``http.server`` alone restarts its timeout at every ``recv``, so one byte a
+minute held a connection for ever); a body must keep up ``body_min_rate`` after a grace period,
+else 408 and the connection is closed. Writes of an answer have ``send_seconds`` each. Header
+lines are limited by ``http.server`` (64 KiB a line, 100 headers), bodies by ``Limits``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import logging
 import socket
@@ -24,9 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from rcp_data.hub.auth import UrlSigner, check_write
 from rcp_data.hub.errors import ClientGone, HubError
 from rcp_data.hub.gitstore import GitStore
-from rcp_data.hub.limits import CHUNK, Body, Limits
+from rcp_data.hub.limits import CHUNK, Body, DeadlinePassed, Deadlines, Limits
 
 log = logging.getLogger("rcp_data.hub.server")
 
@@ -42,6 +53,62 @@ class ServerOptions:
     page_size: int = 1000
     namespace: str = "local"
     limits: Limits = field(default_factory=Limits)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    token: str | None = field(default=None, repr=False)  # None: writes are open (no auth)
+    read_only: bool = False
+
+
+class DeadlineReader(io.RawIOBase):
+    """The reading side of one connection, under the phase's deadline (see the module doc).
+
+    Phases: ``idle`` (waiting for a request; its first byte starts ``headers``), ``headers``
+    (one deadline for the request line and headers), ``body`` (a deadline that moves with the
+    bytes received: grace plus bytes over the minimum rate).
+    """
+
+    def __init__(self, sock: socket.socket, deadlines: Deadlines) -> None:
+        super().__init__()
+        self._sock = sock
+        self._d = deadlines
+        self.phase = "idle"
+        self._deadline = 0.0
+        self._body_start = 0.0
+        self._body_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def start_idle(self) -> None:
+        self.phase = "idle"
+
+    def start_body(self) -> None:
+        self.phase, self._body_start, self._body_bytes = "body", time.monotonic(), 0
+
+    def _timeout(self) -> float:
+        if self.phase == "idle":
+            return self._d.idle_seconds
+        if self.phase == "headers":
+            left = self._deadline - time.monotonic()
+        else:
+            allowed = self._d.body_grace_seconds + self._body_bytes / self._d.body_min_rate
+            left = self._body_start + allowed - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed(f"the request {self.phase} took too long")
+        return left
+
+    def readinto(self, buffer) -> int:
+        self._sock.settimeout(self._timeout())
+        try:
+            n = self._sock.recv_into(buffer)
+        except TimeoutError:
+            if self.phase == "idle":
+                raise
+            raise DeadlinePassed(f"the request {self.phase} took too long") from None
+        if self.phase == "idle" and n:
+            self.phase, self._deadline = "headers", time.monotonic() + self._d.header_seconds
+        elif self.phase == "body":
+            self._body_bytes += n
+        return n
 
 
 class Request:
@@ -96,7 +163,7 @@ def flag(query: dict[str, list[str]], name: str) -> bool:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "rcp-data-local-hub"
-    timeout = 300  # idle keep-alive connections are closed after this many seconds
+    timeout = 300  # the first wait; then every read has its phase's deadline (DeadlineReader)
     # A response goes out in two writes (headers, then body): with Nagle's algorithm on, the
     # body waits for the client's delayed ACK of the headers (40 ms on Linux), request after
     # request. Measured: 200 LFS uploads of 2.5 MB took 5.1 s with it (both CPUs mostly idle),
@@ -106,15 +173,27 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -------------------------------------------------------------------------------
 
+    def setup(self) -> None:
+        super().setup()
+        plain, self.reader = self.rfile, DeadlineReader(self.connection, self.server.options.deadlines)
+        self.rfile = io.BufferedReader(self.reader, 64 << 10)
+        plain.close()  # the socket's own reader, unused: closing it lets the socket close
+
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
         # Only the request line and status are ever logged; headers (Authorization) never are.
         log.debug("%s %s", self.address_string(), format % args)
+
+    def authorize_write(self) -> None:
+        """401 without the server's bearer token, 403 on a read-only server (``auth``)."""
+        options = self.server.options
+        check_write(self.headers, options.token, options.read_only)
 
     def base_url(self) -> str:
         return f"http://{self.headers.get('Host') or self.server.authority}"
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self._responded = True
+        self.connection.settimeout(self.server.options.deadlines.send_seconds)
         super().send_response(code, message)
 
     def send_json(
@@ -179,6 +258,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         self._responded = False
         req: Request | None = None
+        self.reader.start_body()
         try:
             req = Request(self, method)
             self.server.route(self, req)
@@ -206,6 +286,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._linger()
         except (HubError, ClientGone):
             self._linger()
+        self.reader.start_idle()
 
     def _linger(self) -> None:
         """Close a connection whose body was not read: half-close, then discard what the client
@@ -297,6 +378,7 @@ class HubHTTPServer(ThreadingHTTPServer):
         self.route = route
         host, port = self.server_address[:2]
         self.authority = f"{host}:{port}"
+        self.signer = UrlSigner()
         self.stats: Counter[str] = Counter()
         self._stats_guard = threading.Lock()
         self._open: set[socket.socket] = set()

@@ -37,11 +37,12 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
 
 def render_release_files(root: Path, spec: SuiteSpec, history: History) -> None:
     """Write releases.json, the task file and the card of ``root`` from ``history``."""
+    from rcp_data.core.outputs import record_written
     from rcp_data.documents.card import write_release_files
 
     root = Path(root)
     write_history(history, root / RELEASES_JSON)
-    write_release_files(root, spec=spec, history=history, repo=history.repo)
+    record_written(write_release_files(root, spec=spec, history=history, repo=history.repo))
     log.info("wrote releases.json (%d releases), task file and card into %s",
              len(history.releases), root)
 

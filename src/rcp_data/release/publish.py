@@ -2,7 +2,8 @@
 
 Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``):
 
-1. Hash every file, then check the release directory (``checks/release_check.py``) and verify
+1. Hash every file (one read, which also keeps the bytes of each small file and the git blob
+   id of every file: :class:`~rcp_data.core.files.Snapshot`), then check the release directory (``checks/release_check.py``) and verify
    it as ``rcp-data verify`` does (:func:`check_before_publishing`; a receipt of the same bytes
    stands for the checks it records as passed); refuse before any upload if either fails.
 2. Read the branch head and the tags; build an explicit operation list against that head:
@@ -11,6 +12,11 @@ Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``)
    given, else the head read in step 2 (optimistic concurrency: a branch that moved meanwhile
    answers 412, exit 1, and nothing is committed). A branch without a head is refused, so no
    commit is ever made without a parent to check.
+   What is uploaded is the verified bytes: a small file's bytes as the hashing read them (an
+   edit on disk afterwards cannot reach the Hub), a larger one from its path with the sha256
+   the verification proved, which the Hub checks against what it receives (LFS).
+   After the commit, the Hub's listing of it (git blob ids of regular files, LFS sha256 and
+   size) must be exactly the verified files, else nothing is tagged (exit 1, naming the file).
 4. ``create_tag("v<N>-<judge slug>", revision=<that commit>)`` without ``exist_ok``; a 409 is
    accepted only if the tag already points at this very commit. A run killed between commit
    and tag is finished by the next run: a branch head that is this publisher's own commit of
@@ -38,12 +44,20 @@ from rcp_data.checks.reports import CheckReport
 from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, RefusedError, UsageError
 from rcp_data.core.files import (
     FileEntry,
+    Snapshot,
     digest_file,
     hashing_in_background,
     release_paths,
     sha256_file,
 )
-from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubConflict, HubNotFound, RemoteFile
+from rcp_data.core.hub_client import (
+    REPO_TYPE,
+    HubClient,
+    HubConflict,
+    HubNotFound,
+    RemoteFile,
+    redact,
+)
 from rcp_data.model.history import (
     SCHEMA,
     History,
@@ -83,10 +97,14 @@ class LocalFile:
     path: str
     size: int
     verified_sha256: str | None = None
+    verified_git_oid: str | None = None
+    data: bytes | None = field(default=None, repr=False, compare=False)  # the verified bytes
 
     @cached_property
     def git_oid(self) -> str:
         """The git blob sha1 (what the Hub reports for a regular file)."""
+        if self.verified_git_oid is not None:
+            return self.verified_git_oid
         git = hashlib.sha1(f"blob {self.size}\0".encode())  # noqa: S324 - git's object id
         digest_file(self.root / self.path, git)
         return git.hexdigest()
@@ -97,12 +115,17 @@ class LocalFile:
         return self.verified_sha256 or sha256_file(self.root / self.path)
 
 
-def local_file(root: Path, rel: str, verified: Mapping[str, FileEntry] | None = None
-               ) -> LocalFile:
+def local_file(root: Path, rel: str, verified: Mapping[str, FileEntry] | None = None,
+               snapshot: Snapshot | None = None) -> LocalFile:
     """The release file ``rel``; its sha256 is taken from ``verified`` when the entry there has
-    the file's size."""
-    size = (Path(root) / rel).stat().st_size
+    the file's size. With the ``snapshot`` the verification's read left, the file is what that
+    read saw (size, sha256, git blob id, and the bytes of a small file), whatever is on disk
+    now."""
     entry = (verified or {}).get(rel)
+    if entry is not None and snapshot is not None and rel in snapshot.git_oids:
+        return LocalFile(Path(root), rel, entry.size, entry.sha256, snapshot.git_oids[rel],
+                         snapshot.held.get(rel))
+    size = (Path(root) / rel).stat().st_size
     return LocalFile(Path(root), rel, size,
                      entry.sha256 if entry is not None and entry.size == size else None)
 
@@ -172,6 +195,8 @@ def _addition(root: Path, f: LocalFile) -> CommitOperationAdd:
     cannot be published under the old hash."""
     from huggingface_hub import CommitOperationAdd
 
+    if f.data is not None:  # the very bytes verified, not the file as it is now
+        return CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.data)
     op = CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path))
     if f.verified_sha256 is not None:
         op.upload_info.sha256 = bytes.fromhex(f.verified_sha256)
@@ -198,7 +223,7 @@ def _ensure_repo(client: HubClient, repo: str, create: bool) -> None:
             client.api.repo_info(repo, repo_type=REPO_TYPE)
     except HubNotFound as exc:
         if not create:
-            raise NotFoundError(f"dataset repo {repo} not found at {client.url}; "
+            raise NotFoundError(f"dataset repo {repo} not found at {client.shown_url}; "
                              "pass --create-repo to create it") from exc
         with client.errors(f"creating dataset repo {repo}"):
             client.api.create_repo(repo, repo_type=REPO_TYPE, exist_ok=True)
@@ -230,10 +255,12 @@ def _check_older_releases(history: History, tags: dict[str, str], chain: list[st
 def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
                  parent_commit: str | None = None, client: HubClient | None = None,
                  create_repo: bool = False,
-                 verified: Mapping[str, FileEntry] | None = None) -> PublishPlan:
+                 verified: Mapping[str, FileEntry] | None = None,
+                 snapshot: Snapshot | None = None) -> PublishPlan:
     """Decide what to commit; raises :class:`RefusedError` for anything it must not publish.
 
-    ``verified``: the files whose size and sha256 the pre-publish verification proved."""
+    ``verified``: the files whose size and sha256 the pre-publish verification proved;
+    ``snapshot``: what the read that hashed them kept (the bytes uploaded, the blob ids)."""
     report.raise_if_failed()
     check_repo_id(repo)
     history = report.history
@@ -246,12 +273,12 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
     _ensure_repo(client, repo, create_repo)
     with client.errors(f"planning the publish of {repo}"):
         return _plan(report, repo, branch, parent_commit, client, release, history,
-                     verified or {})
+                     verified or {}, snapshot)
 
 
 def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None,
           client: HubClient, release: ReleaseRecord, history: History,
-          verified: Mapping[str, FileEntry]) -> PublishPlan:
+          verified: Mapping[str, FileEntry], snapshot: Snapshot | None = None) -> PublishPlan:
     api = client.api
     refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
     heads = {b.name: b.target_commit for b in refs.branches}
@@ -267,7 +294,7 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
     chain = ([c.commit_id for c in api.list_repo_commits(repo, repo_type=REPO_TYPE,
                                                           revision=head)] if head else [])
     _check_older_releases(history, tags, chain, branch)
-    files = [local_file(report.root, rel, verified) for rel in report.files]
+    files = [local_file(report.root, rel, verified, snapshot) for rel in report.files]
     plan = PublishPlan(root=report.root, repo=repo, branch=branch, release=release,
                        history=history, suite=report.suite, parent=head, files=files,
                        changed=[], deleted=[], endpoint=api.endpoint)
@@ -314,7 +341,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
         return PublishResult("published", plan.repo, plan.tag, plan.resume, plan.parent,
                              messages=[msg])
     log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
-             plan.repo, rel.release, plan.endpoint, plan.branch, len(plan.changed),
+             plan.repo, rel.release, redact(plan.endpoint), plan.branch, len(plan.changed),
              len(plan.deleted), plan.parent)
     description = (f"{rel.summary}\n\nOne commit holds the whole release; its "
                    "provenance/releases.json gives this release \"revision\": null, meaning "
@@ -324,6 +351,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
                            description=description)
     with client.errors(f"checking commit {commit} of {plan.repo}"):
         _check_own_commit(client.api, plan, commit)
+    check_published_tree(client, plan, commit)
     _tag(client, plan, commit)
     msg = f"{plan.repo}: published release {rel.release} as {plan.tag} at {commit}"
     log.info(msg)
@@ -365,6 +393,23 @@ def _check_own_commit(api: HfApi, plan: PublishPlan, commit: str) -> None:
             f"branch {plan.branch} moved since {plan.parent} was read: the Hub returned {commit}, "
             "which is not a commit made on top of it (another publisher committed the same "
             "files?). Nothing was tagged")
+
+
+def check_published_tree(client: HubClient, plan: PublishPlan, commit: str) -> None:
+    """Refuse (nothing tagged) unless the Hub's listing of ``commit`` is exactly the verified
+    release: every file with the verified size and git blob id (a regular file) or sha256 (an
+    LFS file), and no other file but the Hub's housekeeping."""
+    listing = client.files(plan.repo, commit)
+    names = {f.path for f in plan.files}
+    wrong = [f.path for f in plan.files if not same_file(f, listing.get(f.path))]
+    extra = sorted(p for p in listing if p not in names and p not in KEEP_ON_BRANCH)
+    if wrong or extra:
+        what = [f"{p} is not the verified file" if p in listing else f"{p} is missing"
+                for p in wrong] + [f"{p} is not part of the release" for p in extra]
+        raise RefusedError(
+            f"the Hub's tree of commit {commit} of {plan.repo} is not the release that was "
+            f"verified: {'; '.join(what[:5])}{' ...' if len(what) > 5 else ''}. Nothing was "
+            f"tagged; commit {commit} stays on branch {plan.branch} untagged")
 
 
 def _tag(client: HubClient, plan: PublishPlan, commit: str) -> None:
@@ -494,13 +539,14 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         raise NotFoundError(f"release directory not found: {root}")
     # every file is hashed while huggingface_hub loads: this module imports neither it nor a
     # data library before the hashing starts
-    with hashing_in_background(root) as hashed:
+    snapshot = Snapshot()  # the bytes uploaded are those this one read hashes
+    with hashing_in_background(root, snapshot) as hashed:
         client = client or HubClient.from_env()
         client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
         verified = hashed.result()
     report = check_before_publishing(root, verified, reverify=reverify)
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
-                        create_repo=create_repo, verified=verified)
+                        create_repo=create_repo, verified=verified, snapshot=snapshot)
     result = execute_plan(plan, client)
     if record_to is not None and result.status == "published":
         path = record_target(record_to, report.suite)

@@ -2,7 +2,8 @@
 
 - ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md`` and
   ``rcp_ndcg_tasks.py`` into the release directory, which must be one (it has
-  ``provenance/releases.json`` or a build manifest); with ``--out``: only the card, to FILE
+  ``provenance/releases.json`` or a build manifest), replacing a card or task file there only
+  while it is what rcp-data wrote (else ``--force``); with ``--out``: only the card, to FILE
   (a new file outside RELEASE_DIR, or an existing one with ``--force``; ``--out -`` prints it).
   Every file is written atomically.
 - ``card regenerate --repo OWNER/NAME --revision REV [--branch main]``: read the repo at REV,
@@ -47,8 +48,13 @@ def _release_root(args: argparse.Namespace) -> Path:
 
 def _render(args: argparse.Namespace) -> int:
     from rcp_data.core.io import atomic_write_text
-    from rcp_data.core.outputs import check_output_file, writable
-    from rcp_data.documents.card import render_card, write_release_files
+    from rcp_data.core.outputs import (
+        check_output_file,
+        check_rewritable,
+        record_written,
+        writable,
+    )
+    from rcp_data.documents.card import render_card, render_release_files
     from rcp_data.model.layout import RELEASE, RELEASES_JSON
     from rcp_data.model.release import open_release
 
@@ -69,7 +75,17 @@ def _render(args: argparse.Namespace) -> int:
                 atomic_write_text(out, text)
             say(args, f"wrote {out}")
         return 0
-    for path in write_release_files(root, spec=spec, repo=args.repo):
+    # the card and task file are replaced only while they are what rcp-data wrote (hand
+    # edits are kept unless --force)
+    texts = render_release_files(root, spec=spec, repo=args.repo)
+    check_rewritable(root, texts, force=args.force, what="card or task file")
+    written = []
+    with writable(root):
+        for rel, text in texts.items():
+            atomic_write_text(root / rel, text)
+            written.append(root / rel)
+        record_written(written)
+    for path in written:
         say(args, f"wrote {path}")
     return 0
 
@@ -95,7 +111,9 @@ def register(subparsers) -> None:
                    help="a release directory, or hf://datasets/OWNER/NAME@REV (read without "
                    "its corpus; needs --out)")
     r.add_argument("--out", help="write only the card, to this file ('-' = stdout)")
-    r.add_argument("--force", action="store_true", help="replace an existing --out file")
+    r.add_argument("--force", action="store_true",
+                   help="replace an existing --out file, or a README.md / task file in "
+                   "RELEASE_DIR that rcp-data did not write (hand edits)")
     r.add_argument("--repo", help="Hub repo id the card names (default: releases.json or spec)")
     r.add_argument("--suite", type=suite_key, help="suite name (default: read from the release)")
     r.set_defaults(func=_render)

@@ -35,10 +35,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="largest request body accepted, in bytes (default 1 GiB; larger: HTTP 413). "
         "LFS uploads above it arrive in parts of at most N bytes",
     )
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="F",
+        help="file whose first line is the token writes need (Authorization: Bearer). Default: "
+        "a new token is generated into ROOT/.hub-token (mode 0600) and its path printed",
+    )
+    serve.add_argument("--read-only", action="store_true",
+                       help="refuse every write (HTTP 403); reads stay open")
     serve.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from rcp_data.hub.auth import read_token_file
     from rcp_data.hub.limits import DEFAULT_MAX_BODY_BYTES
     from rcp_data.hub.server import serve_forever
 
@@ -49,13 +60,27 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-body-bytes must be at least 1024, got {max_body}")
     if args.root.exists() and not args.root.is_dir():
         raise UsageError(f"--root {args.root} is not a folder")
+    if args.token_file is not None:
+        try:
+            read_token_file(args.token_file)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise UsageError(f"--token-file {args.token_file}: cannot read a token: {why}") from exc
 
-    def ready(url: str) -> None:
-        print(f"local Hub serving {args.root} at {url}", flush=True)
-        print(f"  export HF_ENDPOINT={url} HF_HUB_DISABLE_XET=1", flush=True)
+    def ready(hub) -> None:
+        print(f"local Hub serving {args.root} at {hub.url}", flush=True)
+        print(f"  export HF_ENDPOINT={hub.url} HF_HUB_DISABLE_XET=1", flush=True)
+        if args.read_only:
+            print("  read-only: every write is refused (403)", file=sys.stderr, flush=True)
+        elif args.token_file is None:
+            print(f"  writes need the token generated into {hub.token_file} "
+                  f"(export HF_TOKEN=$(cat {hub.token_file}))", file=sys.stderr, flush=True)
+        else:
+            print(f"  writes need the token in {args.token_file}", file=sys.stderr, flush=True)
 
     try:
-        serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body)
+        serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body,
+                      token_file=args.token_file, read_only=args.read_only)
     except OSError as exc:
         raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from exc
     except RuntimeError as exc:  # another server holds the root

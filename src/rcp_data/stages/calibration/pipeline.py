@@ -147,6 +147,9 @@ def write_calibration(cal: Calibration, out: str | Path, *, inputs: Inputs | Non
             write_parquet(cal.stage_a_queries, tmp / STAGE_A_QUERIES_FILE)
         write_json({"schema": CALIBRATION.schema, **_jsonable(cal.diagnostics)},
                    tmp / DIAGNOSTICS_FILE)
+        if CALIBRATION.foreign_files(tmp):  # --force replaces only the files named there
+            raise RuntimeError(f"a calibration writes {CALIBRATION.foreign_files(tmp)}, which "
+                               "core.outputs.CALIBRATION.files does not name")
     log.info("wrote %s: item parameters, %s thetas%s, diagnostics", out,
              f"{len(cal.thetas):,}",
              "" if cal.queries is None else f", {len(cal.queries):,} queries")
