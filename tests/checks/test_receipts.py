@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_release_check import make_release_dir
+from support.release_dirs import make_release_dir
 
 import rcp_data
 import rcp_data.checks.receipts as receipts

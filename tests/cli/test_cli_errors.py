@@ -172,7 +172,7 @@ def _with_closed_stdout(*argv: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("command", ["verify", "replay"])
 def test_a_closed_stdout_ends_quietly_with_the_commands_code(tmp_path, command):
-    from test_release_check import make_release_dir
+    from support.release_dirs import make_release_dir
 
     release = make_release_dir(tmp_path / "release", "rcp-test/closed-stdout")
     proc = _with_closed_stdout("-q", command, str(release))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
-from test_release_check import make_release_dir
+from support.release_dirs import make_release_dir
 
 import rcp_data
 from rcp_data.cli import main

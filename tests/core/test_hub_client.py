@@ -13,7 +13,7 @@ import httpx
 import pytest
 from huggingface_hub import constants
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
-from test_release_check import make_release_dir
+from support.release_dirs import make_release_dir
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.verify import verify

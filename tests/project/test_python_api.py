@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_packaging import _env, _venv
-from test_packaging import wheel as wheel  # noqa: F401 - the fixture (module scope)
+from support.packaging import _env, _venv
+from support.packaging import wheel as wheel  # noqa: F401 - the fixture (module scope)
 
 import rcp_data
 from rcp_data.cli import main

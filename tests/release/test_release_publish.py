@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import HfApi
-from test_release_check import first_history, make_release_dir, second_history
+from support.release_dirs import first_history, make_release_dir, second_history
 
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main

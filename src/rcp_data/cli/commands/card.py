@@ -54,7 +54,7 @@ def _render(args: argparse.Namespace) -> int:
         record_written,
         writable,
     )
-    from rcp_data.documents.card import render_card, render_release_files
+    from rcp_data.documents.card import render_card, render_release_texts
     from rcp_data.model.layout import RELEASE, RELEASES_JSON
     from rcp_data.model.release import open_release
 
@@ -77,7 +77,7 @@ def _render(args: argparse.Namespace) -> int:
         return 0
     # the card and task file are replaced only while they are what rcp-data wrote (hand
     # edits are kept unless --force)
-    texts = render_release_files(root, spec=spec, repo=args.repo)
+    texts = render_release_texts(root, spec=spec, repo=args.repo)
     check_rewritable(root, texts, force=args.force, what="card or task file")
     written = []
     with writable(root):
