@@ -14,8 +14,10 @@ once: :func:`positive_mask` (``grade >= [source] grade_positive``), for every co
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -413,12 +415,45 @@ def todo_keys(raw: object, where: str = "") -> list[str]:
     return []
 
 
-def check_no_todo(spec: SuiteSpec) -> None:
-    """Refuse a spec that still holds TODO markers (one line naming the file and each key)."""
-    if spec.todo:
+def dense_name(model: str) -> str:
+    """The retriever key of a dense model: ``KEY=MODEL`` gives KEY; else the model's last path
+    part, lower-case, ``_`` for other characters (``sentence-transformers/all-MiniLM-L6-v2`` ->
+    ``all_minilm_l6_v2``; a folder named ``model`` is named by its parent)."""
+    if "=" in model:
+        return dense_name(model.split("=", 1)[0])
+    base = Path(model.rstrip("/")).name
+    if base == "model":
+        base = Path(model.rstrip("/")).parent.name
+    key = re.sub(r"[^0-9a-z]+", "_", base.lower()).strip("_")
+    if not key or key == "bm25":
+        raise UsageError(f"cannot name a retriever after the model {model!r}; give KEY=MODEL")
+    return key
+
+
+def with_dense(spec: SuiteSpec, models: Sequence[str]) -> SuiteSpec:
+    """``spec`` with the dense models ``[KEY=]MODEL`` (``--dense``) as the models of its
+    ``[pool] retrievers`` of those keys. A key the spec does not fuse is refused: a release
+    fuses the retrievers its spec names, or ``verify`` could not re-fuse it."""
+    dense = dict(spec.pool.dense)
+    for item in models:
+        key = dense_name(item)
+        model = item.split("=", 1)[1] if "=" in item else item
+        if key not in spec.pool.retrievers:
+            raise UsageError(f"--dense {item}: {key!r} is not one of the retrievers the suite "
+                             f"fuses ({', '.join(spec.pool.retrievers)}); add it to [pool] "
+                             f"retrievers of {spec.path or spec.name} (rcp-data suite init "
+                             "--dense writes it), or give KEY=MODEL for one of them")
+        dense[key] = model
+    return replace(spec, pool=replace(spec.pool, dense=dense))
+
+
+def check_no_todo(spec: SuiteSpec, given: Sequence[str] = ()) -> None:
+    """Refuse a spec that still holds TODO markers (one line naming the file and each key);
+    ``given``: keys a command line option fills in (``--repo``: ``suite.repo``)."""
+    left = [k for k in spec.todo if k not in given]
+    if left:
         raise InputError(f"the spec still holds TODO markers, fill them in before preparing a "
-                         f"release: {', '.join(spec.todo)}", path=spec.path,
-                         field=spec.todo[0])
+                         f"release: {', '.join(left)}", path=spec.path, field=left[0])
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
-from rcp_data.core.specs import JUDGE_PRESETS, TIE_RULES, TODO
+from rcp_data.core.specs import JUDGE_PRESETS, TIE_RULES, TODO, dense_name
 from rcp_data.sources.local_files import READER, Found
 
 DEFAULT_POOL_SIZE = 150
@@ -36,7 +36,7 @@ class SpecAnswers:
     description: str | None = None
     links: tuple[str, ...] = ()
     repo: str | None = None
-    dense: tuple[str, ...] = ()         # sentence-transformers models (paths or Hub ids)
+    dense: tuple[str, ...] = ()         # [KEY=]MODEL: sentence-transformers (paths or Hub ids)
     language: str = "en"
     synthetic: bool = False
 
@@ -57,24 +57,13 @@ def _camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^0-9A-Za-z]+", name) if p)
 
 
-def dense_name(model: str) -> str:
-    """The retriever key of a dense model: its last path part, lower-case, ``_`` for others
-    (``sentence-transformers/all-MiniLM-L6-v2`` -> ``all_minilm_l6_v2``)."""
-    base = Path(model.rstrip("/")).name
-    if base == "model":   # a packaged model folder: name it by its parent
-        base = Path(model.rstrip("/")).parent.name
-    key = re.sub(r"[^0-9a-z]+", "_", base.lower()).strip("_")
-    if not key or key == "bm25":
-        raise UsageError(f"cannot name a retriever after the model {model!r}")
-    return key
-
-
 def retriever_order(dense: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     """The fused retrievers in the paper's order (a dense one, BM25, the other dense ones)
     and the dense models by retriever key."""
     models = {}
-    for model in dense:
-        key = dense_name(model)
+    for item in dense:
+        key = dense_name(item)
+        model = item.split("=", 1)[1] if "=" in item else item
         if key in models:
             raise UsageError(f"two dense models get the retriever name {key!r}")
         models[key] = model
@@ -183,4 +172,47 @@ def open_todos(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if TODO in ln]
 
 
-__all__ = ["SpecAnswers", "dense_name", "open_todos", "retriever_order", "spec_text"]
+__all__ = ["SpecAnswers", "open_todos", "retriever_order", "spec_text"]
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What :func:`init_suite` wrote: the spec file, what it found, the TODO markers left."""
+
+    path: Path
+    found: Found
+    todos: tuple[str, ...]
+
+
+def init_suite(name: str, data: Path, out: Path, answers: SpecAnswers, *,
+               fmt: str | None = None, subset_column: str = "", split: str = "test",
+               force: bool = False) -> InitResult:
+    """Inspect ``data`` and write the spec of suite ``name`` to ``out`` (new, or ``force``);
+    the spec is read back (every key checked) before the file is put in place."""
+    from rcp_data.core.specs import load_spec_file
+    from rcp_data.sources.local_files import inspect_folder, subset_name
+
+    if subset_name(name) != name:
+        raise UsageError(f"a suite name holds lower-case letters, digits and '_' only, e.g. "
+                         f"{subset_name(name)!r}")
+    out = Path(out)
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; give --force to replace it")
+    found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column)
+    dense = tuple(f"{m.split('=', 1)[0]}={Path(m.split('=', 1)[1]).resolve()}"
+                  if "=" in m and Path(m.split("=", 1)[1]).is_dir()
+                  else str(Path(m).resolve()) if Path(m).is_dir() else m for m in answers.dense)
+    text = spec_text(name, found, replace(answers, dense=dense), out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        spec = load_spec_file(tmp)
+    except Exception:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    return InitResult(out, found, spec.todo)
+
+
+__all__ += ["InitResult", "init_suite"]
