@@ -58,7 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a dense first-stage retriever: a sentence-transformers model (a local "
                    "folder or a cached Hub id; repeatable), fused with BM25")
     p.add_argument("--license", help="the data's licence (an SPDX id, e.g. cc-by-4.0)")
-    p.add_argument("--citation", metavar="BIBTEX|@FILE", help="a BibTeX entry (or @file)")
+    p.add_argument("--citation", metavar="BIBTEX", help="a BibTeX entry of the benchmark")
+    p.add_argument("--citation-file", type=Path, metavar="FILE",
+                   help="a file holding the BibTeX entry")
     p.add_argument("--description", help="what the benchmark is, in a paragraph")
     p.add_argument("--link", action="append", default=[], metavar="URL",
                    help="a source link of the data (repeatable)")
@@ -103,8 +105,8 @@ def run_init(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(f"grade_positive must be an integer, got {text!r}") from exc
     citation = args.citation
-    if citation and citation.startswith("@"):
-        citation = Path(citation[1:]).read_text(encoding="utf-8").strip()
+    if args.citation_file:
+        citation = args.citation_file.read_text(encoding="utf-8").strip()
     answers = SpecAnswers(
         grade_positive=positive, tie_rule=args.tie_rule, judge_preset=args.judge_preset,
         pool_size=args.pool_size, dense=tuple(args.dense), repo=args.repo,
