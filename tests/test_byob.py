@@ -259,7 +259,7 @@ def test_dense_for_a_retriever_the_spec_does_not_fuse_is_refused(small_suite, tm
 
 
 # -- end to end ----------------------------------------------------------------------------------
-def _pipeline(tmp_path: Path, capsys, *, name: str, positive: int, repo: str,
+def _pipeline(tmp_path: Path, capsys, monkeypatch, *, name: str, positive: int, repo: str,
               runs_from: Path | None = None) -> tuple[Path, Path, str]:
     """suite init -> first stage (BM25 + MiniLM, or the runs of ``runs_from``) -> pools ->
     SYNTHETIC judge -> calibrate -> build -> publish; returns (spec file, release dir, tag)."""
@@ -299,6 +299,8 @@ def _pipeline(tmp_path: Path, capsys, *, name: str, positive: int, repo: str,
     assert code == 0, err
     built = json.loads(out)
     assert built["queries"] == 2 * N_SUBSETS and built["qrels_rows"] == 2 * 700
+    # publish and verify find a spec outside the package through $RCP_DATA_BUILDERS
+    monkeypatch.setenv("RCP_DATA_BUILDERS", str(spec_file.parent))
     code, _, err = _run(capsys, "release", "publish", str(release), "--repo", repo,
                         "--create-repo")
     assert code == 0, err
@@ -317,12 +319,11 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
         work = tmp_path / name
         work.mkdir()
         spec_file, release, tag = _pipeline(
-            work, capsys, name=name, positive=positive, repo=f"rcp-test/{name}",
+            work, capsys, monkeypatch, name=name, positive=positive, repo=f"rcp-test/{name}",
             runs_from=runs.get("grammars"))
         runs[name] = work / "inputs"
         first = pq.read_table(release / "provenance/first_stage/grammar_01.parquet").to_pandas()
         assert set(first["retriever"]) == {"minilm", "bm25", "rrf_fused"}
-        monkeypatch.setenv("RCP_DATA_BUILDERS", str(spec_file.parent))
         code, out, err = _run(capsys, "verify", "--repo", f"rcp-test/{name}", "--revision", tag,
                               "--cache-dir", str(work / "verify-cache"))
         assert code == 0, out + err
