@@ -358,4 +358,5 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
                                   preds.values())))
     (mteb_scores,) = scores.values()
     assert 0 < mteb_scores["ndcg_float_at_10"] <= 1
-    assert abs(mteb_scores["ndcg_float_at_10"] - mine["group-mean"]["rcp_ndcg"]) < 1e-6
+    # mteb rounds its scores to 5 decimals
+    assert abs(mteb_scores["ndcg_float_at_10"] - mine["group-mean"]["rcp_ndcg"]) <= 1e-5
