@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     if "search" not in skip:
         from sentence_transformers import SentenceTransformer
 
-        dim = SentenceTransformer(model, device="cpu").get_sentence_embedding_dimension()
+        st = SentenceTransformer(model, device="cpu")
+        dim = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        dim = dim()
         got = search_time(n_docs, n_queries, int(dim), device)
         results["search"] = got
         print(f"exact top-150 search: {n_queries:,} queries over {n_docs:,} vectors "

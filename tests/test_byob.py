@@ -360,3 +360,44 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
     assert 0 < mteb_scores["ndcg_float_at_10"] <= 1
     # mteb rounds its scores to 5 decimals
     assert abs(mteb_scores["ndcg_float_at_10"] - mine["group-mean"]["rcp_ndcg"]) <= 1e-5
+
+
+def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_path, capsys,
+                                                               monkeypatch):
+    """``suite first-stage`` computes BM25 + MiniLM and the pools; the SYNTHETIC judge judges
+    them; with no first_stage/ in the inputs the build computes the same runs itself
+    (``--dense minilm=MODEL`` for a retriever the spec fuses), so the judged pools match."""
+    import pyarrow.parquet as pq
+
+    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.sources.registry import read_suite
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = _model_dir()
+    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: s.replace(
+        'retrievers = ["bm25"]', 'retrievers = ["minilm", "bm25"]'))
+    given = tmp_path / "given"
+    code, _, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
+                        str(given), "--dense", f"minilm={model}")
+    assert code == 0, err
+    spec = load_spec_file(spec_file)
+    inputs = tmp_path / "inputs"
+    write_synthetic_inputs(spec, read_suite(spec), inputs, first_stage={
+        r: pd.read_parquet(given / "first_stage" / f"{r}.parquet") for r in ("minilm", "bm25")})
+    shutil.rmtree(inputs / "first_stage")
+    code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(inputs),
+                        "--out", str(tmp_path / "r"), "--no-prepare", "--dense",
+                        f"minilm={model}")
+    assert code == 0, err
+    fs = pq.read_table(tmp_path / "r/provenance/first_stage/grammar_01.parquet").to_pandas()
+    assert set(fs["retriever"]) == {"minilm", "bm25", "rrf_fused"}
+    first = pd.read_parquet(given / "first_stage/minilm.parquet")
+    first = first[first["split"] == "grammar_01"].reset_index(drop=True)
+    mine = fs[fs["retriever"] == "minilm"].reset_index(drop=True)
+    assert len(mine) == 2 * 10
+    assert mine["corpus-id"].tolist() == first["corpus-id"].tolist()
+    assert np.abs(mine["score"].to_numpy() - first["score"].to_numpy()).max() < 1e-6
+    pools = pd.read_parquet(given / "pools.parquet")
+    built = pq.read_table(tmp_path / "r/provenance/pool/grammar_01.parquet").to_pandas()
+    assert built["corpus-id"].tolist() == pools.loc[pools["split"] == "grammar_01",
+                                                     "corpus-id"].tolist()
