@@ -401,3 +401,23 @@ def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_
     built = pq.read_table(tmp_path / "r/provenance/pool/grammar_01.parquet").to_pandas()
     assert built["corpus-id"].tolist() == pools.loc[pools["split"] == "grammar_01",
                                                      "corpus-id"].tolist()
+
+
+def test_empty_documents_only_where_the_spec_allows_them(small_suite, tmp_path):
+    from rcp_data.core.errors import InputError
+    from rcp_data.sources.registry import read_suite
+
+    def empty_doc(d, s):
+        _edit(d / "grammar_01/corpus.jsonl", '"_id": "g01-p04", "title": "", "text": "SYNTHETIC',
+              '"_id": "g01-p04", "title": "", "text": "", "x": "')
+
+    spec_file, data = _break(small_suite, tmp_path, empty_doc)
+    with pytest.raises(InputError, match=r"grammar_01/corpus.jsonl, row 5, field 'text': "
+                       r"document 'g01-p04' has empty text"):
+        read_suite(load_spec_file(spec_file))
+    text = spec_file.read_text(encoding="utf-8").replace(
+        "[source]\n", "[source]\nallow_empty_documents = true\n")
+    spec_file.write_text(text, encoding="utf-8")
+    sub = read_suite(load_spec_file(spec_file)).subsets["grammar_01"]
+    assert sub.corpus.facts().empty_ids == ("g01-p04",) and sub.corpus.facts().first_empty_row == 5
+    assert sub.notes == {"empty_ids": ["g01-p04"]}

@@ -210,8 +210,9 @@ def subset_tables(folder: Path, fmt: str, split: str) -> tuple[Table, Table, Tab
 
 
 # -- checks --------------------------------------------------------------------------------------
-def _ids(table: Table, what: str) -> dict[str, int]:
-    """Id -> line, refusing a missing id, an id given twice and an empty text."""
+def _ids(table: Table, what: str, *, allow_empty: bool = False) -> dict[str, int]:
+    """Id -> line, refusing a missing id, an id given twice and (unless ``allow_empty``) an
+    empty text."""
     seen: dict[str, int] = {}
     for r in table.rows:
         key = r.fields.get("id", "").strip()
@@ -220,7 +221,7 @@ def _ids(table: Table, what: str) -> dict[str, int]:
         if key in seen:
             raise InputError(f"{what} id {key!r} appears twice (lines {seen[key]} and {r.line})",
                              path=str(table.path), row=r.line, field="id")
-        if not r.fields.get("text", "").strip():
+        if not allow_empty and not r.fields.get("text", "").strip():
             raise InputError(f"{what} {key!r} has empty text", path=str(table.path), row=r.line,
                              field="text")
         seen[key] = r.line
@@ -298,22 +299,29 @@ def _corpus(table: Table, group: str | None = None) -> CorpusReader:
         return pc.is_in(values, value_set=known)
 
     source = str(table.path)
+    empty = [(i, r.fields["id"].strip()) for i, r in enumerate(table.rows, 1)
+             if not r.fields.get("text", "").strip()]
+    facts = CorpusFacts(len(ids), tuple(d for _, d in empty),
+                        table.rows[empty[0][0] - 1].line if empty else None, source=source)
     return CorpusReader(batches, group=group, size=len(ids), schema=frame.schema,
-                        contains=contains, facts_of=lambda: CorpusFacts(len(ids), source=source),
-                        source=source)
+                        contains=contains, facts_of=lambda: facts, source=source)
 
 
 def read_subset(name: str, corpus: Table, queries: Table, qrels: Table,
-                grades: tuple[int, int] | None) -> SubsetSource:
-    """One checked subset from its three tables."""
-    docs = _ids(corpus, "document")
+                grades: tuple[int, int] | None, *, allow_empty: bool = False) -> SubsetSource:
+    """One checked subset from its three tables (``allow_empty``: documents may have empty
+    text, ``[source] allow_empty_documents``; they enter no pool)."""
+    docs = _ids(corpus, "document", allow_empty=allow_empty)
     qids = _ids(queries, "query")
     rows = check_qrels(qrels, qids, docs, grades)
     q_frame = pd.DataFrame({"id": list(qids),
                             "text": [r.fields["text"] for r in queries.rows]})
     qrel_frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]).astype(
         {"score": "int64"})
-    return SubsetSource(name, _corpus(corpus), q_frame, qrel_frame,
+    reader = _corpus(corpus)
+    empty = list(reader.facts().empty_ids)
+    return SubsetSource(name, reader, q_frame, qrel_frame,
+                        notes={"empty_ids": empty} if empty else {},
                         origins={"queries": str(queries.path), "qrels": str(qrels.path)})
 
 
@@ -337,7 +345,8 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
                                  path=str(shared[1].path), field=column)
         else:
             tables = subset_tables(root / sub.source if sub.source else root, fmt, spec.split)
-        subsets[sub.name] = read_subset(sub.name, *tables, grades)
+        subsets[sub.name] = read_subset(sub.name, *tables, grades,
+                                        allow_empty=spec.allows_empty_documents(sub.name))
     return SuiteSource(spec.name, subsets, {"reader": READER, "format": fmt, "path": str(root)})
 
 
