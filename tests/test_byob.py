@@ -421,3 +421,33 @@ def test_empty_documents_only_where_the_spec_allows_them(small_suite, tmp_path):
     sub = read_suite(load_spec_file(spec_file)).subsets["grammar_01"]
     assert sub.corpus.facts().empty_ids == ("g01-p04",) and sub.corpus.facts().first_empty_row == 5
     assert sub.notes == {"empty_ids": ["g01-p04"]}
+
+
+def test_init_and_read_an_ir_datasets_id(tmp_path, capsys, irds_home):
+    """``--from irds:ID``: a local dataset registered with ir_datasets (offline)."""
+    import uuid
+
+    import ir_datasets
+
+    from rcp_data.sources.registry import read_suite
+
+    (tmp_path / "docs.tsv").write_text("d1\tsubject verb object\nd2\tvowel harmony\n"
+                                       "d3\tobject verb subject\n", encoding="utf-8")
+    (tmp_path / "queries.tsv").write_text("q1\tword order\n", encoding="utf-8")
+    (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\n", encoding="utf-8")
+    name = f"rcp-test-byob/{uuid.uuid4().hex[:8]}"
+    ir_datasets.registry.register(name, ir_datasets.create_dataset(
+        docs_tsv=str(tmp_path / "docs.tsv"), queries_tsv=str(tmp_path / "queries.tsv"),
+        qrels_trec=str(tmp_path / "qrels")))
+    code, out, err = _run(capsys, "suite", "init", "irds_one", "--from", f"irds:{name}",
+                          "--grade-positive", "1", "--out", str(tmp_path / "irds.toml"),
+                          "--no-input", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["format"] == "irds" and got["grades"] == [0, 2]
+    assert got["grade_counts"] == {"0": 1, "1": 1, "2": 1}
+    spec = load_spec_file(tmp_path / "irds.toml")
+    (sub,) = read_suite(spec).subsets.values()
+    assert spec.subsets[0].source == name
+    assert sub.qrels.values.tolist() == [["q1", "d1", 2], ["q1", "d2", 0], ["q1", "d3", 1]]
+    assert sub.corpus.to_frame()["id"].tolist() == ["d1", "d2", "d3"]

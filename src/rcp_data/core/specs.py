@@ -51,7 +51,7 @@ def builders_dir() -> Path:
 
 
 UPSTREAM_KEYS = ("queries", "qrels")   # the upstream counts a spec may state
-LOCAL_FORMATS = ("", "beir", "trec", "csv")   # [source] format of local files
+LOCAL_FORMATS = ("", "beir", "trec", "csv", "irds")   # [source] format of local files
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class SourceSpec:
     # local files (``read = "local"``, rcp_data.sources.local_files): the data folder (relative
     # to the spec file), its format and, for tables holding every subset, the subset column
     path: str = ""
-    format: str = ""                    # beir | trec | csv
+    format: str = ""                    # beir | trec | csv | irds
     subset_column: str = ""
 
 

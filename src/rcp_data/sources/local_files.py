@@ -9,7 +9,8 @@ the spec file), ``[source] format`` its format:
   qrels ``qrels.txt`` (``query-id iteration corpus-id grade``) and a corpus ``corpus.tsv``
   (``id<TAB>text`` or ``id<TAB>title<TAB>text``) or ``corpus.jsonl``;
 - ``csv``: ``corpus.csv`` (``id``, ``text``, optional ``title``), ``queries.csv`` (``id``, ``text``)
-  and ``qrels.csv`` (``query-id``, ``corpus-id``, ``score``), each with a header.
+  and ``qrels.csv`` (``query-id``, ``corpus-id``, ``score``), each with a header;
+- ``irds``: no folder; each subset's ``source`` is an ir_datasets id (docs, queries, qrels).
 
 A subset is a sub-folder (``[[subsets]] source`` names it; empty: the data folder itself) or,
 with ``[source] subset_column``, one value of that column in every table of the data folder.
@@ -38,7 +39,8 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusFacts, CorpusReader, SubsetSource, SuiteSource
 
-FORMATS = ("beir", "trec", "csv")
+FORMATS = ("beir", "trec", "csv", "irds")
+IRDS = "irds:"   # ``suite init --from irds:ID[,ID...]``: ir_datasets ids, one subset each
 READER = "local"   # the name of this reader in rcp_data.sources.registry
 
 
@@ -327,12 +329,17 @@ def read_subset(name: str, corpus: Table, queries: Table, qrels: Table,
 
 def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
     """Source reader of a local suite (``[source] read = "local"``)."""
-    root = data_root(spec, options)
     fmt = spec.source.format
     if fmt not in FORMATS:
         raise InputError(f"must be one of {', '.join(FORMATS)}", path=spec.path,
                          field="source.format")
     grades = spec.source.grades
+    if fmt == "irds":
+        subs = {sub.name: irds_subset(sub.name, sub.source or sub.name, grades,
+                                      allow_empty=spec.allows_empty_documents(sub.name))
+                for sub in spec.subsets}
+        return SuiteSource(spec.name, subs, {"reader": READER, "format": fmt})
+    root = data_root(spec, options)
     subsets: dict[str, SubsetSource] = {}
     column = spec.source.subset_column
     shared = subset_tables(root, fmt, spec.split) if column else None
@@ -348,6 +355,61 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
         subsets[sub.name] = read_subset(sub.name, *tables, grades,
                                         allow_empty=spec.allows_empty_documents(sub.name))
     return SuiteSource(spec.name, subsets, {"reader": READER, "format": fmt, "path": str(root)})
+
+
+def irds_tables(dataset_id: str) -> tuple[object, Table, Table]:
+    """``(dataset, queries, qrels)`` of an ir_datasets id, as tables (rows count from 1)."""
+    from rcp_data.sources import irds
+
+    dataset = irds.load(dataset_id)
+    where = f"ir_datasets {dataset_id}"
+    with irds.upstream(dataset_id, "queries", where):
+        queries = Table(Path(f"{where} queries"), tuple(
+            Record(i, {"id": str(q.query_id), "text": q.text or ""})
+            for i, q in enumerate(dataset.queries_iter(), 1)))
+    with irds.upstream(dataset_id, "qrels", where):
+        qrels = Table(Path(f"{where} qrels"), tuple(
+            Record(i, {"query-id": str(q.query_id), "corpus-id": str(q.doc_id),
+                       "score": str(q.relevance)})
+            for i, q in enumerate(dataset.qrels_iter(), 1)))
+    return dataset, queries, qrels
+
+
+def irds_subset(name: str, dataset_id: str, grades: tuple[int, int] | None, *,
+                allow_empty: bool = False) -> SubsetSource:
+    """One checked subset read from ir_datasets (the corpus streamed, scanned once)."""
+    from rcp_data.sources import irds
+
+    dataset, queries, qrels = irds_tables(dataset_id)
+    scan = irds.scan_corpus(dataset, dataset_id, f"ir_datasets {dataset_id} docs")
+    if scan.empty_ids and not allow_empty:
+        raise InputError(f"document {scan.empty_ids[0]!r} has empty text", path=scan.path,
+                         row=scan.first_empty_row, field="text")
+    qids = _ids(queries, "query")
+    rows = check_qrels(qrels, qids, scan, grades)   # a scan answers ``in`` like a dict
+    q_frame = pd.DataFrame({"id": list(qids), "text": [r.fields["text"] for r in queries.rows]})
+    qrel_frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]).astype(
+        {"score": "int64"})
+    return SubsetSource(name, irds.corpus_reader(dataset_id, scan), q_frame, qrel_frame,
+                        notes={"empty_ids": list(scan.empty_ids)} if scan.empty_ids else {},
+                        origins={"queries": str(queries.path), "qrels": str(qrels.path)})
+
+
+def inspect_irds(ids: list[str]) -> Found:
+    """The subsets (one per ir_datasets id) and grade scale of ir_datasets ids."""
+    counts: dict[int, int] = {}
+    found = []
+    for dataset_id in ids:
+        dataset, queries, qrels = irds_tables(dataset_id)
+        for r in qrels.rows:
+            g = grade_of(r.fields["score"], qrels.path, r.line)
+            counts[g] = counts.get(g, 0) + 1
+        found.append(FoundSubset(subset_name(dataset_id), dataset_id, len(queries.rows),
+                                 dataset.docs_count() or 0))
+    if not counts:
+        raise InputError("the qrels hold no grade", path=f"ir_datasets {', '.join(ids)}")
+    return Found(Path("."), "irds", tuple(found), (min(min(counts), 0), max(counts)),
+                 dict(sorted(counts.items())))
 
 
 # -- what ``suite init`` finds in a folder -------------------------------------------------------
@@ -446,4 +508,5 @@ def inspect_folder(root: Path, *, fmt: str | None = None, split: str = "test",
                  dict(sorted(counts.items())), subset_column)
 
 
-__all__ = ["FORMATS", "READER", "Found", "FoundSubset", "inspect_folder", "read_suite"]
+__all__ = ["FORMATS", "IRDS", "READER", "Found", "FoundSubset", "inspect_folder", "inspect_irds",
+           "read_suite"]

@@ -142,7 +142,8 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
         "[source]",
         f"read = {_toml(READER)}",
         f"reader = {_toml(f'local files ({found.format})')}",
-        f"path = {_toml(data)}   # the data folder, relative to this file",
+        *([] if found.format == "irds" else
+          [f"path = {_toml(data)}   # the data folder, relative to this file"]),
         f"format = {_toml(found.format)}",
         *([f"subset_column = {_toml(found.subset_column)}"] if found.subset_column else []),
         f"grades = {_toml([lo, hi])}",
@@ -184,13 +185,14 @@ class InitResult:
     todos: tuple[str, ...]
 
 
-def init_suite(name: str, data: Path, out: Path, answers: SpecAnswers, *,
+def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
                fmt: str | None = None, subset_column: str = "", split: str = "test",
                force: bool = False) -> InitResult:
-    """Inspect ``data`` and write the spec of suite ``name`` to ``out`` (new, or ``force``);
+    """Inspect ``data`` (a folder, or ``irds:ID[,ID...]``) and write the spec of suite ``name``
+    to ``out`` (new, or ``force``);
     the spec is read back (every key checked) before the file is put in place."""
     from rcp_data.core.specs import load_spec_file
-    from rcp_data.sources.local_files import inspect_folder, subset_name
+    from rcp_data.sources.local_files import IRDS, inspect_folder, inspect_irds, subset_name
 
     if subset_name(name) != name:
         raise UsageError(f"a suite name holds lower-case letters, digits and '_' only, e.g. "
@@ -198,7 +200,10 @@ def init_suite(name: str, data: Path, out: Path, answers: SpecAnswers, *,
     out = Path(out)
     if out.exists() and not force:
         raise UsageError(f"{out} exists; give --force to replace it")
-    found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column)
+    if str(data).startswith(IRDS):
+        found = inspect_irds([i for i in str(data)[len(IRDS):].split(",") if i])
+    else:
+        found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column)
     dense = tuple(f"{m.split('=', 1)[0]}={Path(m.split('=', 1)[1]).resolve()}"
                   if "=" in m and Path(m.split("=", 1)[1]).is_dir()
                   else str(Path(m).resolve()) if Path(m).is_dir() else m for m in answers.dense)

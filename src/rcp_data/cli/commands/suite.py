@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                            description="Inspect a folder of local files and write a suite "
                            "spec for it (subsets, grade scale, pool, card facts).")
     p.add_argument("name", help="suite name (lower-case letters, digits, '_')")
-    p.add_argument("--from", dest="data", type=Path, required=True, metavar="DIR",
+    p.add_argument("--from", dest="data", required=True, metavar="DIR|irds:ID[,ID...]",
                    help="the benchmark's folder: BEIR (corpus.jsonl, queries.jsonl, "
                    "qrels/<split>.tsv), TREC (topics.tsv|topics.txt, qrels.txt, corpus.tsv|"
                    ".jsonl) or CSV (corpus.csv, queries.csv, qrels.csv), itself or one "
-                   "sub-folder per subset")
+                   "sub-folder per subset; or irds: and ir_datasets ids (one subset each)")
     p.add_argument("--out", type=Path, help="spec file to write (default: NAME.toml here)")
     p.add_argument("--force", action="store_true", help="replace --out when it exists")
     p.add_argument("--format", choices=("beir", "trec", "csv"),
