@@ -161,7 +161,7 @@ def _refused(path) -> str:
 
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("size = 20", "sise = 20",
-     "field 'pool.sise': unknown key (known: retrievers, rrf_k, rule, size)"),
+     "field 'pool.sise': unknown key (known: dense, retrievers, rrf_k, rule, size)"),
     ("synthetic = true", "synthetic = true\nsynthetc = true", "field 'suite.synthetc': unknown key"),
     ("grade_positive = 1", "grade_positive = 1\ngrade_postive = 2",
      "field 'source.grade_postive': unknown key"),

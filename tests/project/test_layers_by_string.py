@@ -214,7 +214,7 @@ def test_the_old_demo_spec_is_refused(tmp_path):
         "demo.toml [source.read]: rcp_data.sources names 'rcp_data.demo.suite:read_suite': "
         "rcp_data.demo is above rcp_data.sources",
         "demo.toml [source.read]: 'rcp_data.demo.suite:read_suite' is not a reader of "
-        "rcp_data.sources.registry (bright, demo, nanobeir, trecdl, vidore)"]
+        "rcp_data.sources.registry (bright, demo, local, nanobeir, trecdl, vidore)"]
 
 
 @pytest.mark.parametrize("module, line, expected", [
@@ -286,7 +286,7 @@ def test_a_registered_reader_and_an_unknown_name(monkeypatch, tmp_path):
     assert registry.read_suite(spec_reading("mine"), {"seed": "1"}) == "read"
     assert calls == [{"seed": "1"}] and "mine" in registry.reader_names()
     with pytest.raises(UsageError, match=r"names the source reader 'nope' .*demo\.toml.*which is "
-                       r"not one of bright, demo, mine, nanobeir, trecdl, vidore"):
+                       r"not one of bright, demo, local, mine, nanobeir, trecdl, vidore"):
         registry.get_reader(spec_reading("nope"))
 
 

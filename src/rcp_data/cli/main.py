@@ -32,6 +32,7 @@ from rcp_data.core.hub_client import HubClient, redact
 COMMAND_MODULES = (
     "demo",
     "build",
+    "suite",
     "text",
     "calibrate",
     "recalibrate",

@@ -14,8 +14,10 @@ once: :func:`positive_mask` (``grade >= [source] grade_positive``), for every co
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +51,7 @@ def builders_dir() -> Path:
 
 
 UPSTREAM_KEYS = ("queries", "qrels")   # the upstream counts a spec may state
+LOCAL_FORMATS = ("", "beir", "trec", "csv", "irds")   # [source] format of local files
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,9 @@ class PoolSpec:
     size: int = 150
     retrievers: tuple[str, ...] = ("embed_v4", "bm25", "octen")
     rrf_k: int = 60
+    # dense retrievers the build computes when no run is given: {retriever: sentence-transformers
+    # model (a local path or a cached Hub id)} (rcp_data.stages.dense)
+    dense: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,21 @@ class SourceSpec:
     extra_judged_queries: str | None = None   # judged, never released (TREC-DL's dev queries)
     raw_collection_hint: str = ""       # the raw upstream file a repair check reads
     prompts: dict[str, str] = field(default_factory=dict, hash=False)  # {task: query prompt}
+    # local files (``read = "local"``, rcp_data.sources.local_files): the data folder (relative
+    # to the spec file), its format and, for tables holding every subset, the subset column
+    path: str = ""
+    format: str = ""                    # beir | trec | csv | irds
+    subset_column: str = ""
+
+
+JUDGE_PRESETS = ("full", "reduced", "stage-b-only")   # the judging schedules' presets
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """``[judge]``: how the suite's pools are judged by default."""
+
+    preset: str = "full"                # full | reduced | stage-b-only
 
 
 # -- [card]: facts the dataset card prints, never used to shape data --------------------------------
@@ -183,6 +204,11 @@ class CardSpec:
     instructions: InstructionsCard = field(default_factory=InstructionsCard)
     # values of the published card to compare a build against; neither printed nor used
     reference: dict[str, ReferenceValue] = field(default_factory=dict, hash=False)
+    # a suite of one's own (``rcp-data suite init``): what the data is, how to cite it, where
+    # it comes from
+    description: str = ""
+    citation: str = ""                  # a BibTeX entry
+    links: tuple[str, ...] = ()         # source links (URLs)
 
 
 def positive_mask(scores, grade_positive: int) -> np.ndarray:
@@ -208,6 +234,7 @@ class SuiteSpec:
     pool: PoolSpec
     corpus: CorpusSpec
     source: SourceSpec = field(default_factory=SourceSpec)
+    judge: JudgeSpec = field(default_factory=JudgeSpec)
     paper_view: str = "subsets"
     paper_revision: str | None = None
     paper_key: str | None = None
@@ -225,6 +252,9 @@ class SuiteSpec:
     # shape data (rcp_data.documents.card_facts reads them)
     card: CardSpec = field(default_factory=CardSpec, compare=False, hash=False)
     path: str = ""
+    # keys whose value is still a TODO marker (``rcp-data suite init`` leaves them): a build
+    # refuses to prepare a release for publishing while any is left (:func:`check_no_todo`)
+    todo: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     # -- names ---------------------------------------------------------------------------
     @property
@@ -367,10 +397,63 @@ def _merged(base: dict, over: dict) -> dict:
 
 # the tables of a suite spec, and of the shared files it names
 SPEC_TABLES = ("suite", "rerankers", "pool", "corpus", "source", "upstream", "subsets",
-               "domains", "views", "card")
+               "domains", "views", "card", "judge")
 # SuiteSpec fields a spec's other tables fill (never keys of [suite])
 _NOT_SUITE_KEYS = ("subsets", "rerankers", "pool", "corpus", "source", "domains",
-                   "view_languages", "upstream", "card", "path")
+                   "view_languages", "upstream", "card", "path", "todo", "judge")
+TODO = "TODO"   # a value that starts with it is a marker left to fill in
+
+
+def todo_keys(raw: object, where: str = "") -> list[str]:
+    """The dotted keys of ``raw`` (a parsed TOML table) whose value starts with :data:`TODO`."""
+    if isinstance(raw, str):
+        return [where] if raw.strip().startswith(TODO) else []
+    if isinstance(raw, dict):
+        return [k for key, v in raw.items() for k in todo_keys(v, key_of(where, key))]
+    if isinstance(raw, list):
+        return [k for i, v in enumerate(raw) for k in todo_keys(v, f"{where}[{i}]")]
+    return []
+
+
+def dense_name(model: str) -> str:
+    """The retriever key of a dense model: ``KEY=MODEL`` gives KEY; else the model's last path
+    part, lower-case, ``_`` for other characters (``sentence-transformers/all-MiniLM-L6-v2`` ->
+    ``all_minilm_l6_v2``; a folder named ``model`` is named by its parent)."""
+    if "=" in model:
+        return dense_name(model.split("=", 1)[0])
+    base = Path(model.rstrip("/")).name
+    if base == "model":
+        base = Path(model.rstrip("/")).parent.name
+    key = re.sub(r"[^0-9a-z]+", "_", base.lower()).strip("_")
+    if not key or key == "bm25":
+        raise UsageError(f"cannot name a retriever after the model {model!r}; give KEY=MODEL")
+    return key
+
+
+def with_dense(spec: SuiteSpec, models: Sequence[str]) -> SuiteSpec:
+    """``spec`` with the dense models ``[KEY=]MODEL`` (``--dense``) as the models of its
+    ``[pool] retrievers`` of those keys. A key the spec does not fuse is refused: a release
+    fuses the retrievers its spec names, or ``verify`` could not re-fuse it."""
+    dense = dict(spec.pool.dense)
+    for item in models:
+        key = dense_name(item)
+        model = item.split("=", 1)[1] if "=" in item else item
+        if key not in spec.pool.retrievers:
+            raise UsageError(f"--dense {item}: {key!r} is not one of the retrievers the suite "
+                             f"fuses ({', '.join(spec.pool.retrievers)}); add it to [pool] "
+                             f"retrievers of {spec.path or spec.name} (rcp-data suite init "
+                             "--dense writes it), or give KEY=MODEL for one of them")
+        dense[key] = model
+    return replace(spec, pool=replace(spec.pool, dense=dense))
+
+
+def check_no_todo(spec: SuiteSpec, given: Sequence[str] = ()) -> None:
+    """Refuse a spec that still holds TODO markers (one line naming the file and each key);
+    ``given``: keys a command line option fills in (``--repo``: ``suite.repo``)."""
+    left = [k for k in spec.todo if k not in given]
+    if left:
+        raise InputError(f"the spec still holds TODO markers, fill them in before preparing a "
+                         f"release: {', '.join(left)}", path=spec.path, field=left[0])
 
 
 @dataclass(frozen=True)
@@ -442,6 +525,9 @@ def _check_source(source: SourceSpec, names: set[str], path: str) -> None:
         raise InputError(f"the positive grade must be at least 1 (0 is a pooled document "
                          f"without a label){top}, got {source.grade_positive}", path=path,
                          field="source.grade_positive")
+    if source.format not in LOCAL_FORMATS:
+        raise InputError(f"must be one of {', '.join(f for f in LOCAL_FORMATS if f)}",
+                         path=path, field="source.format")
     allowed = source.allow_empty_documents
     if isinstance(allowed, bool):
         return
@@ -508,6 +594,10 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         subsets = tuple(_subset(s, f"subsets[{i}]", where)
                         for i, s in enumerate(_list_of_tables(raw, "subsets", where)))
     pool = from_table(PoolSpec, raw.get("pool", {}), path=where, where="pool")
+    stray = sorted(set(pool.dense) - set(pool.retrievers))
+    if stray:
+        raise InputError(f"is not one of [pool] retrievers {list(pool.retrievers)}", path=where,
+                         field=f"pool.dense.{stray[0]}")
     corpus = from_table(CorpusSpec, raw.get("corpus", {}), path=where, where="corpus")
     if suite.get("paper_tie_rule") not in TIE_RULES:
         raise InputError(f"must be one of {TIE_RULES}", path=where, field="suite.paper_tie_rule")
@@ -515,17 +605,23 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         raise InputError(f"must be one of {VIEWS}", path=where, field="suite.paper_view")
     source = from_table(SourceSpec, raw.get("source", {}), path=where, where="source")
     _check_source(source, {s.name for s in subsets} | {d.name for d in domains}, where)
+    judge = from_table(JudgeSpec, raw.get("judge", {}), path=where, where="judge")
+    if judge.preset not in JUDGE_PRESETS:
+        raise InputError(f"must be one of {', '.join(JUDGE_PRESETS)}", path=where,
+                         field="judge.preset")
     return SuiteSpec(
         subsets=subsets,
         rerankers=rerankers,
         pool=pool,
         corpus=corpus,
         source=source,
+        judge=judge,
         upstream=_upstream(raw.get("upstream", {}), where, "upstream"),
         card=card,
         domains=domains,
         view_languages=view_languages,
         path=where,
+        todo=tuple(todo_keys(raw)),
         **suite,
     )
 

@@ -56,10 +56,25 @@ def _latent(rng: np.random.Generator, qids: list[str], doc_ids: np.ndarray, qrel
     return pd.DataFrame(rows, columns=["query-id", "corpus-id", "rel"])
 
 
+def _graded_latent(rng: np.random.Generator, pairs: pd.DataFrame, qrels: pd.DataFrame
+                   ) -> pd.DataFrame:
+    """A hidden relevance for given (query, document) pairs (positives higher)."""
+    graded = pairs.merge(qrels[["query-id", "corpus-id", "score"]], how="left",
+                         on=["query-id", "corpus-id"])
+    g = graded["score"].fillna(0).to_numpy(dtype=np.float64)
+    rel = np.where(g > 0, rng.normal(0.8 + 0.8 * g, 0.6), rng.normal(-1.5, 1.0, len(g)))
+    return pairs.assign(rel=rel)
+
+
 def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, seed: int = 7,
                            depth: int | None = None,
-                           n_rerankers: int = 4, placements: int = 2) -> Path:
-    """Write ``out/{judge,first_stage,runs}`` for every subset of ``source``."""
+                           n_rerankers: int = 4, placements: int = 2,
+                           first_stage: dict[str, pd.DataFrame] | None = None) -> Path:
+    """Write ``out/{judge,first_stage,runs}`` for every subset of ``source``.
+
+    ``first_stage``: real first-stage runs (``query-id, corpus-id, score[, rank, split]`` per
+    retriever, e.g. ``rcp-data suite first-stage``'s): the SYNTHETIC judge then judges the pools
+    they make, and they are written as they are; without, SYNTHETIC runs are drawn."""
     rng = np.random.default_rng(seed)
     depth = depth or min(spec.pool.size + 20, 2 * spec.pool.size)
     out = Path(out)
@@ -75,9 +90,21 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
         never = set(sub.notes.get("empty_ids", []))
         doc_ids = np.asarray([d for d in sub.corpus.to_frame(["id"])["id"].astype(str)
                               if d not in never])
-        lat = _latent(rng, qids, doc_ids, sub.qrels, depth)
         sub_runs = []
-        for i, r in enumerate(spec.pool.retrievers):
+        if first_stage is not None:
+            for r in spec.pool.retrievers:
+                given = first_stage[r]
+                if "split" in given.columns:
+                    given = given[given["split"].astype(str) == split]
+                given = given[given["query-id"].astype(str).isin(set(qids))]
+                sub_runs.append(normalize_run(given.drop(columns=["split"], errors="ignore"), r))
+                fs[r].append(given.assign(split=split))
+            seen = pd.concat(sub_runs)[["query-id", "corpus-id"]].drop_duplicates()
+            lat = _graded_latent(rng, seen, sub.qrels.astype({"query-id": str,
+                                                              "corpus-id": str}))
+        else:
+            lat = _latent(rng, qids, doc_ids, sub.qrels, depth)
+        for i, r in enumerate(spec.pool.retrievers if first_stage is None else ()):
             noisy = lat.assign(score=np.round(lat["rel"] + rng.normal(0, 0.7 + 0.2 * i, len(lat)),
                                               6))
             run = normalize_run(noisy[["query-id", "corpus-id", "score"]], r)

@@ -254,7 +254,14 @@ def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list
     """Paragraphs of *Licence and attribution*."""
     lines = []
     up = facts.upstream
-    if spec.synthetic or not up:
+    own = spec.card   # a suite of one's own (rcp-data suite init): what it is, where it is from
+    if own.description:
+        lines.append(own.description.strip())
+    if own.links:
+        lines.append("Source: " + ", ".join(f"<{u}>" for u in own.links) + ".")
+    if not spec.synthetic and not up:
+        lines.append(f"Licence: `{spec.license}` (as the suite's spec declares it).")
+    elif spec.synthetic or not up:
         lines.append(f"Licence: `{spec.license}`. The data is SYNTHETIC and derives from no "
                      "upstream dataset.")
     else:
@@ -278,6 +285,8 @@ def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list
     if facts.citations and not spec.synthetic:
         cite += " together with MTEB and the upstream datasets" if any(
             "mteb" in k for k in facts.citations) else " together with the upstream datasets"
+    elif own.citation:
+        cite += " together with the benchmark"
     lines.append(cite + ":")
     return lines
 
@@ -285,14 +294,15 @@ def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list
 def citation_text(facts: CardFacts, spec: SuiteSpec) -> str:
     """The BibTeX block: RCP-nDCG, then the spec's upstream entries."""
     text = template_text("rcp_citation.bib").strip()
+    own = [spec.card.citation.strip()] if spec.card.citation.strip() else []
     if spec.synthetic:
-        return text + "\n"
+        return "\n\n".join([text, *own]) + "\n"
     entries = bib_entries()
     missing = [k for k in facts.citations if k not in entries]
     if missing:
         raise InputError(f"no BibTeX entry {missing[0]!r} in templates/citations.bib",
                          path=spec.path, field="card.citations")
-    return "\n\n".join([text, *(entries[k] for k in facts.citations)]) + "\n"
+    return "\n\n".join([text, *(entries[k] for k in facts.citations), *own]) + "\n"
 
 
 def bib_entries() -> dict[str, str]:

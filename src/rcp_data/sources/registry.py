@@ -47,6 +47,12 @@ def _demo(spec: SuiteSpec, options: dict) -> SuiteSource:
     return read_suite(spec, options)
 
 
+def _local(spec: SuiteSpec, options: dict) -> SuiteSource:
+    from rcp_data.sources.local_files import read_suite
+
+    return read_suite(spec, options)
+
+
 # the packaged suites' readers, by the name their spec's ``[source] read`` gives
 PACKAGED: dict[str, Reader] = {
     "trecdl": _trecdl,
@@ -54,6 +60,7 @@ PACKAGED: dict[str, Reader] = {
     "bright": _bright,
     "vidore": _vidore,
     "demo": _demo,
+    "local": _local,    # local files (BEIR, TREC, CSV): every suite of one's own
 }
 _registered: dict[str, Reader] = {}
 

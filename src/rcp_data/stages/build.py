@@ -69,19 +69,28 @@ class SubsetBuild:
     bt: pd.DataFrame | None = None
 
 
+def computed_run(spec: SuiteSpec, source: SubsetSource, retriever: str) -> pd.DataFrame:
+    """A first-stage run the build computes when none is given: BM25 (bm25s) or a dense
+    retriever of ``[pool] dense`` (:mod:`rcp_data.stages.dense`), ``[pool] size`` deep."""
+    if retriever in spec.pool.dense:
+        from rcp_data.stages.dense import dense_run, spec_model
+
+        return dense_run(source.corpus, source.queries, spec_model(spec, retriever),
+                         depth=spec.pool.size, retriever=retriever)
+    from rcp_data.stages.bm25 import bm25_run  # optional stage: only when no run is given
+
+    run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
+    return run[run["query-id"].isin(set(source.queries["id"]))]
+
+
 def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
-    """The subset's first-stage runs (BM25 computed with bm25s when not given)."""
+    """The subset's first-stage runs (BM25 and ``[pool] dense`` computed when not given)."""
     qids = set(source.queries["id"])
     parts = []
     for retriever in spec.pool.retrievers:
         run = inputs.first_stage.get(retriever)
-        if run is None and retriever in COMPUTED_RETRIEVERS:
-            from rcp_data.stages.bm25 import (
-                bm25_run,  # optional stage: only when no BM25 run is given
-            )
-
-            run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
-            parts.append(run[run["query-id"].isin(qids)])
+        if run is None and (retriever in COMPUTED_RETRIEVERS or retriever in spec.pool.dense):
+            parts.append(computed_run(spec, source, retriever))
             continue
         if run is None:
             continue

@@ -26,8 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a release directory of a suite",
                        description="Read a suite's sources and a judge run's builder inputs, "
                        "and write a publishable release directory in the published layout.")
-    p.add_argument("suite", type=suite_key,
-                   help="suite name (demo, trecdl, nanobeir, bright, vidore-v3)")
+    p.add_argument("suite", type=suite_key, nargs="?",
+                   help="suite name (demo, trecdl, nanobeir, bright, vidore-v3, or a spec in "
+                   "$RCP_DATA_BUILDERS)")
+    p.add_argument("--spec", type=Path, metavar="FILE",
+                   help="the suite's spec file, instead of a suite name (rcp-data suite init "
+                   "writes one)")
+    p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
+                   help="the sentence-transformers model (a local folder or a cached Hub id) "
+                   "of a dense retriever the spec fuses, computed when no run is given "
+                   "(repeatable)")
     p.add_argument("--inputs", type=Path, required=True,
                    help="builder inputs folder (judge/, first_stage/, runs/)")
     p.add_argument("--out", type=Path, required=True,
@@ -58,16 +66,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
-    spec_name = args.suite
-    if not args.repo and spec_name != DEMO_SUITE and not args.no_prepare:
+    if (args.suite is None) == (args.spec is None):
+        raise UsageError("name a suite or give --spec FILE (one of the two)")
+    spec_name = args.suite or str(args.spec)
+    if not args.repo and spec_name != DEMO_SUITE and not args.no_prepare and args.spec is None:
         raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
                          "release is for (only the demo suite defaults to its own repo)")
     require_extra("build")
-    from rcp_data.core.specs import load_spec
+    from rcp_data.core.specs import check_no_todo, load_spec, load_spec_file, with_dense
     from rcp_data.release.cut import build_release_dir, project_history
 
     options = source_options(args)
-    spec = load_spec(spec_name)
+    spec = load_spec_file(args.spec) if args.spec else load_spec(spec_name)
+    if args.dense:
+        spec = with_dense(spec, args.dense)
+    if spec.pool.dense:
+        require_extra("dense")
+    if not args.no_prepare:
+        # a release to publish carries no TODO marker (--repo fills in [suite] repo)
+        check_no_todo(spec, given=("suite.repo",) if args.repo else ())
     repo = args.repo or spec.repo
     previous = None
     if not args.no_prepare:

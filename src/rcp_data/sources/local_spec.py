@@ -1,0 +1,223 @@
+"""The spec of a benchmark of one's own, written from what its data folder holds.
+
+:func:`spec_text` turns :func:`~rcp_data.sources.local_files.inspect_folder`'s findings and the
+user's answers (:class:`SpecAnswers`) into a suite spec (TOML) that
+:func:`rcp_data.core.specs.load_spec_file` reads back. What is not given is left as a TODO
+marker (``"TODO: ..."``): the spec loads and builds with ``--no-prepare``, but a build refuses to
+prepare a release for publishing until every marker is filled in
+(:func:`rcp_data.core.specs.check_no_todo`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import JUDGE_PRESETS, TIE_RULES, TODO, dense_name
+from rcp_data.sources.local_files import READER, Found
+
+DEFAULT_POOL_SIZE = 150
+
+
+@dataclass(frozen=True)
+class SpecAnswers:
+    """What ``suite init`` asks; None (or empty): left as a TODO marker, or the default."""
+
+    grade_positive: int | None = None   # required
+    tie_rule: str = "doc-id"            # trec_eval's convention
+    judge_preset: str = "full"
+    pool_size: int = DEFAULT_POOL_SIZE
+    license: str | None = None
+    citation: str | None = None         # a BibTeX entry
+    description: str | None = None
+    links: tuple[str, ...] = ()
+    repo: str | None = None
+    dense: tuple[str, ...] = ()         # [KEY=]MODEL: sentence-transformers (paths or Hub ids)
+    language: str = "en"
+    synthetic: bool = False
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)   # a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^0-9A-Za-z]+", name) if p)
+
+
+def retriever_order(dense: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """The fused retrievers in the paper's order (a dense one, BM25, the other dense ones)
+    and the dense models by retriever key."""
+    models = {}
+    for item in dense:
+        key = dense_name(item)
+        model = item.split("=", 1)[1] if "=" in item else item
+        if key in models:
+            raise UsageError(f"two dense models get the retriever name {key!r}")
+        models[key] = model
+    keys = list(models)
+    return keys[:1] + ["bm25"] + keys[1:], models
+
+
+def _todo(value: str | None, what: str) -> str:
+    return value if value else f"{TODO}: {what}"
+
+
+def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) -> str:
+    """The TOML of suite ``name`` for the data ``found``, written to ``spec_path``."""
+    a = answers
+    if a.tie_rule not in TIE_RULES:
+        raise UsageError(f"unknown tie rule {a.tie_rule!r}; choose one of {', '.join(TIE_RULES)}")
+    if a.judge_preset not in JUDGE_PRESETS:
+        raise UsageError(f"unknown judge preset {a.judge_preset!r}; choose one of "
+                         f"{', '.join(JUDGE_PRESETS)}")
+    if a.pool_size < 1:
+        raise UsageError(f"the pool size must be at least 1, got {a.pool_size}")
+    lo, hi = found.grades
+    positive = a.grade_positive
+    if positive is None:
+        raise UsageError("which grade is positive? give --grade-positive N (the lowest grade "
+                         f"that is a positive label; the data's grades are {lo}..{hi})")
+    if not 1 <= positive <= hi:
+        raise UsageError(f"the positive grade must be in 1..{hi} (the data's grades are "
+                         f"{lo}..{hi}), got {positive}")
+    retrievers, dense = retriever_order(a.dense)
+    try:
+        data = os.path.relpath(found.root.resolve(), spec_path.resolve().parent)
+    except ValueError:   # another drive
+        data = str(found.root.resolve())
+    short = _camel(name)
+    counts = ", ".join(f"{g}: {n}" for g, n in found.grade_counts.items())
+    lines = [
+        f"# Suite {name!r}: written by `rcp-data suite init` from {found.root}.",
+        f"# {len(found.subsets)} subset(s), format {found.format}; qrels grades {lo}..{hi} "
+        f"(counts {counts}).",
+        "# Fill in every TODO marker: `rcp-data build` refuses to prepare a release while one "
+        "is left.",
+        "[suite]",
+        f"name = {_toml(name)}",
+        f"pretty_name = {_toml(f'RCP-nDCG {name}' + (' (SYNTHETIC data)' if a.synthetic else ''))}",
+        f"title = {_toml(name)}",
+        f"repo = {_toml(_todo(a.repo, 'the Hub dataset repo OWNER/NAME'))}",
+        f"split = {_toml('test')}",
+        f"paper_tie_rule = {_toml(a.tie_rule)}",
+        f"synthetic = {_toml(a.synthetic)}",
+        f"license = {_toml(_todo(a.license, 'the licence of the data (an SPDX id, e.g. cc-by-4.0)'))}",
+        f"languages = {_toml([a.language])}",
+        'task_categories = ["text-retrieval"]',
+        'modalities = ["text"]',
+        'task_versioning = "suffix"',
+        'mteb_floor = "2.0.1"',
+        "",
+        "[judge]",
+        f"preset = {_toml(a.judge_preset)}",
+        "",
+        "[pool]",
+        'rule = "top-k-inject"',
+        f"size = {a.pool_size}",
+        f"retrievers = {_toml(retrievers)}   # fused by RRF in this order",
+        "rrf_k = 60",
+        "",
+    ]
+    if dense:
+        lines += ["[pool.dense]   # computed by the build when no run is given"]
+        lines += [f"{key} = {_toml(model)}" for key, model in dense.items()] + [""]
+    lines += [
+        "[corpus]",
+        'layout = "per-subset"',
+        'provenance_split = "subset"',
+        "",
+        "[source]",
+        f"read = {_toml(READER)}",
+        f"reader = {_toml(f'local files ({found.format})')}",
+        *([] if found.format == "irds" else
+          [f"path = {_toml(data)}   # the data folder, relative to this file"]),
+        f"format = {_toml(found.format)}",
+        *([f"subset_column = {_toml(found.subset_column)}"] if found.subset_column else []),
+        f"grades = {_toml([lo, hi])}",
+        f"grade_positive = {positive}   # the lowest grade that is a positive label",
+        "",
+        "[card]",
+        f"description = {_toml(_todo(a.description, 'what the benchmark is, in a paragraph'))}",
+        f"citation = {_toml(_todo(a.citation, 'a BibTeX entry of the benchmark'))}",
+        f"links = {_toml(list(a.links) or [f'{TODO}: the source links of the data'])}",
+        "",
+    ]
+    for sub in found.subsets:
+        lines += [
+            "[[subsets]]",
+            f"name = {_toml(sub.name)}",
+            f"label = {_toml(sub.name)}",
+            f"task = {_toml(short + _camel(sub.name))}",
+            f"source = {_toml(sub.source)}",
+            f"upstream = {{ queries = {sub.queries} }}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def open_todos(text: str) -> list[str]:
+    """The TODO markers of a spec's text, one per line holding one (comments included)."""
+    return [ln.strip() for ln in text.splitlines() if TODO in ln]
+
+
+__all__ = ["SpecAnswers", "open_todos", "retriever_order", "spec_text"]
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What :func:`init_suite` wrote: the spec file, what it found, the TODO markers left."""
+
+    path: Path
+    found: Found
+    todos: tuple[str, ...]
+
+
+def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
+               fmt: str | None = None, subset_column: str = "", split: str = "test",
+               force: bool = False) -> InitResult:
+    """Inspect ``data`` (a folder, or ``irds:ID[,ID...]``) and write the spec of suite ``name``
+    to ``out`` (new, or ``force``);
+    the spec is read back (every key checked) before the file is put in place."""
+    from rcp_data.core.specs import load_spec_file
+    from rcp_data.sources.local_files import IRDS, inspect_folder, inspect_irds, subset_name
+
+    if subset_name(name) != name:
+        raise UsageError(f"a suite name holds lower-case letters, digits and '_' only, e.g. "
+                         f"{subset_name(name)!r}")
+    out = Path(out)
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; give --force to replace it")
+    if str(data).startswith(IRDS):
+        found = inspect_irds([i for i in str(data)[len(IRDS):].split(",") if i])
+    else:
+        found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column)
+    dense = tuple(f"{m.split('=', 1)[0]}={Path(m.split('=', 1)[1]).resolve()}"
+                  if "=" in m and Path(m.split("=", 1)[1]).is_dir()
+                  else str(Path(m).resolve()) if Path(m).is_dir() else m for m in answers.dense)
+    text = spec_text(name, found, replace(answers, dense=dense), out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        spec = load_spec_file(tmp)
+    except Exception:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    return InitResult(out, found, spec.todo)
+
+
+__all__ += ["InitResult", "init_suite"]
