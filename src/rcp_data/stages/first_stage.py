@@ -22,8 +22,8 @@ from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.tables import write_parquet
 from rcp_data.sources.base import SuiteSource
 from rcp_data.stages.build import computed_run
+from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_source
 from rcp_data.stages.pools import build_pools, rrf_fuse
-from rcp_data.stages.validate import COMPUTED_RETRIEVERS, validate_source
 
 log = logging.getLogger(__name__)
 
