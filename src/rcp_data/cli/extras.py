@@ -10,6 +10,7 @@ from rcp_data.core.errors import UsageError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "build": ("ir_datasets", "ftfy", "bm25s", "Stemmer", "PIL"),
     "calibrate": ("torch",),
+    "judge": ("aiohttp",),
 }
 
 

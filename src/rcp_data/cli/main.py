@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "build",
     "text",
     "calibrate",
+    "judge",
     "recalibrate",
     "replay",
     "score",
