@@ -186,9 +186,8 @@ class Judging:
             if failed:
                 raise failed[0]
             answers = {win.seq: v for win, v in zip(batch, values, strict=True)}
-            try:
-                batch = await loop.run_in_executor(executor, gen.send, answers)
-            except StopIteration:
+            batch = await loop.run_in_executor(executor, _step, gen, answers)
+            if batch is None:
                 return
 
     def planned_windows(self) -> int:
@@ -216,6 +215,15 @@ class Judging:
                 raise r
         self.summary.seconds = time.monotonic() - started
         return self.summary
+
+
+def _step(gen, answers):
+    """The scheduler's next batch, None when it is done (a StopIteration cannot cross an
+    executor's future)."""
+    try:
+        return gen.send(answers)
+    except StopIteration:
+        return None
 
 
 def _one_blas_thread() -> None:
