@@ -16,7 +16,6 @@ from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_po
 from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
 from rcp_data.stages.judging.prompts import load_prompts
 from rcp_data.stages.judging.settings import make_schedule
-from rcp_data.stages.judging.store import Store
 from rcp_data.stages.judging.tables import export_tables
 
 
@@ -46,13 +45,11 @@ def run_simulated(pool: JudgePool, url: str, store: Path, out: Path, *, preset: 
     client = ChatClient(ClientSettings(model=model, urls=urls or [url], timeout=timeout,
                                        retries=6, backoff_base=0.02, park_min=0.05,
                                        park_max=0.2, outage_wait=30))
-    client.replicas[0].backoff = 0.05
     for r in client.replicas:
         r.backoff = 0.05
     identity = judge_identity(model, "", prompts, schedule, pool, run, 1.0)
-    with Store(store, identity) as st:
-        summary = asyncio.run(judge_pool(pool, prompts, schedule, st, client,
-                                         TokenCounter(None), run))
+    summary = asyncio.run(judge_pool(pool, prompts, schedule, store, identity, client,
+                                     TokenCounter(None), run))
     export_tables(store, out, [q.key for q in pool.queries])
     return summary
 

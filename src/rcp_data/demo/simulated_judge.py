@@ -35,7 +35,7 @@ def passage_key(text: str) -> str:
 
 @dataclass
 class SimulatedJudge:
-    relevance: dict[tuple[str, str], float]  # (query text, passage key) -> planted relevance
+    relevance: dict[tuple[str, str], float] = field(default_factory=dict)  # (query, key)
     noise: float = 0.6
     malformed: float = 0.0  # share of answers that fail validation
     faults: float = 0.0  # share of requests that fail (429, 500, reset, hang in turn)
@@ -45,13 +45,21 @@ class SimulatedJudge:
     beta: tuple = BETA
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
 
+    def planted(self, query: str, key: str) -> float:
+        """The planted relevance; a passage not given one gets a fixed value drawn from its
+        hash (so any pool, e.g. the demo's, can be judged)."""
+        if (query, key) in self.relevance:
+            return self.relevance[(query, key)]
+        h = int(hashlib.sha256(f"{query}\x1f{key}".encode()).hexdigest()[:12], 16)
+        return float(np.random.default_rng(h).normal(0.0, 1.5))
+
     def answer(self, prompt: str, seed: int) -> tuple[str, str]:
         """The answer text and finish_reason of one request."""
         query = re.search(r"^Query: (.*)$", prompt, re.MULTILINE).group(1).strip()
         body = prompt.split("Passages:\n", 1)[1].rsplit("\n\nAnswer with", 1)[0]
         parts = _PASSAGE.split(body)[1:]
         passages = [parts[i + 1] for i in range(0, len(parts), 2)]
-        rel = np.array([self.relevance.get((query, passage_key(p)), -3.0) for p in passages])
+        rel = np.array([self.planted(query, passage_key(p)) for p in passages])
         rng = np.random.default_rng([seed, int(hashlib.sha256(prompt.encode()).hexdigest()[:8],
                                                16)])
         stage_b = "yes/no questions" in prompt

@@ -142,7 +142,6 @@ def handle_run(args: argparse.Namespace) -> int:
     from rcp_data.stages.judging.client import ChatClient, ClientSettings
     from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool
     from rcp_data.stages.judging.prompts import load_prompts
-    from rcp_data.stages.judging.store import Store
     from rcp_data.stages.judging.tables import export_tables
 
     prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
@@ -162,8 +161,8 @@ def handle_run(args: argparse.Namespace) -> int:
     _check_budgets(pool, prompts, schedule, counter, run)
     identity = judge_identity(args.model, args.judge_revision, prompts, schedule, pool, run,
                               args.temperature)
-    with Store(args.store, identity) as store:
-        summary = asyncio.run(judge_pool(pool, prompts, schedule, store, client, counter, run))
+    summary = asyncio.run(judge_pool(pool, prompts, schedule, args.store, identity, client,
+                                     counter, run))
     synthetic = "SIMULATED" in args.model or release.synthetic
     judge = {"model": args.model, "revision": args.judge_revision,
              "short": args.model.split("/")[-1][:24]}

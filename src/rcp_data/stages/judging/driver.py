@@ -234,10 +234,12 @@ def _one_blas_thread() -> None:
         threadpool_limits(1)
 
 
-async def judge_pool(pool: JudgePool, prompts: Prompts, schedule: Schedule, store: Store,
-                     client: ChatClient, counter: TokenCounter, run: RunSettings
-                     ) -> RunSummary:
-    """Check the endpoint, then judge every query (see the module docstring)."""
+async def judge_pool(pool: JudgePool, prompts: Prompts, schedule: Schedule, store_root,
+                     identity: dict, client: ChatClient, counter: TokenCounter,
+                     run: RunSettings) -> RunSummary:
+    """Check the endpoint (before anything is written), open the store, judge every query."""
     async with client:
         await client.check_models()
-        return await Judging(pool, prompts, schedule, store, client, counter, run).run_all()
+        with Store(store_root, identity) as store:
+            return await Judging(pool, prompts, schedule, store, client, counter,
+                                 run).run_all()

@@ -1,0 +1,86 @@
+"""``rcp-data judge`` on the demo release's pools, against the SIMULATED server."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from rcp_data.cli.main import main
+from rcp_data.demo.simulated_judge import MODEL, ServerThread, SimulatedJudge
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerThread(SimulatedJudge(malformed=0.05)) as srv:
+        yield srv
+
+
+def _run(release, server, tmp_path, *extra, store="store", model=MODEL):
+    return main(["-q", "judge", "run", "--pool", str(release), "--store", str(tmp_path / store),
+                 "--out", str(tmp_path / "out"), "--endpoint", server.url, "--model", model,
+                 "--limit-queries", "3", "--no-progress", "--context-tokens", "4096", *extra])
+
+
+def test_run_status_resume_reparse_and_calibrate(demo_release_v1, server, tmp_path, capsys):
+    assert _run(demo_release_v1, server, tmp_path) == 0
+    t = pd.read_parquet(tmp_path / "out/judge/tournament.parquet")
+    c = pd.read_parquet(tmp_path / "out/judge/criteria.parquet")
+    assert t["query-id"].nunique() == 3 and c["query-id"].nunique() == 3
+    assert list(t.columns) == ["query-id", "call_index", "phase", "position", "corpus-id",
+                               "judge_rank", "score", "finish_reason"]
+    assert list(c.columns) == ["query-id", "call_index", "corpus-id", "C1", "C2", "C3", "C4",
+                               "C5", "finish_reason"]
+    judge = json.loads((tmp_path / "out/judge/judge.json").read_text())
+    assert judge["model"] == MODEL and judge["synthetic"] is True
+    rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
+    assert len(rec["identity"]["prompts"]["prompt_a_sha256"]) == 64
+    assert rec["usage"]["A"]["input_tokens"] > 0 and rec["usage"]["B"]["calls"] >= 3 * 13
+    capsys.readouterr()
+    # a second run asks nothing and writes the same tables
+    before = server.judge.stats["requests"]
+    assert _run(demo_release_v1, server, tmp_path) == 0
+    assert server.judge.stats["requests"] == before
+    pd.testing.assert_frame_equal(t, pd.read_parquet(tmp_path / "out/judge/tournament.parquet"))
+    assert main(["judge", "status", "--store", str(tmp_path / "store")]) == 0
+    assert "Stage A:" in capsys.readouterr().out
+    assert main(["judge", "reparse", "--store", str(tmp_path / "store"), "--out",
+                 str(tmp_path / "re")]) == 0
+    assert "same" in capsys.readouterr().out
+    assert main(["-q", "calibrate", "--criteria", str(tmp_path / "out/judge/criteria.parquet"),
+                 "--tournament", str(tmp_path / "out/judge/tournament.parquet"), "--out",
+                 str(tmp_path / "cal"), "--no-progress"]) == 0
+    assert (tmp_path / "cal/thetas.parquet").exists()
+
+
+def test_plan_reads_the_release(demo_release_v1, capsys):
+    assert main(["judge", "plan", "--pool", str(demo_release_v1), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["preset"] == "full" and r["input_tokens"]["A"] > 0
+
+
+@pytest.mark.parametrize("case", ["model", "endpoint", "rubric", "context"])
+def test_bad_input_one_line_exit_2_nothing_written(demo_release_v1, server, tmp_path, capsys,
+                                                   case):
+    extra, kw = [], {}
+    if case == "model":
+        kw["model"] = "no-such-model"
+    elif case == "endpoint":
+        extra = ["--endpoint", "http://127.0.0.1:9/v1"]
+    elif case == "rubric":
+        bad = tmp_path / "r.json"
+        bad.write_text('[{"id": "C1", "name": "a", "question": "b"},'
+                       ' {"id": "C1", "name": "c", "question": "d"}]')
+        extra = ["--rubric", str(bad)]
+    else:
+        extra = ["--context-tokens", "600"]
+    if case == "endpoint":
+        code = main(["-q", "judge", "run", "--pool", str(demo_release_v1), "--store",
+                     str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
+                     "http://127.0.0.1:9/v1", "--model", MODEL, "--no-progress"])
+    else:
+        code = _run(demo_release_v1, server, tmp_path, *extra, **kw)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "error" in err
+    assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
