@@ -119,15 +119,17 @@ class Judging:
         w = len(win.docs)
         fmt = self.prompts.response_format_for(win.stage, w)
         usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        started = time.monotonic()
+        busy = 0.0
         reading = res = None
         for attempt in range(self.run.attempts):
             if self.run.max_calls is not None and self.summary.calls >= self.run.max_calls:
                 raise _Budget
             self.summary.calls += 1
             async with self._sem:
+                started = time.monotonic()
                 res = await self.client.chat(prompt, response_format=fmt,
                                              seed=int(wid[:8], 16) + attempt)
+                busy += time.monotonic() - started
             usage["calls"] += 1
             usage["prompt_tokens"] += res.prompt_tokens
             usage["completion_tokens"] += res.completion_tokens
@@ -151,7 +153,7 @@ class Judging:
                   "detail": detail, "values": values, "raw": res.text if res else None,
                   "finish_reason": res.finish_reason if res else None,
                   "attempts": usage["calls"], "usage": usage, "cuts": cut, "tokens_cut": tokens,
-                  "seconds": round(time.monotonic() - started, 4),
+                  "seconds": round(busy, 4),
                   "replica": res.replica if res else ""}
         self.store.append(record)
         self.summary.windows_new += 1
