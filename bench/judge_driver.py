@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import subprocess
@@ -94,10 +95,8 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
                         starved += in_flight < concurrency
                 cpu = time.process_time() - cpu0
                 task.cancel()
-                try:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-                except (asyncio.CancelledError, Exception):
-                    pass
     steady = [(t, n) for t, n in samples if t > warmup]
     rate = (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]) if len(
         steady) > 1 else float("nan")

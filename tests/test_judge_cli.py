@@ -84,3 +84,21 @@ def test_bad_input_one_line_exit_2_nothing_written(demo_release_v1, server, tmp_
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "error" in err
     assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
+
+
+def test_build_until_pools_then_judge_plan_and_run(demo_data, server, tmp_path, capsys):
+    pools = tmp_path / "pools"
+    assert main(["-q", "build", "demo", "--inputs", str(demo_data / "inputs"), "--out",
+                 str(pools), "--until", "pools"]) == 0
+    assert (pools / "provenance/pool/alpha.parquet").exists()
+    assert not (pools / "provenance/build_manifest.json").exists()
+    # the same pools as the full build's
+    full = pd.read_parquet(demo_data / "release/provenance/pool/alpha.parquet")
+    mine = pd.read_parquet(pools / "provenance/pool/alpha.parquet")
+    pd.testing.assert_frame_equal(mine[["query-id", "corpus-id", "pool_rank"]],
+                                  full[["query-id", "corpus-id", "pool_rank"]])
+    assert main(["judge", "plan", "--pool", str(pools), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == len(
+        pd.concat([mine, pd.read_parquet(pools / "provenance/pool/beta.parquet")]))
+    assert _run(pools, server, tmp_path) == 0
+    assert (tmp_path / "out/judge/criteria.parquet").exists()

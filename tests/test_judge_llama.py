@@ -57,8 +57,10 @@ def llama_server():
 
 def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_server,
                                                         tmp_path):
-    budget = ["--set", "a.window=4", "--set", "a.random_placements=0.4", "--set",
-              "a.stratified_placements=0.2", "--set", "a.adaptive_placements=0.2", "--set",
+    # Stage A's random windows cover every document once (4 windows of 5, each reversed),
+    # so every document with verdicts has a Stage A score
+    budget = ["--set", "a.window=5", "--set", "a.random_placements=1", "--set",
+              "a.stratified_placements=0.25", "--set", "a.adaptive_placements=0.25", "--set",
               "a.adaptive_batches=1", "--set", "b.window=2", "--set", "b.placements=0.3"]
     code = main(["-q", "judge", "run", "--pool", str(demo_release_v1), "--store",
                  str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
@@ -70,11 +72,11 @@ def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_s
     t = pd.read_parquet(tmp_path / "out/judge/tournament.parquet")
     c = pd.read_parquet(tmp_path / "out/judge/criteria.parquet")
     assert t["query-id"].nunique() == 2 and t.groupby("query-id")["call_index"].nunique(
-    ).tolist() == [7, 7]
+    ).tolist() == [11, 11]
     assert c.groupby("query-id")["call_index"].nunique().tolist() == [3, 3]
     rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
     u = rec["usage"]
-    assert u["A"]["windows"] == 14 and u["B"]["windows"] == 6
+    assert u["A"]["windows"] == 22 and u["B"]["windows"] == 6
     assert u["A"]["input_tokens"] > 0 and u["A"]["output_tokens"] > 0  # the server's usage
     # every window is valid or counted invalid by category
     for stage in ("A", "B"):

@@ -27,6 +27,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="override a schedule setting, e.g. a.window=8, b.placements=5 "
                         "(a.: Stage A, b.: Stage B; repeatable)")
     p.add_argument("--seed", type=int, default=42, help="schedule seed (default 42)")
+    p.add_argument("--suite", help="the pool's suite (default: the one the release names)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,9 +114,14 @@ def _schedule(args, spec_path):
 
 def _open_pool(ref: str, args):
     from rcp_data.model.release import open_release
+    from rcp_data.release.pools_only import POOLS_ONLY
     from rcp_data.stages.judging.pool_input import read_pool
 
-    release = open_release(ref, client=getattr(args, "hub_client", None))
+    suite = getattr(args, "suite", None)
+    marker = Path(ref) / POOLS_ONLY
+    if suite is None and not str(ref).startswith("hf://") and marker.exists():
+        suite = json.loads(marker.read_text(encoding="utf-8"))["suite"]  # a pools-only build
+    release = open_release(ref, suite=suite, client=getattr(args, "hub_client", None))
     return release, read_pool(release)
 
 
