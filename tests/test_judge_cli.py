@@ -102,3 +102,18 @@ def test_build_until_pools_then_judge_plan_and_run(demo_data, server, tmp_path, 
         pd.concat([mine, pd.read_parquet(pools / "provenance/pool/beta.parquet")]))
     assert _run(pools, server, tmp_path) == 0
     assert (tmp_path / "out/judge/criteria.parquet").exists()
+
+
+def test_api_key_from_env_is_never_written(demo_release_v1, server, tmp_path, monkeypatch,
+                                           capsys):
+    monkeypatch.setenv("RCP_TEST_JUDGE_KEY", "sekrit-key-123")
+    assert _run(demo_release_v1, server, tmp_path, "--api-key-env", "RCP_TEST_JUDGE_KEY") == 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert b"sekrit-key-123" not in path.read_bytes(), path
+    out = capsys.readouterr()
+    assert "sekrit" not in out.out + out.err
+    monkeypatch.delenv("RCP_TEST_JUDGE_KEY")
+    assert _run(demo_release_v1, server, tmp_path, "--api-key-env", "RCP_TEST_JUDGE_KEY",
+                store="s2") == 2
+    assert "RCP_TEST_JUDGE_KEY" in capsys.readouterr().err
