@@ -37,7 +37,8 @@ def make_pool(n_queries: int, n_docs: int, seed: int = 0) -> tuple[JudgePool, di
 
 def run_simulated(pool: JudgePool, url: str, store: Path, out: Path, *, preset: str = "full",
                   concurrency: int = 32, max_calls: int | None = None, timeout: float = 5.0,
-                  model: str = MODEL, prompts=None, urls: list[str] | None = None):
+                  model: str = MODEL, prompts=None, urls: list[str] | None = None,
+                  revision: str = ""):
     prompts = prompts or load_prompts()
     schedule = make_schedule(preset)
     run = RunSettings(concurrency=concurrency, max_calls=max_calls, context_tokens=8192,
@@ -47,7 +48,7 @@ def run_simulated(pool: JudgePool, url: str, store: Path, out: Path, *, preset: 
                                        park_max=0.2, outage_wait=30))
     for r in client.replicas:
         r.backoff = 0.05
-    identity = judge_identity(model, "", prompts, schedule, pool, run, 1.0)
+    identity = judge_identity(model, revision, prompts, schedule, pool, run, 1.0)
     summary = asyncio.run(judge_pool(pool, prompts, schedule, store, identity, client,
                                      TokenCounter(None), run))
     export_tables(store, out, [q.key for q in pool.queries])

@@ -135,12 +135,19 @@ def test_identity_refuses_another_judge_or_prompt(tmp_path):
 
     pool, planted, _ = make_pool(1, 12)
     with ServerThread(SimulatedJudge(planted)) as srv:
-        run_simulated(pool, srv.url, tmp_path / "s", tmp_path / "o", max_calls=5)
+        partial = run_simulated(pool, srv.url, tmp_path / "s", tmp_path / "o", max_calls=5)
+        assert not partial.complete and partial.calls == 5
+        assert len(read_records(tmp_path / "s")) == 5
         custom = tmp_path / "a.txt"
         custom.write_text("Query: $query\nPassages:\n$passages\n\nAnswer with JSON.")
         with pytest.raises(RcpDataError, match="prompts.prompt_a_sha256"):
             run_simulated(pool, srv.url, tmp_path / "s", tmp_path / "o",
                           prompts=load_prompts(custom))
+        with pytest.raises(RcpDataError, match=r"differs in judge\.revision"):
+            run_simulated(pool, srv.url, tmp_path / "s", tmp_path / "o", revision="r2")
+        done = run_simulated(pool, srv.url, tmp_path / "s", tmp_path / "o")  # the rest
+        assert done.complete and done.windows_stored == 5
+        assert len(read_records(tmp_path / "s")) == done.windows_total
 
 
 def test_bad_endpoint_and_model_are_one_line_errors(tmp_path):

@@ -59,13 +59,14 @@ class _Budget(Exception):
 
 def judge_identity(model: str, revision: str, prompts: Prompts, schedule: Schedule,
                    pool: JudgePool, run: RunSettings, temperature: float | None) -> dict:
-    """What a store's windows depend on (transport settings and URLs are not part of it)."""
+    """What a store's windows depend on (transport settings, URLs and which stages a run asks
+    are not part of it: a store may take Stage A in one run and Stage B in the next)."""
     return {"judge": {"model": model, "revision": revision, "temperature": temperature,
                       "max_output_tokens": run.max_output_tokens,
                       "context_tokens": run.context_tokens},
             "prompts": prompts.identity(), "schedule": schedule.to_dict(),
             "pool": {"digest": pool.digest(), "queries": len(pool.queries)},
-            "parse_version": PARSE_VERSION, "stages": list(run.stages)}
+            "parse_version": PARSE_VERSION}
 
 
 class Judging:
