@@ -56,12 +56,14 @@ from rcp_data.stages.judge import (
     table_for_split,
     tournament_rows,
 )
+from rcp_data.stages.judging.tables import judging_record
 from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 from rcp_data.stages.validate import COMPUTED_RETRIEVERS, validate_build
 
 log = logging.getLogger(__name__)
 
 TOURNAMENT_FILE = "tournament.parquet"
+JUDGING_FILE = "judging.json"  # written by rcp-data judge run: prompts, usage, cut census
 CORPUS_SHARD_ROWS = 1_000_000
 
 
@@ -78,6 +80,7 @@ class BuildInputs:
     files: list[Path] = field(default_factory=list)
     root: Path | None = None
     tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
+    judging: dict | None = None  # judge/judging.json of an rcp-data judge run, when present
 
     def only_split(self, split: str) -> BuildInputs:
         """The rows of one provenance split (tables with a ``split`` column are filtered once
@@ -121,6 +124,12 @@ def read_inputs(root: Path) -> BuildInputs:
         tournament = read_tournament(judge_dir / TOURNAMENT_FILE)
         load_tournament(tournament, source=str(judge_dir / TOURNAMENT_FILE))  # the checks
         files.append(judge_dir / TOURNAMENT_FILE)
+    judging = None
+    if (judge_dir / JUDGING_FILE).exists():
+        from rcp_data.core.io import read_json
+
+        judging = read_json(judge_dir / JUDGING_FILE)
+        files.append(judge_dir / JUDGING_FILE)
     first_stage: dict[str, pd.DataFrame] = {}
     fs_dir = root / "first_stage"
     for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
@@ -142,7 +151,7 @@ def read_inputs(root: Path) -> BuildInputs:
              "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
              len(runs))
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
-                       tournament)
+                       tournament, judging)
 
 
 def run_file_name(model: str) -> str:
@@ -465,6 +474,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             parameters={
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
+                **({"judging": judging_record(inputs.judging)} if inputs.judging else {}),
                 **(parameters or {}),
             },
             subsets=tuple(subsets),

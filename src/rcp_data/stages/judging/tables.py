@@ -12,12 +12,10 @@ Stage B rows: one per document, ``C1..CK`` 0/1, null where the answer gave none.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from rcp_data.core.io import write_json
@@ -161,9 +159,30 @@ def reparse_records(records: list[dict], criteria: list[str]) -> tuple[list[dict
     return out, changes
 
 
-def frames(table: pa.Table) -> pd.DataFrame:
-    return table.to_pandas()
+USAGE_COLUMNS = ("windows", "windows_per_query", "placements_per_document", "reversed", "calls",
+                 "input_tokens", "output_tokens", "invalid_windows", "invalid_by_category",
+                 "documents_cut", "tokens_cut")
 
 
-__all__ = ["criteria_table", "export_tables", "json", "reparse_records", "tournament_table",
-           "usage_by_stage"]
+def judging_record(judging: dict) -> dict:
+    """What a build manifest keeps of a judge run's ``judging.json``: the prompts' and the
+    rubric's sha256, the schedule preset and seed, and per stage Table 4's columns, the usage
+    and the cut census."""
+    ident = judging.get("identity", {})
+    prompts = ident.get("prompts", {})
+    schedule = ident.get("schedule", {})
+    return {
+        "judge_model": ident.get("judge", {}).get("model"),
+        "prompt_a_sha256": prompts.get("prompt_a_sha256"),
+        "prompt_b_sha256": prompts.get("prompt_b_sha256"),
+        "rubric_sha256": prompts.get("rubric_sha256"),
+        "criteria": prompts.get("criteria"),
+        "schedule": {"preset": schedule.get("preset"), "seed": schedule.get("seed")},
+        "token_counts": judging.get("tokens"),
+        "stages": {s: {k: u.get(k) for k in USAGE_COLUMNS}
+                   for s, u in judging.get("usage", {}).items()},
+    }
+
+
+__all__ = ["criteria_table", "export_tables", "judging_record", "reparse_records",
+           "tournament_table", "usage_by_stage"]
