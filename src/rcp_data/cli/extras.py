@@ -11,6 +11,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "build": ("ir_datasets", "ftfy", "bm25s", "Stemmer", "PIL"),
     "calibrate": ("torch",),
     "dense": ("sentence_transformers", "torch"),
+    "judge": ("aiohttp",),
 }
 
 

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "suite",
     "text",
     "calibrate",
+    "judge",
     "recalibrate",
     "replay",
     "score",

@@ -44,6 +44,7 @@ from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_build
 from rcp_data.stages.inputs.contract import TOURNAMENT_FILE, BuildInputs
 from rcp_data.stages.judge import attach_gains, bt_rows, ingest_run, tournament_rows
+from rcp_data.stages.judging.tables import judging_record
 from rcp_data.stages.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)
@@ -342,6 +343,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             parameters={
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
+                **({"judging": judging_record(inputs.judging)} if inputs.judging else {}),
                 **(parameters or {}),
             },
             subsets=tuple(subsets),

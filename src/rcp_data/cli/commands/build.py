@@ -60,6 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (out, counts, release, tag, repo) and nothing "
                    "else on stdout")
+    p.add_argument("--until", choices=("release", "pools"), default="release",
+                   help="pools: stop after the pools (queries, corpus, provenance/pool; only "
+                   "--inputs first_stage/ is read), for 'rcp-data judge' on a suite not judged "
+                   "yet")
     p.set_defaults(func=run)
 
 
@@ -69,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.suite is None) == (args.spec is None):
         raise UsageError("name a suite or give --spec FILE (one of the two)")
     spec_name = args.suite or str(args.spec)
+    if args.until == "pools":
+        return _pools_only(args)
     if not args.repo and spec_name != DEMO_SUITE and not args.no_prepare and args.spec is None:
         raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
                          "release is for (only the demo suite defaults to its own repo)")
@@ -101,4 +107,17 @@ def run(args: argparse.Namespace) -> int:
             "provenance/releases.json, rcp_ndcg_tasks.py, README.md")
     if args.json:
         print(json.dumps(result.to_dict()))
+    return 0
+
+
+def _pools_only(args: argparse.Namespace) -> int:
+    from rcp_data.core.specs import load_spec
+    from rcp_data.release.pools_only import build_pools_only
+
+    counts = build_pools_only(load_spec(args.suite), args.inputs, args.out,
+                              source_options=source_options(args))
+    if args.json:
+        print(json.dumps({"out": str(args.out), **counts}))
+    say(args, f"built the pools of {args.suite} into {args.out}: {counts['queries']:,} queries, "
+        f"{counts['pool_documents']:,} pool documents (no judge output: not a release)")
     return 0

@@ -41,6 +41,7 @@ ITEM_PARAMS_JSON = "item_params.json"
 THETAS_FILE = "thetas.parquet"
 CRITERIA_FILE = "criteria.parquet"
 TOURNAMENT_FILE = "tournament.parquet"
+JUDGING_FILE = "judging.json"  # written by rcp-data judge run: prompts, usage, cut census
 RUNS_JSON = "runs.json"
 
 
@@ -130,6 +131,7 @@ class BuildInputs:
     files: list[Path] = field(default_factory=list)
     root: Path | None = None
     tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
+    judging: dict | None = None  # judge/judging.json of an rcp-data judge run, when present
 
     def only_split(self, split: str) -> BuildInputs:
         """The rows of one provenance split (tables with a ``split`` column are filtered once
@@ -172,6 +174,10 @@ def read_inputs(root: Path) -> BuildInputs:
         tournament = read_tournament(judge_dir / TOURNAMENT_FILE)
         load_tournament(tournament, source=str(judge_dir / TOURNAMENT_FILE))  # the checks
         files.append(judge_dir / TOURNAMENT_FILE)
+    judging = None
+    if (judge_dir / JUDGING_FILE).exists():
+        judging = read_json(judge_dir / JUDGING_FILE)
+        files.append(judge_dir / JUDGING_FILE)
     first_stage: dict[str, pd.DataFrame] = {}
     fs_dir = root / FIRST_STAGE_DIR
     for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
@@ -193,7 +199,7 @@ def read_inputs(root: Path) -> BuildInputs:
              "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
              len(runs))
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
-                       tournament)
+                       tournament, judging)
 
 
 def run_file_name(model: str) -> str:
@@ -235,7 +241,7 @@ def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
     return ids_as_text(frame)
 
 
-__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "ITEM_PARAMS_JSON", "JUDGE_DIR", "JUDGE_JSON",
+__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "ITEM_PARAMS_JSON", "JUDGE_DIR", "JUDGE_JSON", "JUDGING_FILE",
            "RUNS_DIR", "RUNS_JSON", "THETAS_FILE", "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo",
            "RunSpec", "for_split", "read_inputs", "read_runs_json", "run_file_name",
            "table_for_split", "write_builder_inputs"]

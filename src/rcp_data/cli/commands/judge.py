@@ -1,0 +1,237 @@
+"""``rcp-data judge``: plan, run, inspect and re-read a judge run of a pool (Stage A, Stage B).
+
+``plan`` prints the calls per stage and phase, the placements per document and estimates of
+tokens and wall time, calling no one. ``run`` asks an OpenAI-compatible endpoint (replicas:
+``--endpoint`` repeated) for every window of the schedule, into an append-only store
+(``--store``), and writes the builder inputs ``judge/tournament.parquet``,
+``judge/criteria.parquet``, ``judge/judge.json`` and ``judge/judging.json`` into ``--out``.
+``status`` counts a store's windows; ``reparse`` re-reads its raw answers without calling the
+judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from rcp_data.cli.output import say
+from rcp_data.core.errors import UsageError
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="schedule preset: full, reduced, stage-b-only (default: the "
+                   "suite spec's [judge] preset, else full)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a schedule setting, e.g. a.window=8, b.placements=5 "
+                        "(a.: Stage A, b.: Stage B; repeatable)")
+    p.add_argument("--seed", type=int, default=42, help="schedule seed (default 42)")
+    p.add_argument("--suite", help="the pool's suite (default: the one the release names)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("judge", help="judge a pool with an LLM: Stage A and Stage B",
+                              description=__doc__.split("\n\n")[1].replace("\n", " "))
+    sub = p.add_subparsers(dest="judge_command", metavar="SUBCOMMAND")
+
+    plan = sub.add_parser("plan", help="print the schedule's calls, placements and estimates")
+    plan.add_argument("--pool", help="a release directory or hf://datasets/OWNER/NAME@REV")
+    plan.add_argument("--pool-size", type=int, help="plan for pools of this size instead")
+    plan.add_argument("--queries", type=int, default=1, help="with --pool-size: queries")
+    plan.add_argument("--throughput", type=float, default=10.0,
+                      help="calls per second the endpoint sustains (for the wall time)")
+    plan.add_argument("--output-tokens", type=int, nargs=2, default=(150, 400),
+                      metavar=("A", "B"), help="assumed output tokens per call and stage")
+    plan.add_argument("--json", action="store_true", help="the plan as JSON")
+    _common(plan)
+    plan.set_defaults(func=handle_plan)
+
+    run = sub.add_parser("run", help="ask the judge for every window (resumable)")
+    run.add_argument("--pool", required=True,
+                     help="a release directory or hf://datasets/OWNER/NAME@REV")
+    run.add_argument("--store", required=True, type=Path, help="the run's store (append-only)")
+    run.add_argument("--out", required=True, type=Path,
+                     help="where judge/tournament.parquet etc. are written")
+    run.add_argument("--endpoint", action="append", required=True, metavar="URL",
+                     help="an OpenAI-compatible base URL (.../v1); repeat for replicas")
+    run.add_argument("--model", required=True, help="the served model name")
+    run.add_argument("--judge-revision", default="", help="the model's checkpoint revision")
+    run.add_argument("--api-key-env", metavar="NAME",
+                     help="environment variable holding the API key (never printed)")
+    run.add_argument("--concurrency", type=int, default=64)
+    run.add_argument("--max-calls", type=int, help="stop after this many calls")
+    run.add_argument("--attempts", type=int, default=3,
+                     help="asks per window before it is stored invalid (default 3)")
+    run.add_argument("--retries", type=int, default=6, help="transport retries per call")
+    run.add_argument("--timeout", type=float, default=600.0, help="seconds per call")
+    run.add_argument("--outage-wait", type=float, default=600.0,
+                     help="seconds a call waits while every replica is down")
+    run.add_argument("--temperature", type=float, default=1.0)
+    run.add_argument("--context-tokens", type=int, default=32768)
+    run.add_argument("--max-output-tokens", type=int, default=1024)
+    run.add_argument("--tokenizer", help="tokenizer.json path or HF repo id (from the cache)")
+    run.add_argument("--prompt-a", type=Path, help="Stage A template (default: built-in)")
+    run.add_argument("--prompt-b", type=Path, help="Stage B template (default: built-in)")
+    run.add_argument("--rubric", type=Path, help="rubric JSON (default: Table 1's criteria)")
+    run.add_argument("--response-format", default="json_schema",
+                     choices=("json_schema", "json_object", "none"))
+    run.add_argument("--score-values", default="bounded", choices=("bounded", "integers"),
+                     help="Stage A schema items: numbers in [-5, 5] or the integers -5..5")
+    run.add_argument("--stages", default="AB", choices=("A", "B", "AB"))
+    run.add_argument("--limit-queries", type=int, help="judge only the first N queries")
+    run.add_argument("--no-progress", action="store_true")
+    _common(run)
+    run.set_defaults(func=handle_run)
+
+    st = sub.add_parser("status", help="count a store's windows by stage and status")
+    st.add_argument("--store", required=True, type=Path)
+    st.set_defaults(func=handle_status)
+
+    rp = sub.add_parser("reparse", help="re-read a store's raw answers (no judge call)")
+    rp.add_argument("--store", required=True, type=Path)
+    rp.add_argument("--out", required=True, type=Path, help="a new store for the re-read")
+    rp.set_defaults(func=handle_reparse)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _schedule(args, spec):
+    from rcp_data.stages.judging.settings import make_schedule, suite_preset
+
+    preset = args.preset or suite_preset(spec)
+    return make_schedule(preset, _overrides(args.set), seed=args.seed)
+
+
+def _open_pool(ref: str, args):
+    from rcp_data.model.release import open_release
+    from rcp_data.release.pools_only import POOLS_ONLY
+    from rcp_data.stages.judging.pool_input import read_pool
+
+    suite = getattr(args, "suite", None)
+    marker = Path(ref) / POOLS_ONLY
+    if suite is None and not str(ref).startswith("hf://") and marker.exists():
+        suite = json.loads(marker.read_text(encoding="utf-8"))["suite"]  # a pools-only build
+    release = open_release(ref, suite=suite, client=getattr(args, "hub_client", None))
+    return release, read_pool(release)
+
+
+def handle_plan(args: argparse.Namespace) -> int:
+    from rcp_data.stages.judging.plan import plan_report, plan_text
+
+    if (args.pool is None) == (args.pool_size is None):
+        raise UsageError("give --pool (a release) or --pool-size")
+    if args.pool:
+        release, pool = _open_pool(args.pool, args)
+        sizes = [len(q.doc_ids) for q in pool.queries]
+        schedule = _schedule(args, release.spec)
+    else:
+        pool, sizes = None, [args.pool_size] * args.queries
+        schedule = _schedule(args, None)
+    report = plan_report(sizes, schedule, pool=pool, throughput=args.throughput,
+                         output_tokens=tuple(args.output_tokens))
+    print(json.dumps(report, indent=1) if args.json else plan_text(report))
+    return 0
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    from rcp_data.stages.judging.budget import TokenCounter
+    from rcp_data.stages.judging.client import ChatClient, ClientSettings
+    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool
+    from rcp_data.stages.judging.prompts import load_prompts
+    from rcp_data.stages.judging.tables import export_tables
+
+    prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
+                           response_format=args.response_format, score_values=args.score_values)
+    release, pool = _open_pool(args.pool, args)
+    pool = pool.limit(args.limit_queries)
+    schedule = _schedule(args, release.spec)
+    run = RunSettings(concurrency=args.concurrency, max_calls=args.max_calls,
+                      attempts=args.attempts, context_tokens=args.context_tokens,
+                      max_output_tokens=args.max_output_tokens,
+                      show_progress=not args.no_progress, stages=tuple(args.stages))
+    counter = TokenCounter(args.tokenizer)
+    client = ChatClient(ClientSettings(
+        model=args.model, urls=args.endpoint, api_key_env=args.api_key_env,
+        timeout=args.timeout, retries=args.retries, outage_wait=args.outage_wait,
+        temperature=args.temperature, max_tokens=args.max_output_tokens))
+    _check_budgets(pool, prompts, schedule, counter, run)
+    identity = judge_identity(args.model, args.judge_revision, prompts, schedule, pool, run,
+                              args.temperature)
+    summary = asyncio.run(judge_pool(pool, prompts, schedule, args.store, identity, client,
+                                     counter, run))
+    synthetic = "SIMULATED" in args.model or release.synthetic
+    judge = {"model": args.model, "revision": args.judge_revision,
+             "short": args.model.split("/")[-1][:24]}
+    if synthetic:
+        judge["synthetic"] = True
+    record = export_tables(args.store, args.out, [q.key for q in pool.queries],
+                           with_split=pool.needs_split, judge=judge,
+                           extra={"tokens": counter.source, "complete": summary.complete,
+                                  "pool": pool.source})
+    u = record["usage"]
+    state = "complete" if summary.complete else "stopped at --max-calls (run again to go on)"
+    say(args, f"judge run {state}: {summary.windows_new:,} windows asked now "
+        f"({summary.calls:,} calls, {summary.invalid_new:,} invalid), "
+        f"{summary.windows_stored:,} already stored; Stage A {u['A']['windows']:,} windows, "
+        f"Stage B {u['B']['windows']:,}; wrote {args.out / 'judge'}")
+    return 0
+
+
+def _check_budgets(pool, prompts, schedule, counter, run) -> None:
+    """A context too small for one document is refused before anything is written."""
+    from rcp_data.stages.judging.budget import per_document_budget
+
+    q = max(pool.queries, key=lambda x: len(x.text))
+    for stage, w in (("A", schedule.stage_a.window), ("B", schedule.stage_b.window)):
+        if stage not in run.stages:
+            continue
+        render = prompts.render_a if stage == "A" else prompts.render_b
+        per_document_budget(counter, render(q.text, [""] * w), w,
+                            context=run.context_tokens, max_output=run.max_output_tokens)
+
+
+def handle_status(args: argparse.Namespace) -> int:
+    from rcp_data.stages.judging.store import read_identity, read_records
+    from rcp_data.stages.judging.tables import usage_by_stage
+
+    identity = read_identity(args.store)
+    usage = usage_by_stage(read_records(args.store))
+    print(f"store {args.store}: judge {identity['judge']['model']}, preset "
+          f"{identity['schedule']['preset']}")
+    for stage, u in usage.items():
+        cats = ", ".join(f"{k} {v}" for k, v in u["invalid_by_category"].items() if v)
+        print(f"Stage {stage}: {u['windows']:,} windows of {u['queries']:,} queries, "
+              f"{u['invalid_windows']:,} invalid{f' ({cats})' if cats else ''}; "
+              f"{u['calls']:,} calls, {u['input_tokens']:,} input and "
+              f"{u['output_tokens']:,} output tokens")
+    return 0
+
+
+def handle_reparse(args: argparse.Namespace) -> int:
+    import shutil
+
+    from rcp_data.stages.judging.store import IDENTITY, WINDOWS, read_identity, read_records
+    from rcp_data.stages.judging.tables import reparse_records
+
+    identity = read_identity(args.store)
+    if args.out.exists() and any(args.out.iterdir()):
+        raise UsageError(f"--out {args.out} exists and is not empty")
+    records, changes = reparse_records(read_records(args.store),
+                                       identity["prompts"]["criteria"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(args.store / IDENTITY, args.out / IDENTITY)
+    with (args.out / WINDOWS).open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(", ".join(f"{k} {v:,}" for k, v in sorted(changes.items())))
+    return 0

@@ -1,0 +1,174 @@
+"""A SIMULATED judge behind the OpenAI chat API, for tests and benchmarks of ``rcp-data judge``.
+
+Nothing it answers comes from a language model. It reads the passages of the project's prompts
+and answers from a planted relevance per (query, passage): Stage A scores
+``clip(round(rel + N(0, noise), 1), -5, 5)``, Stage B passes with ``sigmoid(gamma_c (rel -
+beta_c))``. A set share of answers is malformed (prose, a passage left out, a score out of
+range), and a set share of requests fails (429 with Retry-After, 500, a reset connection, a
+hang). The answer to a request depends only on its ``seed`` and prompt, so a run is
+repeatable. It names itself SIMULATED in its model id and in every answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import expit
+
+MODEL = "rcp-data/SIMULATED-judge"
+GAMMA = (1.4, 1.1, 0.9, 0.8, 0.8)
+BETA = (-1.6, -0.6, 0.2, 1.0, 1.9)
+_PASSAGE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+
+
+def passage_key(text: str) -> str:
+    """How the server finds a passage's planted relevance: its first line."""
+    return text.strip().split("\n", 1)[0][:200]
+
+
+@dataclass
+class SimulatedJudge:
+    relevance: dict[tuple[str, str], float] = field(default_factory=dict)  # (query, key)
+    noise: float = 0.6
+    malformed: float = 0.0  # share of answers that fail validation
+    faults: float = 0.0  # share of requests that fail (429, 500, reset, hang in turn)
+    latency: float = 0.0
+    hang_seconds: float = 5.0
+    gamma: tuple = GAMMA
+    beta: tuple = BETA
+    stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
+
+    def planted(self, query: str, key: str) -> float:
+        """The planted relevance; a passage not given one gets a fixed value drawn from its
+        hash (so any pool, e.g. the demo's, can be judged)."""
+        if (query, key) in self.relevance:
+            return self.relevance[(query, key)]
+        h = int(hashlib.sha256(f"{query}\x1f{key}".encode()).hexdigest()[:12], 16)
+        return float(np.random.default_rng(h).normal(0.0, 1.5))
+
+    def answer(self, prompt: str, seed: int) -> tuple[str, str]:
+        """The answer text and finish_reason of one request."""
+        query = re.search(r"^Query: (.*)$", prompt, re.MULTILINE).group(1).strip()
+        body = prompt.split("Passages:\n", 1)[1].rsplit("\n\nAnswer with", 1)[0]
+        parts = _PASSAGE.split(body)[1:]
+        passages = [parts[i + 1] for i in range(0, len(parts), 2)]
+        rel = np.array([self.planted(query, passage_key(p)) for p in passages])
+        rng = np.random.default_rng([seed, int(hashlib.sha256(prompt.encode()).hexdigest()[:8],
+                                               16)])
+        stage_b = "yes/no questions" in prompt
+        bad = rng.random() < self.malformed
+        if bad:
+            self.stats["malformed"] += 1
+            kind = int(rng.integers(0, 3))
+            if kind == 0:
+                return "SIMULATED: I think passage 1 is the best one.", "stop"
+            if kind == 1 or stage_b:
+                passages = passages[:-1]
+                rel = rel[:-1]
+        if stage_b:
+            ids = re.findall(r"^(C\d+) \(", prompt, re.MULTILINE)
+            g = np.resize(np.asarray(self.gamma), len(ids))
+            b = np.resize(np.asarray(self.beta), len(ids))
+            p = expit(g * (rel[:, None] - b[None, :]))
+            v = rng.random(p.shape) < p
+            obj = {str(i + 1): {c: bool(v[i, k]) for k, c in enumerate(ids)}
+                   for i in range(len(passages))}
+        else:
+            s = np.clip(np.round(rel + rng.normal(0, self.noise, len(rel)), 1), -5, 5)
+            if bad and kind == 2:
+                s[0] = 9.0
+            obj = {str(i + 1): float(x) for i, x in enumerate(s)}
+        return json.dumps(obj), "stop"
+
+    # -- the HTTP server -------------------------------------------------------------------
+    def app(self):
+        from aiohttp import web
+
+        counter = {"n": 0}
+
+        async def models(_request):
+            return web.json_response({"object": "list", "data": [
+                {"id": MODEL, "object": "model", "owned_by": "rcp-data SIMULATED",
+                 "max_model_len": 32768}]})
+
+        async def chat(request):
+            self.stats["requests"] += 1
+            data = await request.json()
+            counter["n"] += 1
+            if self.faults and (counter["n"] * 0.6180339887) % 1.0 < self.faults:
+                self.stats["faults"] += 1
+                kind = counter["n"] % 4
+                if kind == 0:
+                    return web.json_response({"error": "SIMULATED rate limit"}, status=429,
+                                             headers={"Retry-After": "0.05"})
+                if kind == 1:
+                    return web.json_response({"error": "SIMULATED failure"}, status=500)
+                if kind == 2:
+                    request.transport.close()
+                    return web.Response(status=500)
+                await asyncio.sleep(self.hang_seconds)
+            if data.get("model") != MODEL:
+                return web.json_response({"error": f"model {data.get('model')!r} not found"},
+                                         status=404)
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            prompt = data["messages"][-1]["content"]
+            text, finish = self.answer(prompt, int(data.get("seed") or 0))
+            return web.json_response({
+                "id": "SIMULATED", "object": "chat.completion", "model": MODEL,
+                "system_fingerprint": "SIMULATED",
+                "choices": [{"index": 0, "finish_reason": finish,
+                             "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": len(prompt) // 4,
+                          "completion_tokens": len(text) // 4}})
+
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", models)
+        app.router.add_post("/v1/chat/completions", chat)
+        return app
+
+
+class ServerThread:
+    """The SIMULATED server on 127.0.0.1 in a background thread (``url`` once started)."""
+
+    def __init__(self, judge: SimulatedJudge, port: int = 0) -> None:
+        self.judge, self.port = judge, port
+        self.url = ""
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._stop: Callable[[], None] | None = None
+
+    def _main(self) -> None:
+        from aiohttp import web
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        runner = web.AppRunner(self.judge.app(), access_log=None)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", self.port, backlog=2048)
+        loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        stop = asyncio.Event()
+        self._stop = lambda: loop.call_soon_threadsafe(stop.set)
+        self._ready.set()
+        loop.run_until_complete(stop.wait())
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    def __enter__(self) -> ServerThread:
+        self._thread.start()
+        self._ready.wait(30)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._stop:
+            self._stop()
+        self._thread.join(10)

