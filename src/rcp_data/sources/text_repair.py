@@ -22,7 +22,7 @@ UTF-8 sequence of characters <= U+00FF. Lead bytes (C2..F4) are never continuati
 (80..BF), so two such sequences never overlap, and every replacement yields a character that
 no later window can use (>= U+0800 for 3/4 bytes; for 2 bytes the scan has moved past it).
 
-Edge cases follow ir_datasets (see ``tests/test_text.py``): a genuine C1 control stays; text
+Edge cases follow ir_datasets (see ``tests/sources/test_text.py``): a genuine C1 control stays; text
 double-encoded twice is repaired ONE level per pass (so a second pass changes it again); a
 literal "Ã©" in otherwise correct text becomes "é". ``ftfy.fix_encoding`` differs on the first
 two (it maps C1 controls through cp1252 and undoes every level).
