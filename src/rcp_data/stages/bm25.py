@@ -17,7 +17,7 @@ memory, with bm25s' own tokenizer and scoring functions:
 Memory: the score matrix (8 bytes a posting: about 2.8 GB for MS MARCO), the document lengths
 and ids, one slice and one chunk. The matrix is handed to a ``bm25s.BM25`` object for scoring
 queries. The result equals ``bm25s.BM25(...).index(bm25s.tokenize(...))`` (checked in
-``tests/test_bm25.py``).
+``tests/stages/test_bm25.py``).
 """
 
 from __future__ import annotations
