@@ -35,7 +35,7 @@ import logging
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -203,8 +203,10 @@ def _addition(root: Path, f: LocalFile) -> CommitOperationAdd:
     return op
 
 
-@dataclass
+@dataclass(frozen=True)
 class PublishResult:
+    """What a publish did: its status, the commit and tag, and where it was recorded."""
+
     status: str            # "published" | "already-published"
     repo: str
     tag: str
@@ -213,7 +215,7 @@ class PublishResult:
     changed: int = 0
     deleted: int = 0
     recorded: Path | None = None
-    messages: list[str] = field(default_factory=list)
+    messages: tuple[str, ...] = ()
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -332,14 +334,14 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
                f"{plan.tag} at {plan.already_tagged}; nothing changed")
         log.info(msg)
         return PublishResult("already-published", plan.repo, plan.tag, plan.already_tagged,
-                             plan.parent, messages=[msg])
+                             plan.parent, messages=(msg,))
     if plan.resume:
         _tag(client, plan, plan.resume)
         msg = (f"{plan.repo}: tagged release {rel.release} as {plan.tag} at {plan.resume} "
                "(the commit of an earlier, interrupted publish of this release)")
         log.info(msg)
         return PublishResult("published", plan.repo, plan.tag, plan.resume, plan.parent,
-                             messages=[msg])
+                             messages=(msg,))
     log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
              plan.repo, rel.release, redact(plan.endpoint), plan.branch, len(plan.changed),
              len(plan.deleted), plan.parent)
@@ -356,7 +358,7 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
     msg = f"{plan.repo}: published release {rel.release} as {plan.tag} at {commit}"
     log.info(msg)
     return PublishResult("published", plan.repo, plan.tag, commit, plan.parent,
-                         changed=len(plan.changed), deleted=len(plan.deleted), messages=[msg])
+                         changed=len(plan.changed), deleted=len(plan.deleted), messages=(msg,))
 
 
 def commit_title(release: ReleaseRecord) -> str:
@@ -551,9 +553,9 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     if record_to is not None and result.status == "published":
         path = record_target(record_to, report.suite)
         try:
-            result.recorded = record(result, plan, path)
+            result = replace(result, recorded=record(result, plan, path))
         except InputError as exc:  # the release is out; say what to fix in the history
             msg = f"published, but could not record the release in {path}: {exc.message}"
             log.warning(msg)
-            result.messages.append(msg)
+            result = replace(result, messages=(*result.messages, msg))
     return result

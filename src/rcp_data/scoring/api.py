@@ -45,9 +45,8 @@ def opened(release: Release | str | Path, *, suite: str | SuiteSpec | None = Non
 def _runs_of(release: Release, *, include_judge: bool = False) -> ReleaseRuns:
     from rcp_data.scoring.replay import load_release
 
-    data = load_release(release.root, release.spec, include_judge=include_judge)
-    data.suite_known = release.known
-    return data
+    return load_release(release.root, release.spec, include_judge=include_judge,
+                        known=release.known)
 
 
 def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | None = None,

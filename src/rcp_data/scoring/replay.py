@@ -81,7 +81,7 @@ class SubsetRuns:
         return len(self.query_ids)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReleaseRuns:
     """A loaded release: its spec and every subset's aligned data."""
 
@@ -423,12 +423,14 @@ def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.n
 
 # -- loading a release directory -----------------------------------------------------------------
 def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
-                 include_judge: bool = False) -> ReleaseRuns:
-    """Read and align every subset of a release directory (see module docstring)."""
+                 include_judge: bool = False, known: bool | None = None) -> ReleaseRuns:
+    """Read and align every subset of a release directory (see module docstring); ``known``:
+    whether its suite is a known one (default: whether ``spec`` or the release names one)."""
     root = Path(root)
     if not root.is_dir():
         raise InputError("not a directory", path=str(root))
-    spec, known = suite_spec(root, spec, adhoc=True)
+    spec, found = suite_spec(root, spec, adhoc=True)
+    known = found if known is None else known
     release = Release(root, spec)
     by_split: dict[str, list[str]] = {}
     for s in spec.subset_names:
@@ -627,8 +629,7 @@ def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: 
     """Replay one table set of a release directory (see module docstring)."""
     spec, known = suite_spec(Path(root), spec, adhoc=True)
     spec.view_columns(view)                            # refuse a bad view before reading
-    data = load_release(root, spec, include_judge=include_judge)
-    data.suite_known = known
+    data = load_release(root, spec, include_judge=include_judge, known=known)
     rule = tie_rule or default_tie_rule(spec, known)
     return replay_loaded(data, k=k, tie_rule=rule, view=view)
 
