@@ -39,12 +39,14 @@ _EXPORTS = {
     "Release": "model.release",
     "replay": "scoring.api",
     "score": "scoring.api",
+    "score_qrels": "scoring.qrels_score",
     "compare": "scoring.api",
     "verify": "checks.api",
     "build": "release.api",
     "publish": "release.api",
     "ReplayResult": "scoring.replay",
     "ScoreResult": "scoring.score",
+    "QrelsScore": "scoring.qrels_score",
     "RunCoverage": "scoring.score",
     "Comparison": "scoring.compare",
     "VerifyReport": "checks.reports",
@@ -63,9 +65,10 @@ _EXPORTS = {
 
 __all__ = [
     "BuildResult", "Comparison", "HubClient", "HubUnavailable", "InputError", "NotFoundError",
-    "PublishResult", "RcpDataError", "RefusedError", "Release", "ReplayResult", "RunCoverage",
+    "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "ReplayResult", "RunCoverage",
     "SchemaError", "ScoreResult", "UsageError", "VerificationFailed", "VerifyReport",
-    "__version__", "build", "compare", "open_release", "publish", "replay", "score", "verify",
+    "__version__", "build", "compare", "open_release", "publish", "replay", "score", "score_qrels",
+    "verify",
 ]
 
 if TYPE_CHECKING:  # for type checkers; at run time each name is imported on first use
@@ -87,6 +90,7 @@ if TYPE_CHECKING:  # for type checkers; at run time each name is imported on fir
     from rcp_data.release.publish import PublishResult
     from rcp_data.scoring.api import compare, replay, score
     from rcp_data.scoring.compare import Comparison
+    from rcp_data.scoring.qrels_score import QrelsScore, score_qrels
     from rcp_data.scoring.replay import ReplayResult
     from rcp_data.scoring.score import RunCoverage, ScoreResult
 

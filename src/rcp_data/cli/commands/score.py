@@ -1,4 +1,5 @@
-"""``rcp-data score --dataset DATASET RUN...``: score your own rankings on a release."""
+"""``rcp-data score --dataset DATASET RUN...``: score your own rankings on a release;
+``rcp-data score --qrels FILE RUN...``: score them on any graded qrels, without a release."""
 
 from __future__ import annotations
 
@@ -22,7 +23,30 @@ candidate of counts 0 (qrel-nDCG leaves out queries without a positive label, as
 --against adds, per published reranker: the mean difference (run minus reranker), the paired
 t-test over queries (scipy.stats.ttest_rel, the paper's test) and a 95% interval from 2000
 query-bootstrap resamples (seed 0).
+
+--qrels FILE scores the runs on graded judgements instead of a release: TREC qrels (qid iter
+docid grade), or a parquet / CSV table with query-id, corpus-id and grade. nDCG@k for each
+--k (repeatable, or a list: --k 10,20), gain linear (the grade) or exp (2^grade - 1), the ideal
+over every judged document, unjudged documents gain 0 (--judged-only removes them first).
+Queries: those with a positive grade; a query a run misses scores 0. Measures are named as
+ir-measures names them (nDCG@10, nDCG(dcg='exp-log2')@20, nDCG(judged_only=True)@10).
+--format tsv prints run<TAB>measure<TAB>query-id<TAB>value (query-id "all": the mean; one row
+per query too with --per-query); csv the same with a header; table and json add, with two runs
+or more, each pair's mean difference, paired t-test, 95% interval from 2000 query-bootstrap
+resamples (seed 0) and, with --correction, p-values adjusted over the pairs.
 """
+
+
+def k_list(text: str) -> list[int]:
+    """``--k 10`` or ``--k 10,20``."""
+    try:
+        values = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--k {text!r}: expected integers (10 or 10,20)") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--k {text!r}: expected positive integers")
+    return values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,28 +56,60 @@ def register(sub: argparse._SubParsersAction) -> None:
         "of the card's tables: RCP-nDCG@k and qrel-nDCG@k per subset (or view column) and "
         "their unweighted mean. Prints the card's table layout, or JSON with --json.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", required=True,
-                   help="release directory, or hf://datasets/OWNER/NAME@REV (downloaded by "
-                   "commit sha)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset",
+                     help="release directory, or hf://datasets/OWNER/NAME@REV (downloaded by "
+                     "commit sha)")
+    src.add_argument("--qrels", metavar="FILE",
+                     help="graded qrels to score on instead of a release (TREC qrels, or "
+                     "parquet/CSV with query-id, corpus-id, grade)")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="TREC run file, parquet table or mteb prediction folder")
     p.add_argument("--name", action="append", default=None, metavar="NAME",
                    help="name of each run, once per RUN in order (default: the file stem)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
-                   help="tie rule (default: the suite's paper rule, else doc-id)")
+                   help="tie rule (default: the suite's paper rule, else doc-id; with "
+                   "--qrels doc-id, trec_eval's: score descending, then corpus-id descending)")
     p.add_argument("--view", choices=VIEWS, default="subsets",
                    help="table columns: subsets (default), or native/languages (per domain)")
-    p.add_argument("--k", type=int, default=CARD_K, help=f"cutoff (default {CARD_K}, the card's)")
+    p.add_argument("--k", type=k_list, action="append", default=None, metavar="K",
+                   help=f"cutoff (default {CARD_K}, the card's); with --qrels repeatable or a "
+                   "list (10,20)")
     p.add_argument("--depth", type=int, default=None,
                    help="use only each query's DEPTH best-scored candidates of a run (default: "
                    "every candidate it scores)")
     p.add_argument("--against", nargs="+", default=None, metavar="MODEL",
                    help="published rerankers to compare with (short names or hub ids), or all")
     p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
+    q = p.add_argument_group("with --qrels")
+    q.add_argument("--gain", choices=("linear", "exp"), default="linear",
+                   help="linear: the grade (default, trec_eval's); exp: 2^grade - 1")
+    q.add_argument("--judged-only", action="store_true",
+                   help="remove unjudged documents from each run before ranking")
+    q.add_argument("--per-query", action="store_true", help="also print each query's value")
+    q.add_argument("--format", choices=("table", "tsv", "csv", "json"), default=None,
+                   help="output format (default table; --json means json)")
+    q.add_argument("--correction", choices=("holm", "bonferroni"), default=None,
+                   help="adjust the pairs' p-values over the family of pairs")
     p.set_defaults(func=run)
 
 
+QRELS_ONLY = ("gain", "judged_only", "per_query", "format", "correction")
+
+
 def run(args: argparse.Namespace) -> int:
+    from rcp_data.core.errors import UsageError
+
+    ks = [k for group in (args.k or [[CARD_K]]) for k in group]
+    if args.qrels is not None:
+        return run_qrels(args, ks)
+    used = [f"--{n.replace('_', '-')}" for n in QRELS_ONLY
+            if getattr(args, n) not in (None, False, "linear")]
+    if used:
+        raise UsageError(f"{', '.join(used)} only apply with --qrels")
+    if len(ks) != 1:
+        raise UsageError("--dataset scores one cutoff; give --k once")
+    args.k = ks[0]
     from rcp_data.scoring.api import score
 
     result = score(args.dataset, args.runs, names=args.name, client=args.hub_client, k=args.k,
@@ -64,4 +120,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(result.text())
+    return 0
+
+
+def run_qrels(args: argparse.Namespace, ks: list[int]) -> int:
+    from rcp_data.core.errors import UsageError
+    from rcp_data.scoring.qrels_score import DEFAULT_TIE_RULE, score_qrels
+
+    if args.against or args.depth is not None or args.view != "subsets":
+        raise UsageError("--against, --depth and --view need a release (--dataset)")
+    result = score_qrels(args.qrels, args.runs, names=args.name, k=ks, gain=args.gain,
+                         judged_only=args.judged_only,
+                         tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction)
+    fmt = args.format or ("json" if args.json else "table")
+    sys.stdout.write(result.render(fmt, per_query=args.per_query))
     return 0

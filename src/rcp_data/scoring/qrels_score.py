@@ -1,0 +1,366 @@
+"""Score runs on any graded qrels, without a release (``rcp-data score --qrels``).
+
+nDCG@k (Eq. 1, discount ``1/log2(rank + 1)``) with the engine of :mod:`rcp_data.scoring.metrics`:
+
+- gain ``linear`` (the grade, trec_eval's) or ``exp`` (``2^grade - 1``, ir-measures'
+  ``dcg='exp-log2'``); a negative grade gains 0;
+- the ideal is over every judged document of the query (trec_eval); an unjudged document a run
+  ranks gains 0, or with ``judged_only`` it is removed before ranking (trec_eval ``-J``,
+  ir-measures ``judged_only=True``);
+- tie rules for equal run scores: ``doc-id`` (trec_eval's: score descending, then corpus-id
+  descending, byte-wise), ``group-mean`` (each document of a tie group gets the group's mean
+  gain) and ``pool-order`` (ties keep the run file's order);
+- queries: every qrels query with a positive grade; a query the run misses scores 0 (trec_eval
+  ``-c``); run rows of other queries are ignored.
+
+Measures are named as ir-measures names them (``nDCG@10``, ``nDCG(dcg='exp-log2')@20``,
+``nDCG(judged_only=True)@10``). Paired comparisons between the runs, per measure and pair: mean
+difference, two-sided paired t-test (``scipy.stats.ttest_rel``), a 95% percentile interval from
+``RESAMPLES`` query-bootstrap resamples (seed ``SEED``), and optionally p-values adjusted over the
+family of pairs (Holm or Bonferroni).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rcp_data.core.errors import UsageError
+from rcp_data.core.specs import TIE_RULES
+from rcp_data.scoring.against import RESAMPLES, SEED, paired_test
+from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
+from rcp_data.scoring.runs_in import default_name, read_ranking
+from rcp_data.stages.inputs.qrels_files import read_qrels
+
+GAINS = ("linear", "exp")
+CORRECTIONS = ("holm", "bonferroni")
+FORMATS = ("table", "tsv", "csv", "json")
+DEFAULT_TIE_RULE = "doc-id"
+MEAN_ID = "all"
+
+
+def measure_name(k: int, gain: str = "linear", judged_only: bool = False) -> str:
+    """The ir-measures name of nDCG@k with these options."""
+    opts = ([] if gain == "linear" else ["dcg='exp-log2'"]) + \
+        (["judged_only=True"] if judged_only else [])
+    return f"nDCG({','.join(opts)})@{k}" if opts else f"nDCG@{k}"
+
+
+def gain_of(grades: np.ndarray, gain: str) -> np.ndarray:
+    g = np.maximum(np.asarray(grades, dtype=np.float64), 0.0)
+    return g if gain == "linear" else np.exp2(g) - 1.0
+
+
+def adjust_pvalues(p: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
+    """Family-wise adjusted p-values: ``bonferroni`` (``min(1, m p)``) or ``holm``
+    (step-down: the running maximum of ``(m - i) p_(i)`` over the sorted p-values)."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if method == "bonferroni":
+        return np.minimum(1.0, m * p)
+    if method == "holm":
+        order = np.argsort(p, kind="stable")
+        stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+        out = np.empty(m)
+        out[order] = np.minimum(1.0, stepped)
+        return out
+    raise UsageError(f"unknown correction {method!r}; choose one of {', '.join(CORRECTIONS)}")
+
+
+def bootstrap_interval(diffs: np.ndarray, *, resamples: int = RESAMPLES, seed: int = SEED
+                       ) -> np.ndarray:
+    """95% percentile intervals of the mean of each row of ``diffs`` (pairs x queries) from
+    one set of query resamples (``rng.integers`` draws, as ``d[draws].mean(1)``); shape
+    ``(pairs, 2)``. The draws are counted per query, so no (pairs x resamples x queries) array
+    is built."""
+    diffs = np.atleast_2d(np.asarray(diffs, dtype=np.float64))
+    n = diffs.shape[1]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(resamples, n))
+    counts = np.zeros((resamples, n))
+    np.add.at(counts, (np.repeat(np.arange(resamples), n), draws.ravel()), 1.0)
+    means = diffs @ counts.T / n                            # (pairs, resamples)
+    return np.percentile(means, [2.5, 97.5], axis=1).T
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Run ``a`` minus run ``b`` on one measure, over the scored queries."""
+
+    measure: str
+    a: str
+    b: str
+    diff: float
+    t: float | None
+    p: float | None
+    p_adjusted: float | None
+    ci95: tuple[float, float]
+    queries: int
+
+    def to_json(self) -> dict:
+        return {"measure": self.measure, "a": self.a, "b": self.b, "diff": self.diff,
+                "t": self.t, "p": self.p, "p_adjusted": self.p_adjusted,
+                "ci95": list(self.ci95), "queries": self.queries}
+
+
+@dataclass(frozen=True)
+class QrelsScore:
+    """Per-query nDCG of each run on a qrels file; ``per_query[run][measure]`` is aligned with
+    ``queries``."""
+
+    qrels: str
+    queries: tuple[str, ...]
+    measures: tuple[str, ...]
+    per_query: Mapping[str, Mapping[str, np.ndarray]]
+    gain: str
+    judged_only: bool
+    tie_rule: str
+    correction: str | None
+    comparisons: tuple[PairComparison, ...] = ()
+    ignored_rows: Mapping[str, int] = field(default_factory=dict)
+    resamples: int = RESAMPLES
+    seed: int = SEED
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(self.per_query)
+
+    def mean(self, run: str, measure: str | None = None) -> float:
+        values = self.per_query[run][measure or self.measures[0]]
+        return float(values.mean()) if len(values) else 0.0
+
+    def rows(self, *, per_query: bool = False) -> list[tuple[str, str, str, float]]:
+        """``(run, measure, query-id, value)``; each run's and measure's queries, then ``all``
+        (the mean)."""
+        out = []
+        for run, by_measure in self.per_query.items():
+            for measure in self.measures:
+                values = by_measure[measure]
+                if per_query:
+                    out.extend((run, measure, q, float(v)) for q, v in zip(self.queries, values,
+                                                                           strict=True))
+                out.append((run, measure, MEAN_ID, self.mean(run, measure)))
+        return out
+
+    def render(self, fmt: str = "table", *, per_query: bool = False) -> str:
+        if fmt == "tsv":
+            return "".join(f"{r}\t{m}\t{q}\t{v!r}\n" for r, m, q, v in self.rows(
+                per_query=per_query))
+        if fmt == "csv":
+            import csv
+            import io
+
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(["run", "measure", "query-id", "value"])
+            writer.writerows((r, m, q, repr(v)) for r, m, q, v in self.rows(per_query=per_query))
+            return buf.getvalue()
+        if fmt == "json":
+            import json
+
+            return json.dumps(self.to_json(per_query=per_query), indent=2) + "\n"
+        if fmt == "table":
+            return self.table(per_query=per_query)
+        raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+    def table(self, *, per_query: bool = False) -> str:
+        lines = [f"qrels {self.qrels}: {len(self.queries)} queries with a positive grade; "
+                 f"gain {self.gain}{' (2^grade - 1)' if self.gain == 'exp' else ''}; "
+                 f"tie rule {self.tie_rule}"
+                 f"{'; judged documents only' if self.judged_only else ''}", ""]
+        width = max([len(r) for r in self.runs] + [3])
+        cols = [max(len(m), 6) for m in self.measures]
+        lines.append("  ".join(["run".ljust(width)] + [m.rjust(c) for m, c in
+                                                       zip(self.measures, cols, strict=True)]))
+        for run in self.runs:
+            lines.append("  ".join([run.ljust(width)] + [
+                f"{self.mean(run, m):.4f}".rjust(c) for m, c in zip(self.measures, cols,
+                                                                     strict=True)]))
+        if per_query:
+            lines += ["", "per query:"]
+            lines += [f"{r}  {m}  {q}  {v:.4f}" for r, m, q, v in self.rows(per_query=True)
+                      if q != MEAN_ID]
+        if self.comparisons:
+            adj = f", p adjusted ({self.correction})" if self.correction else ""
+            lines += ["", f"paired comparisons (a minus b; paired t-test{adj}; 95% CI from "
+                      f"{self.resamples} query-bootstrap resamples, seed {self.seed}):"]
+            for c in self.comparisons:
+                p = "–" if c.p is None else f"{c.p:.3g}"
+                pa_ = "" if not self.correction else (
+                    "  p_adj –" if c.p_adjusted is None else f"  p_adj {c.p_adjusted:.3g}")
+                lines.append(f"{c.measure}  {c.a} - {c.b}: {c.diff:+.4f} "
+                             f"[{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}]  p {p}{pa_}")
+        ignored = {r: n for r, n in self.ignored_rows.items() if n}
+        if ignored:
+            lines += ["", "rows of queries without a qrels entry, ignored: " +
+                      ", ".join(f"{r} {n}" for r, n in ignored.items())]
+        return "\n".join(lines) + "\n"
+
+    def to_json(self, *, per_query: bool = False) -> dict:
+        runs = {}
+        for run, by_measure in self.per_query.items():
+            runs[run] = {}
+            for m in self.measures:
+                entry: dict = {MEAN_ID: self.mean(run, m)}
+                if per_query:
+                    entry["per_query"] = dict(zip(self.queries, map(float, by_measure[m]),
+                                                  strict=True))
+                runs[run][m] = entry
+        return {"qrels": self.qrels, "queries": len(self.queries), "gain": self.gain,
+                "judged_only": self.judged_only, "tie_rule": self.tie_rule,
+                "measures": list(self.measures), "runs": runs,
+                "correction": self.correction, "resamples": self.resamples, "seed": self.seed,
+                "comparisons": [c.to_json() for c in self.comparisons],
+                "ignored_rows": dict(self.ignored_rows)}
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The qrels, indexed: query ids (sorted), ``(query, doc) -> grade`` and ideal DCG."""
+
+    frame: pd.DataFrame
+    query_ids: np.ndarray
+    offsets: np.ndarray
+    grades: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Judged:
+        frame = frame.sort_values("query-id", kind="stable").reset_index(drop=True)
+        qids, counts = np.unique(frame["query-id"].to_numpy(dtype=str), return_counts=True)
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        return cls(frame, qids, offsets, frame["grade"].to_numpy(dtype=np.int64))
+
+    def ideal(self, gain: str, k: int) -> np.ndarray:
+        return ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
+
+
+def _ndcg_run(judged: _Judged, run: pd.DataFrame, ks: Sequence[int], gain: str,
+              judged_only: bool, tie_rule: str) -> tuple[dict[int, np.ndarray], int]:
+    """nDCG@k per qrels query for each k (queries the run misses: 0), and the number of run
+    rows of queries without qrels."""
+    qpos = np.searchsorted(judged.query_ids, run["query-id"].to_numpy(dtype=str))
+    qpos = np.minimum(qpos, len(judged.query_ids) - 1)
+    known = judged.query_ids[qpos] == run["query-id"].to_numpy(dtype=str)
+    ignored = int((~known).sum())
+    merged = run.loc[known, ["query-id", "corpus-id", "score"]].assign(_q=qpos[known]).merge(
+        judged.frame[["query-id", "corpus-id", "grade"]], on=["query-id", "corpus-id"],
+        how="left", sort=False)
+    if judged_only:
+        merged = merged[merged["grade"].notna()]
+    merged = merged.sort_values("_q", kind="stable")        # within a query: the file's order
+    q = merged["_q"].to_numpy(dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(judged.query_ids)))])
+    gains = gain_of(merged["grade"].fillna(0).to_numpy(), gain)
+    key = byte_order_key(merged["corpus-id"].to_numpy(dtype=str)) if tie_rule == "doc-id" \
+        else None
+    scores = merged["score"].to_numpy(dtype=np.float64)
+    out = {}
+    for k in ks:
+        dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=(tie_rule,), doc_key=key)[tie_rule]
+        ideal = judged.ideal(gain, k)
+        out[k] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
+    return out, ignored
+
+
+def _check_run(run: pd.DataFrame, source: str) -> pd.DataFrame:
+    from rcp_data.core.errors import InputError
+
+    dup = run.duplicated(["query-id", "corpus-id"]).to_numpy()
+    if dup.any():
+        i = int(dup.argmax())
+        raise InputError(f"document {run['corpus-id'].iat[i]!r} is ranked twice for query "
+                         f"{run['query-id'].iat[i]!r}", path=source, row=i + 1, field="corpus-id")
+    return run
+
+
+def score_qrels(qrels: str | Path | pd.DataFrame,
+                runs: str | Path | Sequence[str | Path] | Mapping[str, str | Path | pd.DataFrame],
+                *, names: Sequence[str] | None = None, k: int | Sequence[int] = 10,
+                gain: str = "linear", judged_only: bool = False,
+                tie_rule: str = DEFAULT_TIE_RULE, correction: str | None = None,
+                resamples: int = RESAMPLES, seed: int = SEED) -> QrelsScore:
+    """Score runs (TREC run files, parquet tables, mteb prediction folders, or frames with
+    ``query-id, corpus-id, score``) on graded ``qrels`` (a file :func:`read_qrels` reads, or a
+    frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
+    or more, every pair is compared on every measure. Returns a :class:`QrelsScore`; raises
+    :class:`~rcp_data.core.errors.InputError` for a malformed file and
+    :class:`~rcp_data.core.errors.UsageError` for a bad option."""
+    ks = [int(k)] if isinstance(k, int | np.integer) else [int(x) for x in k]
+    if not ks or any(x < 1 for x in ks):
+        raise UsageError(f"k must be positive integers, got {ks}")
+    ks = list(dict.fromkeys(ks))
+    if gain not in GAINS:
+        raise UsageError(f"unknown gain {gain!r}; choose one of {', '.join(GAINS)}")
+    if tie_rule not in TIE_RULES:
+        raise UsageError(f"unknown tie rule {tie_rule!r}; choose one of {', '.join(TIE_RULES)}")
+    if correction is not None and correction not in CORRECTIONS:
+        raise UsageError(f"unknown correction {correction!r}; choose one of "
+                         f"{', '.join(CORRECTIONS)}")
+    source = "<frame>" if isinstance(qrels, pd.DataFrame) else str(qrels)
+    frame = qrels if isinstance(qrels, pd.DataFrame) else read_qrels(qrels)
+    frame = frame.astype({"query-id": str, "corpus-id": str})
+    judged = _Judged.of(frame)
+    named = _named_runs(runs, names)
+    measures = {x: measure_name(x, gain, judged_only) for x in ks}
+    ideal_any = judged.ideal(gain, max(ks)) > 0
+    keep = ideal_any.nonzero()[0]
+    per_query: dict[str, dict[str, np.ndarray]] = {}
+    ignored: dict[str, int] = {}
+    for name, run in named.items():
+        src = "<frame>" if isinstance(run, pd.DataFrame) else str(run)
+        table = run if isinstance(run, pd.DataFrame) else read_ranking(run, split="")
+        table = _check_run(table.astype({"query-id": str, "corpus-id": str}), src)
+        values, ignored[name] = _ndcg_run(judged, table, ks, gain, judged_only, tie_rule)
+        per_query[name] = {measures[x]: values[x][keep] for x in ks}
+    queries = tuple(judged.query_ids[keep].tolist())
+    comparisons = _compare(per_query, list(measures.values()), correction, resamples, seed)
+    return QrelsScore(qrels=source, queries=queries, measures=tuple(measures.values()),
+                      per_query=per_query, gain=gain, judged_only=judged_only,
+                      tie_rule=tie_rule, correction=correction, comparisons=comparisons,
+                      ignored_rows=ignored, resamples=resamples, seed=seed)
+
+
+def _named_runs(runs, names) -> dict:
+    if isinstance(runs, Mapping):
+        return dict(runs)
+    items = [runs] if isinstance(runs, str | Path) else list(runs)
+    if names is not None and len(names) != len(items):
+        raise UsageError(f"{len(names)} names for {len(items)} runs; give one name per run")
+    labels = list(names) if names is not None else [default_name(p) for p in items]
+    if len(set(labels)) != len(labels):
+        raise UsageError(f"two runs share a name ({', '.join(labels)}); name them with --name")
+    return dict(zip(labels, items, strict=True))
+
+
+def _compare(per_query: Mapping[str, Mapping[str, np.ndarray]], measures: Sequence[str],
+             correction: str | None, resamples: int, seed: int) -> tuple[PairComparison, ...]:
+    pairs = list(combinations(per_query, 2))
+    if not pairs:
+        return ()
+    out: list[PairComparison] = []
+    for m in measures:
+        diffs = np.stack([per_query[a][m] - per_query[b][m] for a, b in pairs])
+        if diffs.shape[1] == 0:
+            continue
+        ci = bootstrap_interval(diffs, resamples=resamples, seed=seed)
+        tests = [paired_test(per_query[a][m], per_query[b][m]) for a, b in pairs]
+        adjusted: list[float | None] = [None] * len(pairs)
+        if correction:
+            defined = [i for i, (_, p) in enumerate(tests) if p is not None]
+            values = adjust_pvalues([tests[i][1] for i in defined], correction)
+            for i, v in zip(defined, values, strict=True):
+                adjusted[i] = float(v)
+        for i, (a, b) in enumerate(pairs):
+            out.append(PairComparison(m, a, b, float(diffs[i].mean()), tests[i][0], tests[i][1],
+                                      adjusted[i], (float(ci[i, 0]), float(ci[i, 1])),
+                                      diffs.shape[1]))
+    return tuple(out)
+
+
+__all__ = ["CORRECTIONS", "FORMATS", "GAINS", "PairComparison", "QrelsScore", "adjust_pvalues",
+           "bootstrap_interval", "measure_name", "score_qrels"]

@@ -1,0 +1,116 @@
+"""Graded relevance judgements from a file: TREC qrels (``qid iter docid grade``), or a
+parquet / CSV / headed TSV table with ``query-id``, ``corpus-id`` and ``grade`` (or ``score``,
+BEIR's name) columns. Grades are integers (trec_eval reads them as such)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rcp_data.core.errors import InputError, NotFoundError
+from rcp_data.core.io import read_parquet
+
+QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
+GRADE_ALIASES = ("grade", "score", "relevance")
+
+
+def read_qrels(path: str | Path) -> pd.DataFrame:
+    """``query-id, corpus-id`` (text) and ``grade`` (int64), one row per judged pair, in file
+    order. A malformed row is an :class:`InputError` naming the file, row and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise NotFoundError("qrels file not found", path=str(path))
+    if path.suffix == ".parquet":
+        table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
+        frame = table.to_pandas()
+        return _from_table(frame, str(path), first_row=1)
+    with path.open("r", encoding="utf-8", errors="strict", newline="") as fh:
+        try:
+            head = fh.readline()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason})", path=str(path), row=1) from None
+    if path.suffix == ".csv" or head.startswith("query-id"):
+        delimiter = "," if path.suffix == ".csv" else "\t"
+        with path.open("r", encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh, delimiter=delimiter))
+        if not rows:
+            raise InputError("empty qrels table", path=str(path))
+        frame = pd.DataFrame(rows[1:], columns=[c.strip() for c in rows[0]], dtype=object)
+        return _from_table(frame, str(path), first_row=2)
+    return _read_trec(path)
+
+
+def _read_trec(path: Path) -> pd.DataFrame:
+    qids, dids, grades, rows = [], [], [], []
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 path=str(path), row=n) from None
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise InputError(f"expected 'qid iter docid grade', got {line.strip()!r}",
+                                 path=str(path), row=n)
+            grades.append(_grade(parts[3], str(path), n))
+            qids.append(parts[0])
+            dids.append(parts[2])
+            rows.append(n)
+    frame = pd.DataFrame({"query-id": qids, "corpus-id": dids,
+                          "grade": np.asarray(grades, dtype=np.int64)})
+    frame["_row"] = np.asarray(rows, dtype=np.int64)
+    return _unique(frame, str(path))
+
+
+def _grade(text: object, path: str, row: int) -> int:
+    value = str(text).strip()
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            as_float = float(value)
+        except ValueError:
+            as_float = None
+        if as_float is not None and as_float.is_integer():
+            return int(as_float)
+        raise InputError(f"grade {value!r} is not an integer", path=path, row=row,
+                         field="grade") from None
+
+
+def _from_table(frame: pd.DataFrame, path: str, *, first_row: int) -> pd.DataFrame:
+    missing = [c for c in QRELS_COLUMNS[:2] if c not in frame.columns]
+    grade_col = next((c for c in GRADE_ALIASES if c in frame.columns), None)
+    if missing or grade_col is None:
+        need = missing + ([] if grade_col else ["grade"])
+        raise InputError(f"qrels table lacks column(s) {', '.join(need)} (has "
+                         f"{', '.join(map(str, frame.columns))})", path=path)
+    rows = np.arange(first_row, first_row + len(frame), dtype=np.int64)
+    for col in ("query-id", "corpus-id", grade_col):
+        null = frame[col].isna().to_numpy()
+        if null.any():
+            raise InputError("empty value", path=path, row=int(rows[null.argmax()]), field=col)
+    grades = [_grade(g, path, int(r)) for g, r in zip(frame[grade_col].tolist(), rows,
+                                                      strict=True)]
+    out = pd.DataFrame({"query-id": frame["query-id"].astype(str).to_numpy(),
+                        "corpus-id": frame["corpus-id"].astype(str).to_numpy(),
+                        "grade": np.asarray(grades, dtype=np.int64), "_row": rows})
+    return _unique(out, path)
+
+
+def _unique(frame: pd.DataFrame, path: str) -> pd.DataFrame:
+    dup = frame.duplicated(["query-id", "corpus-id"]).to_numpy()
+    if dup.any():
+        i = int(dup.argmax())
+        raise InputError(f"document {frame['corpus-id'].iat[i]!r} is judged twice for query "
+                         f"{frame['query-id'].iat[i]!r}", path=path, row=int(frame["_row"].iat[i]),
+                         field="corpus-id")
+    return frame.drop(columns="_row").reset_index(drop=True)
+
+
+__all__ = ["QRELS_COLUMNS", "read_qrels"]
