@@ -65,7 +65,8 @@ _EXPORTS = {
 
 __all__ = [
     "BuildResult", "Comparison", "HubClient", "HubUnavailable", "InputError", "NotFoundError",
-    "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "ReplayResult", "RunCoverage",
+    "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "ReplayResult",
+    "RunCoverage",
     "SchemaError", "ScoreResult", "UsageError", "VerificationFailed", "VerifyReport",
     "__version__", "build", "compare", "open_release", "publish", "replay", "score", "score_qrels",
     "verify",
