@@ -94,6 +94,9 @@ def _publish(args: argparse.Namespace) -> int:
                      reverify=args.reverify)
     for msg in result.messages:
         say(args, msg)
+    if result.record_error:  # the release is out, but the record asked for is not
+        print(f"rcp-data release: error: {result.record_error}", file=sys.stderr)
+        return 1
     if result.recorded:
         say(args, f"recorded in {result.recorded}")
     elif result.status == "published":
