@@ -264,7 +264,7 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
 
     ``verified``: the files whose size and sha256 the pre-publish verification proved;
     ``snapshot``: what the read that hashed them kept (the bytes uploaded, the blob ids)."""
-    report.raise_if_failed()
+    report.raise_if_failed(publishing=True)
     check_repo_id(repo)
     history = report.history
     assert history is not None and history.latest is not None
@@ -507,7 +507,7 @@ def check_before_publishing(root: Path, files: Mapping[str, FileEntry], *,
     from rcp_data.checks.release_check import check_release_dir
 
     report = check_release_dir(root)
-    report.raise_if_failed()
+    report.raise_if_failed(publishing=True)
     _same_files(root, files, report.files)
     if receipt is not None:  # recorded as not publishable, yet the release check passes now
         log.info("verified %s before publishing: the release check passed and its %d files "
