@@ -54,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_list)
 
     p = sub.add_parser("render-md", help="render RELEASES.md from the release histories")
-    p.add_argument("--out", type=Path, help="file to write (default: print to stdout)")
+    p.add_argument("--out", type=Path,
+                   help="file to write ('-' or none: print to stdout)")
     p.add_argument("--histories", type=Path,
                    help="folder of <suite>.json histories (default: the packaged ones)")
     p.add_argument("--check", action="store_true",
@@ -119,7 +120,7 @@ def _render_md(args: argparse.Namespace) -> int:
     from rcp_data.documents.releases_md import render_releases_md, write_releases_md
     from rcp_data.model.history import load_project_histories
 
-    if args.out is None:
+    if args.out is None or str(args.out) == "-":
         if args.check:
             raise UsageError("--check needs --out FILE (the RELEASES.md to check)")
         sys.stdout.write(render_releases_md(load_project_histories(args.histories)))
