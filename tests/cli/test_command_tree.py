@@ -5,6 +5,7 @@ and 7)."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,16 @@ def test_render_md_out_dash_is_stdout(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("#")
     assert not (tmp_path / "-").exists()
 
+
+
+def test_the_readme_names_every_subcommand():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("Other subcommands:")
+    other = readme[start:readme.index("\n\n", start)].replace("\n", " ")
+    named = set()
+    for chunk in re.findall(r"`([a-z-]+(?: [a-z|-]+)?)", other):   # `release check`, `judge a|b`
+        command, _, actions = chunk.partition(" ")
+        named |= {command} | {f"{command} {a}" for a in actions.split("|") if a}
+    for parser in PARSERS:
+        name = parser.prog.removeprefix("rcp-data ")
+        assert name in named or f"rcp-data {name} " in readme, name
