@@ -52,8 +52,11 @@ def test_missing_config_file_refused(release_dir: Path):
     problems = _problems(release_dir)
     assert any("beta/top_ranked.parquet: missing file" in p for p in problems)
     assert any("config 'beta-top_ranked'" in p and "matches no file" in p for p in problems)
-    with pytest.raises(RefusedError, match="nothing was uploaded"):
+    with pytest.raises(RefusedError, match="problem") as err:   # check never uploads
         check_release_dir(release_dir).raise_if_failed()
+    assert "uploaded" not in str(err.value)
+    with pytest.raises(RefusedError, match="nothing was uploaded"):  # a publish's refusal
+        check_release_dir(release_dir).raise_if_failed(publishing=True)
 
 
 def test_gain_not_the_link_of_theta_refused(release_dir: Path):

@@ -63,8 +63,24 @@ def test_unknown_schema_refused(tmp_path: Path):
     with pytest.raises(InputError, match=r"releases.json.*unknown schema 'rcp-data.releases/2'"):
         read_history(path)
     del data["schema"]
-    with pytest.raises(InputError, match="unknown schema None"):
+    with pytest.raises(InputError, match="not a release history: its schema is None") as err:
         loads_history(data)
+    assert "upgrade" not in str(err.value)   # no newer rcp-data reads a file of no schema
+
+
+def test_render_md_skips_files_of_another_schema(tmp_path: Path, capsys, caplog):
+    """issue 30: the demo's demo.json beside the histories is no reason to say "upgrade"."""
+    from rcp_data.cli import main
+
+    folder = tmp_path / "demo-out"
+    folder.mkdir()
+    (folder / "demo.json").write_text(json.dumps({"schema": "rcp-data.demo/1"}))
+    (folder / "demo-suite.json").write_text(_one().to_json())
+    assert main(["release", "render-md", "--histories", str(folder)]) == 0
+    captured = capsys.readouterr()
+    assert _one().releases[0].tag in captured.out
+    assert "skipped" in caplog.text and "demo.json: not a release history" in caplog.text
+    assert "upgrade" not in caplog.text + captured.err
 
 
 def test_round_trip_keeps_extra_keys(tmp_path: Path):

@@ -161,11 +161,13 @@ class CheckReport:
     def ok(self) -> bool:
         return not self.problems
 
-    def raise_if_failed(self) -> None:
+    def raise_if_failed(self, *, publishing: bool = False) -> None:
+        """Refuse a failed check; ``publishing``: a publish asked, so say nothing went up."""
         if self.problems:
             shown = "\n  - ".join(self.problems)
+            uploaded = "; nothing was uploaded" if publishing else ""
             raise RefusedError(f"release check of {self.root} failed "
-                               f"({len(self.problems)} problem(s)); nothing was uploaded:\n"
+                               f"({len(self.problems)} problem(s)){uploaded}:\n"
                                f"  - {shown}")
 
 

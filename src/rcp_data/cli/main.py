@@ -68,7 +68,30 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in subcommand_parsers(parser):
+        _add_global_flags(command)
     return parser
+
+
+def subcommand_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every subcommand's parser, sub-subcommands included (``release publish``, ...)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):  # aliases once
+                yield command
+                yield from subcommand_parsers(command)
+
+
+def _add_global_flags(parser: argparse.ArgumentParser) -> None:
+    """``-q``/``-v`` after the subcommand too (``rcp-data replay DIR -q``); SUPPRESS keeps the
+    value given before it when the flag is not repeated after."""
+    taken = {s for a in parser._actions for s in a.option_strings}
+    if not taken & {"-v", "--verbose"}:
+        parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                            help="debug logging (as before the subcommand)")
+    if not taken & {"-q", "--quiet"}:
+        parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                            help="errors only (as before the subcommand)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,7 @@ REAL_HUB = "https://huggingface.co"
 REPO_TYPE = "dataset"
 _HF_PATH = re.compile(r"^hf://datasets/(?P<repo>[^@/]+/[^@/]+)(?:@(?P<rev>[^/]+))?/?$")
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+SHORT_SHA_RE = re.compile(r"^[0-9a-f]{7,39}$")  # an abbreviated commit sha, as git prints
 _TRANSPORT_MODULES = ("httpx", "httpcore", "requests", "urllib3")
 LOCAL_HUB_SERVER = "rcp-data-local-hub"   # the local Hub's ``Server`` header starts so
 
@@ -359,11 +360,30 @@ class HubClient:
             return PinnedRevision(repo, revision, tags[revision], True, False)
         if revision in branches:
             return PinnedRevision(repo, revision, branches[revision], False, True)
+        if SHORT_SHA_RE.match(revision):  # a short sha: the commits of the repo's refs
+            return PinnedRevision(repo, revision, self._expand_short_sha(
+                repo, revision, [*branches.values(), *tags.values()]), False, False)
         with self.errors(f"{repo}@{revision}"):
             info = self.api.dataset_info(repo, revision=revision)
         if not info.sha:
             raise HubUnavailable(f"revision {revision!r} of {repo!r} has no commit sha")
         return PinnedRevision(repo, revision, info.sha, False, False)
+
+    def _expand_short_sha(self, repo: str, prefix: str, heads: Sequence[str]) -> str:
+        """The one commit of ``repo`` (reachable from ``heads``, its branches and tags) whose
+        sha starts with ``prefix``; refuses an unknown or an ambiguous prefix."""
+        found: dict[str, None] = {}
+        for head in dict.fromkeys(heads):
+            for commit in self.commits(repo, head):
+                if commit.sha.startswith(prefix):
+                    found[commit.sha] = None
+        if not found:
+            raise NotFoundError(f"no commit of {repo} (on its branches and tags) starts with "
+                                f"{prefix!r}")
+        if len(found) > 1:
+            raise UsageError(f"short sha {prefix!r} of {repo} is ambiguous: it starts "
+                             f"{', '.join(sorted(found))}; give more of it")
+        return next(iter(found))
 
     def files(self, repo: str, sha: str) -> dict[str, RemoteFile]:
         """``{path: RemoteFile}`` of every file of ``repo`` at commit ``sha``."""

@@ -641,7 +641,7 @@ def load_spec(name: str) -> SuiteSpec:
     ``vidore_v3``; any spelling :func:`suite_key` accepts)."""
     path = builders_dir() / f"{suite_key(name)}.toml"
     if not path.exists():
-        raise UsageError(f"unknown suite {name!r}; known: {', '.join(known_suites())}")
+        raise UsageError(f"unknown suite {name!r}; known: {shown_suites()}")
     return _load_spec_cached(path)
 
 
@@ -651,4 +651,16 @@ def _load_spec_cached(path: Path) -> SuiteSpec:
 
 
 def known_suites() -> list[str]:
+    """The suites' canonical names (their spec files' stems: ``vidore_v3``)."""
     return sorted(p.stem for p in builders_dir().glob("*.toml") if not p.stem.startswith("_"))
+
+
+def suite_cli_name(key: str) -> str:
+    """A suite's name as the command line spells it (``vidore-v3``); :func:`suite_key` reads
+    it back."""
+    return key.replace("_", "-")
+
+
+def shown_suites() -> str:
+    """The known suites as help texts and error messages list them (``..., vidore-v3``)."""
+    return ", ".join(suite_cli_name(k) for k in known_suites())

@@ -15,6 +15,7 @@ Extra keys (``note`` on a release, ``suite`` and ``paper`` on a history) are kep
 from __future__ import annotations
 
 import copy
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,8 @@ from rcp_data.core.gains import get_link, link_name
 from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_json
 from rcp_data.core.specs import suite_key
 from rcp_data.model.manifest import BuildManifest
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "rcp-data.releases/1"
 STATUSES = ("current", "superseded")
@@ -180,6 +183,10 @@ class History:
         if not isinstance(data, Mapping):
             raise InputError("a release history must be a JSON object", path=source)
         schema = data.get("schema")
+        if not is_history_schema(schema):
+            raise InputError(
+                f"not a release history: its schema is {schema!r}, a release history's is "
+                f"{SCHEMA!r}", path=source, field="schema")
         if schema != SCHEMA:
             raise InputError(
                 f"unknown schema {schema!r}; this rcp-data reads {SCHEMA!r} only "
@@ -481,4 +488,17 @@ def history_path(suite: str) -> Path:
 def load_project_histories(folder: str | Path | None = None) -> dict[str, History]:
     """Every ``<suite>.json`` history in ``folder`` (default: the project's ``release/``)."""
     folder = Path(folder) if folder else histories_dir()
-    return {p.stem: read_history(p) for p in sorted(folder.glob("*.json"))}
+    histories = {}
+    for p in sorted(folder.glob("*.json")):
+        data = read_json(p)
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if not is_history_schema(schema):  # another tool's file (the demo's demo.json, ...)
+            log.warning("skipped %s: not a release history (schema %r)", p, schema)
+            continue
+        histories[p.stem] = read_history(p)
+    return histories
+
+
+def is_history_schema(schema: object) -> bool:
+    """Whether ``schema`` names a release history of any version (``rcp-data.releases/N``)."""
+    return isinstance(schema, str) and schema.split("/")[0] == SCHEMA.split("/")[0]

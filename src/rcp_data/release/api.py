@@ -60,7 +60,8 @@ def publish(release: Release | str | Path, repo: str, *, branch: str = "main",
     :class:`~rcp_data.model.release.Release`. ``record_to``: a folder of ``<suite>.json``
     histories (or one file) to record the published release in. Returns the
     :class:`~rcp_data.release.publish.PublishResult` (``status`` ``"published"`` or
-    ``"already-published"``). Raises :class:`~rcp_data.core.errors.RefusedError` (a
+    ``"already-published"``; ``record_error`` says why a record asked for could not be
+    made: the release is out then, its record not). Raises :class:`~rcp_data.core.errors.RefusedError` (a
     ``PermissionError``) when the release fails its checks or the branch moved, and
     :class:`~rcp_data.core.errors.NotFoundError` for a missing directory or repo.
     """

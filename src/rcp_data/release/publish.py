@@ -216,6 +216,7 @@ class PublishResult:
     deleted: int = 0
     recorded: Path | None = None
     messages: tuple[str, ...] = ()
+    record_error: str | None = None   # published, but the record asked for could not be made
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
 
     ``verified``: the files whose size and sha256 the pre-publish verification proved;
     ``snapshot``: what the read that hashed them kept (the bytes uploaded, the blob ids)."""
-    report.raise_if_failed()
+    report.raise_if_failed(publishing=True)
     check_repo_id(repo)
     history = report.history
     assert history is not None and history.latest is not None
@@ -448,8 +449,9 @@ def record_target(record_to: str | Path, suite: str | None) -> Path:
 def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
     """Add the published release (with its now known sha) to the history file ``path``.
 
-    A file that does not exist yet starts from the packaged history of the same repo (or an
-    empty one); the file is replaced atomically.
+    A file that does not exist yet starts from the packaged history of the same repo, else
+    from the release's own ``provenance/releases.json`` (its older releases with their shas);
+    so does an existing file that lists no release yet. The file is replaced atomically.
     """
     if path.exists():
         history = read_history(path)
@@ -461,6 +463,8 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
     if history.repo != plan.repo:
         raise InputError(f"the history tracks {history.repo}, not {plan.repo}", path=str(path))
+    if not history.releases:  # a repo the project does not track: the release's own record
+        history = replace(plan.history, releases=plan.history.releases[:-1])
     write_history(record_release(history, plan.release, result.commit), path)
     log.info("recorded release %d (%s) in %s", plan.release.release, result.commit, path)
     return path
@@ -503,7 +507,7 @@ def check_before_publishing(root: Path, files: Mapping[str, FileEntry], *,
     from rcp_data.checks.release_check import check_release_dir
 
     report = check_release_dir(root)
-    report.raise_if_failed()
+    report.raise_if_failed(publishing=True)
     _same_files(root, files, report.files)
     if receipt is not None:  # recorded as not publishable, yet the release check passes now
         log.info("verified %s before publishing: the release check passed and its %d files "
@@ -556,6 +560,5 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
             result = replace(result, recorded=record(result, plan, path))
         except InputError as exc:  # the release is out; say what to fix in the history
             msg = f"published, but could not record the release in {path}: {exc.message}"
-            log.warning(msg)
-            result = replace(result, messages=(*result.messages, msg))
+            result = replace(result, record_error=msg)
     return result

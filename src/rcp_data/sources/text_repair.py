@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -215,14 +216,23 @@ def repair_tsv(input_path: Path, output_path: Path, batch_size: int = 50_000) ->
     input_path, output_path = Path(input_path), Path(output_path)
     if not input_path.is_file():
         raise InputError("no such file", path=str(input_path))
-    documents = repaired = 0
     with atomic_path(output_path) as tmp, open(tmp, "wb") as out:
-        for ids, texts in read_tsv_batches(input_path, batch_size):
-            result = repair_array(texts)
-            documents += len(ids)
-            repaired += result.changed
-            fixed: Iterable[str] = result.texts.to_pylist() if result.changed else texts
-            out.write("".join(f"{i}\t{t}\n" for i, t in zip(ids, fixed, strict=True)).encode())
+        stats = repair_tsv_to(input_path, out, batch_size)
     log.info("read %d passages from %s; repaired %d; wrote %s",
-             documents, input_path, repaired, output_path)
+             stats.documents, input_path, stats.repaired, output_path)
+    return stats
+
+
+def repair_tsv_to(input_path: Path, out: BinaryIO, batch_size: int = 50_000) -> RepairStats:
+    """Repair an ``id<TAB>text`` file into the binary stream ``out`` (e.g. stdout)."""
+    input_path = Path(input_path)
+    if not input_path.is_file():
+        raise InputError("no such file", path=str(input_path))
+    documents = repaired = 0
+    for ids, texts in read_tsv_batches(input_path, batch_size):
+        result = repair_array(texts)
+        documents += len(ids)
+        repaired += result.changed
+        fixed: Iterable[str] = result.texts.to_pylist() if result.changed else texts
+        out.write("".join(f"{i}\t{t}\n" for i, t in zip(ids, fixed, strict=True)).encode())
     return RepairStats(documents, repaired)

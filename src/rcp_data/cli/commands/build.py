@@ -17,7 +17,7 @@ from pathlib import Path
 from rcp_data.cli.options import add_source_option, source_options
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
-from rcp_data.core.specs import suite_key
+from rcp_data.core.specs import shown_suites, suite_key
 
 DEMO_SUITE = "demo"
 
@@ -27,8 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read a suite's sources and a judge run's builder inputs, "
                        "and write a publishable release directory in the published layout.")
     p.add_argument("suite", type=suite_key, nargs="?",
-                   help="suite name (demo, trecdl, nanobeir, bright, vidore-v3, or a spec in "
-                   "$RCP_DATA_BUILDERS)")
+                   help=f"suite name ({shown_suites()}, or a spec in $RCP_DATA_BUILDERS)")
     p.add_argument("--spec", type=Path, metavar="FILE",
                    help="the suite's spec file, instead of a suite name (rcp-data suite init "
                    "writes one)")

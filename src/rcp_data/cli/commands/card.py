@@ -104,9 +104,14 @@ def _regenerate(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("card", help="render or regenerate dataset cards and task files")
+    p = subparsers.add_parser("card", help="render or regenerate dataset cards and task files",
+                              description="Render a release's dataset card (README.md) and "
+                              "task file, or publish a commit that regenerates them on the Hub.")
     sub = p.add_subparsers(dest="card_command", metavar="ACTION")
-    r = sub.add_parser("render", help="write README.md and rcp_ndcg_tasks.py of a release dir")
+    r = sub.add_parser("render", help="write README.md and rcp_ndcg_tasks.py of a release dir",
+                       description="Write the dataset card (README.md) and the task file "
+                       "(rcp_ndcg_tasks.py) of a release directory from its data, or only the "
+                       "card to --out.")
     r.add_argument("release_dir", metavar="RELEASE_DIR",
                    help="a release directory, or hf://datasets/OWNER/NAME@REV (read without "
                    "its corpus; needs --out)")
@@ -118,10 +123,13 @@ def register(subparsers) -> None:
     r.add_argument("--suite", type=suite_key, help="suite name (default: read from the release)")
     r.set_defaults(func=_render)
     g = sub.add_parser("regenerate",
-                       help="publish a commit updating only the card, task file, releases.json")
-    g.add_argument("--repo", required=True, metavar="OWNER/NAME")
+                       help="publish a commit updating only the card, task file, releases.json",
+                       description="Render the card, task file and releases.json of a "
+                       "published release again and commit only those files on --branch, on "
+                       "top of --revision; no tag is moved.")
+    g.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
     g.add_argument("--revision", required=True, help="the branch head to build on")
-    g.add_argument("--branch", default="main")
+    g.add_argument("--branch", default="main", help="the branch to commit on (default main)")
     g.add_argument("--suite", type=suite_key, help="suite name (default: read from the repo)")
     g.set_defaults(func=_regenerate)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -35,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__.split("\n\n")[1].replace("\n", " "))
     sub = p.add_subparsers(dest="judge_command", metavar="SUBCOMMAND")
 
-    plan = sub.add_parser("plan", help="print the schedule's calls, placements and estimates")
+    plan = sub.add_parser("plan", help="print the schedule's calls, placements and estimates",
+                          description="Print the judging schedule of a pool (or of pools of "
+                          "--pool-size): its calls per stage, placements and time estimates; "
+                          "calls no judge.")
     plan.add_argument("--pool", help="a release directory or hf://datasets/OWNER/NAME@REV")
     plan.add_argument("--pool-size", type=int, help="plan for pools of this size instead")
     plan.add_argument("--queries", type=int, default=1, help="with --pool-size: queries")
@@ -47,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(plan)
     plan.set_defaults(func=handle_plan)
 
-    run = sub.add_parser("run", help="ask the judge for every window (resumable)")
+    run = sub.add_parser("run", help="ask the judge for every window (resumable)",
+                         description="Ask an OpenAI-compatible judge for every window of the "
+                         "schedule (Stage A, then Stage B), storing each answer in --store; a "
+                         "rerun resumes where it stopped. Writes the judge tables to --out.")
     run.add_argument("--pool", required=True,
                      help="a release directory or hf://datasets/OWNER/NAME@REV")
     run.add_argument("--store", required=True, type=Path, help="the run's store (append-only)")
@@ -59,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--judge-revision", default="", help="the model's checkpoint revision")
     run.add_argument("--api-key-env", metavar="NAME",
                      help="environment variable holding the API key (never printed)")
-    run.add_argument("--concurrency", type=int, default=64)
+    run.add_argument("--concurrency", type=int, default=64,
+                     help="calls in flight at once (default 64)")
     run.add_argument("--max-calls", type=int, help="stop after this many calls")
     run.add_argument("--attempts", type=int, default=3,
                      help="asks per window before it is stored invalid (default 3)")
@@ -67,29 +74,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--timeout", type=float, default=600.0, help="seconds per call")
     run.add_argument("--outage-wait", type=float, default=600.0,
                      help="seconds a call waits while every replica is down")
-    run.add_argument("--temperature", type=float, default=1.0)
-    run.add_argument("--context-tokens", type=int, default=32768)
-    run.add_argument("--max-output-tokens", type=int, default=1024)
+    run.add_argument("--temperature", type=float, default=1.0,
+                     help="sampling temperature (default 1.0)")
+    run.add_argument("--context-tokens", type=int, default=32768,
+                     help="the model's context length (default 32768)")
+    run.add_argument("--max-output-tokens", type=int, default=1024,
+                     help="the most tokens one answer may have (default 1024)")
     run.add_argument("--tokenizer", help="tokenizer.json path or HF repo id (from the cache)")
     run.add_argument("--prompt-a", type=Path, help="Stage A template (default: built-in)")
     run.add_argument("--prompt-b", type=Path, help="Stage B template (default: built-in)")
     run.add_argument("--rubric", type=Path, help="rubric JSON (default: Table 1's criteria)")
     run.add_argument("--response-format", default="json_schema",
-                     choices=("json_schema", "json_object", "none"))
+                     choices=("json_schema", "json_object", "none"),
+                     help="how the answer's JSON is asked for (default json_schema)")
     run.add_argument("--score-values", default="bounded", choices=("bounded", "integers"),
                      help="Stage A schema items: numbers in [-5, 5] or the integers -5..5")
-    run.add_argument("--stages", default="AB", choices=("A", "B", "AB"))
+    run.add_argument("--stages", default="AB", choices=("A", "B", "AB"),
+                     help="the stages to run (default AB)")
     run.add_argument("--limit-queries", type=int, help="judge only the first N queries")
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--no-progress", action="store_true", help="show no progress bar")
     _common(run)
     run.set_defaults(func=handle_run)
 
-    st = sub.add_parser("status", help="count a store's windows by stage and status")
-    st.add_argument("--store", required=True, type=Path)
+    st = sub.add_parser("status", help="count a store's windows by stage and status",
+                        description="Count a judging store's windows, invalid windows, "
+                        "calls and tokens by stage.")
+    st.add_argument("--store", required=True, type=Path, help="the run's store")
     st.set_defaults(func=handle_status)
 
-    rp = sub.add_parser("reparse", help="re-read a store's raw answers (no judge call)")
-    rp.add_argument("--store", required=True, type=Path)
+    rp = sub.add_parser("reparse", help="re-read a store's raw answers (no judge call)",
+                        description="Parse a store's raw answers again (e.g. after a parser "
+                        "fix) into a new store; calls no judge.")
+    rp.add_argument("--store", required=True, type=Path, help="the run's store (read only)")
     rp.add_argument("--out", required=True, type=Path, help="a new store for the re-read")
     rp.set_defaults(func=handle_reparse)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -23,14 +23,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "unset).")
     sub = parser.add_subparsers(dest="release_command", metavar="ACTION")
 
-    p = sub.add_parser("check", help="run the pre-publish checks of a release directory")
-    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR")
+    p = sub.add_parser("check", help="run the pre-publish checks of a release directory",
+                       description="Run the checks a publish runs first (files, schemas, "
+                       "configs, releases.json, card) on a release directory; uploads "
+                       "nothing. Exit 1 with the problems listed when one fails.")
+    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR",
+                   help="the release directory (from 'rcp-data build')")
     p.set_defaults(func=_check)
 
-    p = sub.add_parser("publish", help="check, commit (one commit) and tag a release directory")
-    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR")
+    p = sub.add_parser("publish", help="check, commit (one commit) and tag a release directory",
+                       description="Check a release directory, then upload it as ONE commit "
+                       "on --branch and tag it with its release tag. Re-running is safe: a "
+                       "release already published changes nothing; tags are never moved.")
+    p.add_argument("release_dir", type=Path, metavar="RELEASE_DIR",
+                   help="the release directory (from 'rcp-data build')")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
-    p.add_argument("--branch", default="main")
+    p.add_argument("--branch", default="main", help="the branch to commit on (default main)")
     p.add_argument("--parent-commit", metavar="SHA",
                    help="the head the release was built against; refuse if the branch moved")
     p.add_argument("--create-repo", action="store_true",
@@ -47,21 +55,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "these bytes (every file is hashed either way)")
     p.set_defaults(func=_publish)
 
-    p = sub.add_parser("list", help="the Hub's tags and the repo's releases.json side by side")
-    p.add_argument("--repo", required=True, metavar="OWNER/NAME")
-    p.add_argument("--branch", default="main")
+    p = sub.add_parser("list", help="the Hub's tags and the repo's releases.json side by side",
+                       description="List a dataset repo's releases: its release tags on the Hub "
+                       "beside the releases.json on --branch, flagging where they disagree "
+                       "(exit 1 then).")
+    p.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
+    p.add_argument("--branch", default="main",
+                   help="the branch whose releases.json is read (default main)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("render-md", help="render RELEASES.md from the release histories")
-    p.add_argument("--out", type=Path, help="file to write (default: print to stdout)")
+    p = sub.add_parser("render-md", help="render RELEASES.md from the release histories",
+                       description="Render RELEASES.md (every suite's releases, with date, "
+                       "tag, sha and summary) from a folder of <suite>.json release histories; "
+                       "files of another kind in the folder are skipped.")
+    p.add_argument("--out", type=Path,
+                   help="file to write ('-' or none: print to stdout)")
     p.add_argument("--histories", type=Path,
                    help="folder of <suite>.json histories (default: the packaged ones)")
     p.add_argument("--check", action="store_true",
                    help="fail (exit 1) if the file named by --out is stale")
     p.set_defaults(func=_render_md)
 
-    p = sub.add_parser("table", help="print a card's release table from a releases file")
+    p = sub.add_parser("table", help="print a card's release table from a releases file",
+                       description="Print the release table a dataset card shows, from a "
+                       "suite's packaged history or a releases.json file.")
     p.add_argument("source", metavar="SUITE|RELEASES_JSON",
                    help="a suite name (its release/<suite>.json) or a releases.json path")
     p.add_argument("--text", action="store_true", help="tab-separated instead of Markdown")
@@ -94,6 +112,9 @@ def _publish(args: argparse.Namespace) -> int:
                      reverify=args.reverify)
     for msg in result.messages:
         say(args, msg)
+    if result.record_error:  # the release is out, but the record asked for is not
+        print(f"rcp-data release: error: {result.record_error}", file=sys.stderr)
+        return 1
     if result.recorded:
         say(args, f"recorded in {result.recorded}")
     elif result.status == "published":
@@ -116,7 +137,7 @@ def _render_md(args: argparse.Namespace) -> int:
     from rcp_data.documents.releases_md import render_releases_md, write_releases_md
     from rcp_data.model.history import load_project_histories
 
-    if args.out is None:
+    if args.out is None or str(args.out) == "-":
         if args.check:
             raise UsageError("--check needs --out FILE (the RELEASES.md to check)")
         sys.stdout.write(render_releases_md(load_project_histories(args.histories)))

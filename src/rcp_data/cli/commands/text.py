@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rcp_data.cli.output import say
+from rcp_data.core.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--input", type=Path, required=True, help="TSV file: id<TAB>text per line")
     r.add_argument("--output", type=Path, required=True,
-                   help="TSV file to write (a new file; an existing one only with --force)")
+                   help="TSV file to write (a new file; an existing one only with --force; "
+                        "'-' = stdout)")
     r.add_argument("--force", action="store_true", help="replace an existing --output file")
     r.add_argument("--json", action="store_true",
                    help='print {"documents": N, "repaired": M} as JSON')
@@ -31,8 +34,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_repair(args: argparse.Namespace) -> int:
     from rcp_data.core.outputs import check_output_file
-    from rcp_data.sources.text_repair import repair_tsv
+    from rcp_data.sources.text_repair import repair_tsv, repair_tsv_to
 
+    if str(args.output) == "-":  # stdout holds the repaired text, so no status line or JSON
+        if args.json:
+            raise UsageError("--json prints to stdout, which --output - already fills")
+        sys.stdout.flush()
+        repair_tsv_to(args.input, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return 0
     check_output_file(args.output, flag="--output", inputs={"--input": args.input},
                       force=args.force)
     stats = repair_tsv(args.input, args.output)
