@@ -69,7 +69,7 @@ def build_pools_only(spec: SuiteSpec, inputs: Path, out: Path, *, source=None,
                              k=spec.pool.rrf_k)
             pool = build_pools(fused, qrels[qrels["query-id"].isin(set(qids))], qids,
                                rule=spec.pool.rule, size=spec.pool.size,
-                               grade_positive=int(spec.source.get("grade_positive", 1)),
+                               grade_positive=spec.grade_positive,
                                excluded=excluded,
                                never_pool=set(sub.corpus.facts().empty_ids))
             pool["judged"] = False
