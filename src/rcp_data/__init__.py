@@ -29,7 +29,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from rcp_data.core.version import __version__
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -223,10 +223,12 @@ def test_an_unreadable_receipt_is_ignored_and_an_unwritable_cache_only_warns(
 def test_the_verifier_identity_covers_every_packaged_file(tmp_path, monkeypatch):
     """The identity changes with any file of the installed package (code, spec, reference,
     template), not only with its version."""
-    package = Path(rcp_data.__file__).resolve().parent
+    from rcp_data.core import version
+
+    package = version.PACKAGE_DIR
     copy = tmp_path / "rcp_data"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(rcp_data, "__file__", str(copy / "__init__.py"))
+    monkeypatch.setattr(version, "PACKAGE_DIR", copy)
     identities = []
     for edit in (None, "resources/provenance", "documents/templates"):
         if edit is not None:

@@ -30,7 +30,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-import rcp_data
+from rcp_data.core import version
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry
 from rcp_data.core.io import read_json, write_json
@@ -68,7 +68,7 @@ def verifier_identity() -> str:
     """sha256 over rcp-data's installed files (code, specs, references, templates), the Python
     version and the versions of :data:`LIBRARIES`; and over the files of the suite specs'
     folder when ``$RCP_DATA_BUILDERS`` puts it outside the package."""
-    return _identity(str(Path(rcp_data.__file__).resolve().parent),
+    return _identity(str(version.PACKAGE_DIR),
                      str(builders_dir().resolve()))
 
 
@@ -132,7 +132,7 @@ def write_receipt(files: Mapping[str, FileEntry], *, checks: int, suite: str | N
     receipt = Receipt(key=receipt_key(files), files=len(files),
                       bytes=sum(e.size for e in files.values()), checks=checks, suite=suite,
                       tag=tag, verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                      rcp_data=rcp_data.__version__, publishable=publishable)
+                      rcp_data=version.__version__, publishable=publishable)
     path = receipts_dir() / f"{receipt.key}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

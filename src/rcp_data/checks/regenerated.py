@@ -79,7 +79,7 @@ def check_regenerated(root: Path, spec: SuiteSpec, history: History, *,
     """Render card and task file again (``results``: the replay, when already computed) and
     compare them with the files of ``root``. ``built_with``: the rcp-data version the build
     manifest records (named when it is not this one: templates may have changed since)."""
-    from rcp_data import __version__
+    from rcp_data.core.version import __version__
     from rcp_data.documents.card import render_release_texts
 
     root = Path(root)

@@ -23,11 +23,11 @@ import sys
 import traceback
 from collections.abc import Iterator
 
-from rcp_data import __version__
 from rcp_data.cli.extras import MissingExtra, extra_of
 from rcp_data.cli.output import EXIT_CODES, configure
 from rcp_data.core.errors import RcpDataError
 from rcp_data.core.hub_client import HubClient, redact
+from rcp_data.core.version import __version__
 
 COMMAND_MODULES = (
     "demo",

@@ -41,9 +41,9 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcp_data import __version__
 from rcp_data.core.errors import InputError
 from rcp_data.core.io import atomic_path
+from rcp_data.core.version import __version__
 
 log = logging.getLogger(__name__)
 

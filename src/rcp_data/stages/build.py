@@ -24,13 +24,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data import __version__
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, gain
 from rcp_data.core.outputs import check_output_dir, output_dir
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.core.version import __version__
 from rcp_data.model.layout import (
     RELEASE,
     provenance_file,
