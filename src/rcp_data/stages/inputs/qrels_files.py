@@ -12,6 +12,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import read_parquet
+from rcp_data.stages.inputs.run_files import text_lines
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
 GRADE_ALIASES = ("grade", "score", "relevance")
@@ -45,23 +46,14 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
 
 def _read_trec(path: Path) -> pd.DataFrame:
     qids, dids, grades, rows = [], [], [], []
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                 path=str(path), row=n) from None
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 4:
-                raise InputError(f"expected 'qid iter docid grade', got {line.strip()!r}",
-                                 path=str(path), row=n)
-            grades.append(_grade(parts[3], str(path), n))
-            qids.append(parts[0])
-            dids.append(parts[2])
-            rows.append(n)
+    for n, line, parts in text_lines(path):
+        if len(parts) != 4:
+            raise InputError(f"expected 'qid iter docid grade', got {line.strip()!r}",
+                             path=str(path), row=n)
+        grades.append(_grade(parts[3], str(path), n))
+        qids.append(parts[0])
+        dids.append(parts[2])
+        rows.append(n)
     frame = pd.DataFrame({"query-id": qids, "corpus-id": dids,
                           "grade": np.asarray(grades, dtype=np.int64)})
     frame["_row"] = np.asarray(rows, dtype=np.int64)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,21 @@ def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "co
     return frame
 
 
+def text_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """``(line number, line, whitespace-separated fields)`` of every non-blank line of a text
+    file (TREC runs and qrels); a line that is not UTF-8 is an InputError naming it."""
+    with Path(path).open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 path=str(path), row=n) from None
+            parts = line.split()
+            if parts:
+                yield n, line, parts
+
+
 def read_run_file(path: Path) -> pd.DataFrame:
     """A run as ``query-id, corpus-id, score`` (and ``rank`` when the file has one) in stored
     order, from a TREC run or parquet; ``_line`` is each row's line in the file."""
@@ -42,30 +58,21 @@ def read_run_file(path: Path) -> pd.DataFrame:
         frame["_line"] = np.arange(1, len(frame) + 1)
         return frame
     rows = []
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                 path=str(path), row=n) from None
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 5:
-                raise InputError(f"expected 'qid Q0 docid rank score [tag]', got {line.strip()!r}",
-                                 path=str(path), row=n)
-            try:
-                score = float(parts[4])
-            except ValueError as exc:
-                raise InputError(f"score {parts[4]!r} is not a number", path=str(path), row=n,
-                                 field="score") from exc
-            try:
-                rank = int(parts[3])
-            except ValueError as exc:
-                raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
-                                 field="rank") from exc
-            rows.append((parts[0], parts[2], score, rank, n))
+    for n, line, parts in text_lines(path):
+        if len(parts) < 5:
+            raise InputError(f"expected 'qid Q0 docid rank score [tag]', got {line.strip()!r}",
+                             path=str(path), row=n)
+        try:
+            score = float(parts[4])
+        except ValueError as exc:
+            raise InputError(f"score {parts[4]!r} is not a number", path=str(path), row=n,
+                             field="score") from exc
+        try:
+            rank = int(parts[3])
+        except ValueError as exc:
+            raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
+                             field="rank") from exc
+        rows.append((parts[0], parts[2], score, rank, n))
     frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score", "rank", "_line"])
     return frame
 
