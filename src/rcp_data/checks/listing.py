@@ -50,8 +50,11 @@ def check_listing(root: Path, listing: Mapping[str, RemoteFile], *,
     wanted = [p for p in sorted(listing) if p not in skipped]
     present = [p for p in wanted if (root / p).is_file()]
     wrong = [f"{p}: listed by the Hub, not downloaded" for p in wanted if p not in set(present)]
+    # an LFS file is proven by its sha256 alone; a regular file's read also gives its blob id
     snapshot = Snapshot(max_file=-1, max_total=0)   # the blob ids only, no bytes held
-    found = hash_files(root, present, snapshot=snapshot)
+    found = {**hash_files(root, [p for p in present if listing[p].lfs_sha256]),
+             **hash_files(root, [p for p in present if not listing[p].lfs_sha256],
+                          snapshot=snapshot)}
     n_lfs = 0
     for p in present:
         got, listed = found[p], listing[p]

@@ -237,6 +237,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks.append(listed.check)
         hashed = {**listed.found, **(hashed or {})}
         checks.append(check_checkout(root, sorted(listing)))
+        seconds["listing"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
     else:
         checks.append(check_checkout(root, paths))
     readable, _bad = check_readable(root, paths)
