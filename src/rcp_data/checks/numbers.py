@@ -141,11 +141,10 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
             tables = summarize(pq_, spec, view=view, tie_rule=rule)
             views[(k, rule, view)] = tables
             for metric, table in tables.items():
-                for model in table.index:
-                    for col in table.columns:
-                        v = float(table.at[model, col])
-                        if not np.isnan(v):
-                            cells[CellKey(metric, k, rule, view, str(model), str(col))] = 100 * v
+                values = table.to_numpy(dtype=np.float64)   # one array, not a lookup a cell
+                for i, j in zip(*np.nonzero(~np.isnan(values)), strict=True):
+                    cells[CellKey(metric, k, rule, view, str(table.index[i]),
+                                  str(table.columns[j]))] = 100 * float(values[i, j])
     return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import read_parquet
+from rcp_data.core.io import open_text, read_parquet
 from rcp_data.stages.inputs.run_files import text_lines
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
@@ -28,14 +28,14 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
         table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
         frame = table.to_pandas()
         return _from_table(frame, str(path), first_row=1)
-    with path.open("r", encoding="utf-8", errors="strict", newline="") as fh:
+    with open_text(path) as fh:
         try:
             head = fh.readline()
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 text ({exc.reason})", path=str(path), row=1) from None
     if path.suffix == ".csv" or head.startswith("query-id"):
         delimiter = "," if path.suffix == ".csv" else "\t"
-        with path.open("r", encoding="utf-8", newline="") as fh:
+        with open_text(path) as fh:
             rows = list(csv.reader(fh, delimiter=delimiter))
         if not rows:
             raise InputError("empty qrels table", path=str(path))
