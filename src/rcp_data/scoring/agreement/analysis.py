@@ -30,7 +30,7 @@ import pandas as pd
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import CARD_K
-from rcp_data.model.release import Release, open_release
+from rcp_data.model.release import Release
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement.bootstrap import RESAMPLES, SEED, Interval, query_weights
@@ -215,7 +215,8 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
           | None = None, *, aggregate_by: str | None = None, reference: str = RELEASE_LABELS,
           k: int = CARD_K, tie_rule: str | None = None, gain: str = "linear",
           threshold: int | None = None, rbo_p: float = rk.RBO_P, seed: int = SEED,
-          resamples: int = RESAMPLES, draws: int = DRAWS, suite=None) -> AgreeResult:
+          resamples: int = RESAMPLES, draws: int = DRAWS, suite=None, client=None
+          ) -> AgreeResult:
     """Agreement of a release's gains with its qrels and the extra ``labels``
     (``{name: qrels file or frame}``); see the module docstring."""
     if gain not in GAINS:
@@ -226,7 +227,9 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
         raise UsageError(f"--rbo-p must lie in (0, 1] (got {rbo_p})")
     if resamples < 1 or draws < 1:
         raise UsageError("--resamples and --draws must be at least 1")
-    rel = release if isinstance(release, Release) else open_release(release, suite=suite)
+    from rcp_data.scoring.api import opened
+
+    rel = opened(release, suite=suite, client=client)
     spec = rel.spec
     data = load_release(rel.root, spec, known=rel.known)
     rule = tie_rule or default_tie_rule(spec, rel.known)
@@ -291,14 +294,15 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
     for m, (name, a) in enumerate(aligned.items(), start=1):
         v = res[:, m, :].T.copy()
         v[~a.has_positive] = np.nan
-        values[name] = v
+        if rk.kept(v).sum() >= 2:                      # a label set of this subset's queries
+            values[name] = v
     scores = _scores(rel, s, rq)
     label_layer = {name: _label_layer(a.graded, scores, cand, n_q, weights, thr, seed)
-                   for name, a in aligned.items()}
+                   for name, a in aligned.items() if len(a.graded)}
     ref_rows = aligned[reference].graded[["query-id", "corpus-id", "grade", "q"]]
     vs_ref = {}
     for name, a in aligned.items():
-        if name == reference:
+        if name == reference or not len(a.graded):
             continue
         both = a.graded.merge(ref_rows, on=["query-id", "corpus-id", "q"],
                               suffixes=("", "_ref"))
@@ -309,9 +313,11 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
     out = {"queries": n_q, "systems": list(sub.models),
            "labels": label_layer, "labels_vs_reference": vs_ref,
            **_ranking_layer(values, list(sub.models), reference, weights, p)}
-    if len(extras) >= 2 and len(sub.models) >= 2:
+    if sum(e.name in values for e in extras) >= 2 and len(sub.models) >= 2 and \
+            reference in values:
         ref_board = rk.leaderboard(values[reference])
-        secondary = np.stack([values[e.name].T for e in extras])          # (A, S, Q)
+        present = [e.name for e in extras if e.name in values]
+        secondary = np.stack([values[e].T for e in present])               # (A, S, Q)
         keep = ~np.isnan(secondary).all(axis=(0, 1))
         if keep.any():
             var = label_variation(secondary[:, :, keep], ref_board, draws=draws, seed=seed,
@@ -319,18 +325,19 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
             idx = rk.pair_index(len(sub.models))
             top = np.argsort(-var.swap, kind="stable")[:10]
             out["variation"] = {
-                "assessors": [e.name for e in extras], "topics": int(keep.sum()),
+                "assessors": present, "topics": int(keep.sum()),
                 **var.summary(),
                 "pairs": [{"a": sub.models[int(idx[i, 0])], "b": sub.models[int(idx[i, 1])],
                            "swap": float(var.swap[i]),
                            "swap_vs_reference": float(var.swap_vs_reference[i])} for i in top]}
-    modes = rk.failure_modes(values[reference])
+    ref_values = values.get(reference, values[RCP] * np.nan)
+    modes = rk.failure_modes(ref_values)
     conc = None
     if "rcp_theta" in scores:
         g = aligned[reference].graded.merge(scores["rcp_theta"], on=["query-id", "corpus-id"])
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
                                n_q)
-    sens = rk.separation(values[reference]).separated
+    sens = rk.separation(ref_values).separated if reference in values else np.array([np.nan])
     sens_rcp = rk.separation(values[RCP]).separated
     return out, {"modes": modes, "conc": conc, "sens": (sens.mean(), sens_rcp.mean())}
 
