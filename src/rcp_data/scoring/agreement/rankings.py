@@ -140,10 +140,13 @@ def _t_pvalues(sum_w: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> tuple[np.nd
 
 
 def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
-               alpha: float = ALPHA) -> Separation:
+               alpha: float = ALPHA, correction: str | None = None) -> Separation:
     """Paired t-tests (``scipy.stats.ttest_rel``) of every system pair over the kept queries;
     with ``weights`` ``(B, Q)`` also per query-bootstrap resample. A pair whose differences
-    are all equal is not separated."""
+    are all equal is not separated. ``correction``: ``holm`` or ``bonferroni`` over the family
+    of pairs (Parry et al. use Bonferroni); ``pvalue`` is then the adjusted one."""
+    from rcp_data.scoring.qrels_score import adjust_pvalues
+
     v = np.asarray(values, dtype=np.float64)
     keep = kept(v)
     idx = pair_index(v.shape[1])
@@ -151,11 +154,15 @@ def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.asarray(stats.ttest_rel(v[keep][:, idx[:, 0]], v[keep][:, idx[:, 1]],
                                        axis=0).pvalue, dtype=np.float64)
+    if correction is not None:
+        p = adjust_pvalues(np.nan_to_num(p, nan=1.0), correction)
     sep = np.nan_to_num(p, nan=1.0) < alpha
     if weights is None:
         return Separation(p, d.mean(axis=0), sep)
     w = weights[:, keep]
     mean, pb = _t_pvalues(w.sum(1), w @ d, w @ (d * d))
+    if correction is not None:
+        pb = np.vstack([adjust_pvalues(np.nan_to_num(row, nan=1.0), correction) for row in pb])
     return Separation(p, d.mean(axis=0), sep, mean, np.nan_to_num(pb, nan=1.0) < alpha)
 
 
