@@ -17,6 +17,7 @@ Bradley-Terry score for raw BT, the pass share for Count.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,11 +190,14 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     theta = np.asarray(theta, dtype=np.float64)
     grade = np.asarray(grade, dtype=np.float64)
     query = np.asarray(query, dtype=np.int64)
-    value = float(stats.spearmanr(theta, grade).statistic)
-    ceiling = float(stats.spearmanr(ceiling_values(theta, grade, query), grade).statistic)
     rng = np.random.default_rng(seed)
-    floor = float(np.mean([stats.spearmanr(shuffled_within(theta, query, rng), grade).statistic
-                           for _ in range(floor_shuffles)]))
+    with warnings.catch_warnings():               # a constant grade: NaN, said by the value
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        value = float(stats.spearmanr(theta, grade).statistic)
+        ceiling = float(stats.spearmanr(ceiling_values(theta, grade, query), grade).statistic)
+        floor = float(np.mean([stats.spearmanr(shuffled_within(theta, query, rng),
+                                               grade).statistic
+                               for _ in range(floor_shuffles)]))
     samples = None
     if weights is not None:
         samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])
