@@ -33,7 +33,7 @@ from rcp_data.model.card_format import CARD_K
 from rcp_data.model.release import Release
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
-from rcp_data.scoring.agreement.bootstrap import RESAMPLES, SEED, Interval, query_weights
+from rcp_data.scoring.agreement.bootstrap import RESAMPLES, SEED, query_weights
 from rcp_data.scoring.agreement.labelsets import (
     RELEASE_LABELS,
     LabelSet,
@@ -383,8 +383,8 @@ def render_table(doc: dict) -> str:
              f"{doc['bootstrap']['seed']}); RBO p = {doc['rbo']['p']}"]
     for s, d in doc["subsets"].items():
         lines += ["", f"== {s}: {d['queries']} queries, {len(d['systems'])} systems =="]
-        lines.append("Label layer (score vs grade): concordance | AUC grade>=%d | pooled Spearman "
-                     "(ceiling, floor)" % doc["grade_threshold"])
+        lines.append(f"Label layer (score vs grade): concordance | AUC grade>="
+                     f"{doc['grade_threshold']} | pooled Spearman (ceiling, floor)")
         for name, scores in d["labels"].items():
             for sc, v in scores.items():
                 rho = v["spearman"]

@@ -98,10 +98,7 @@ def rbo_package(order_a: np.ndarray, order_b: np.ndarray, p: float = 1.0) -> np.
     x = overlaps(order_a, order_b)
     n = x.shape[-1]
     agree = x / np.arange(1, n + 1)
-    if p == 1.0:
-        out = agree.mean(-1)
-    else:
-        out = (agree * (1 - p) * p ** np.arange(n)).sum(-1)
+    out = agree.mean(-1) if p == 1.0 else (agree * (1 - p) * p ** np.arange(n)).sum(-1)
     return float(out) if np.ndim(out) == 0 else out
 
 
