@@ -121,6 +121,18 @@ def _scores(release: Release, subset: str, rq: pd.DataFrame) -> dict[str, pd.Dat
     return out
 
 
+def qrel_values(sub: SubsetRuns, *, k: int = CARD_K, rule: str = "doc-id",
+                gain: str = "linear") -> np.ndarray:
+    """``(Q, R)`` nDCG@k of a subset's runs on its own qrels grades under ``gain`` (NaN: a
+    query without a positive qrel, left out as replay leaves it out)."""
+    ideal = ideal_dcg(sub.ideal_offsets, gain_of(sub.ideal_gains[1], gain), k)
+    res = ndcg_at_k_rules(sub.offsets, sub.scores, gain_of(sub.gains[1], gain), ideal, k=k,
+                          tie_rules=[rule], doc_key=sub.doc_key if rule == "doc-id" else None)
+    v = np.asarray(res[rule], dtype=np.float64).T.copy()
+    v[~sub.has_positive] = np.nan
+    return v
+
+
 # -- the layers ------------------------------------------------------------------------------------
 def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd.DataFrame,
                  n_q: int, weights: np.ndarray, threshold: int, seed: int) -> dict:
@@ -432,4 +444,4 @@ def render_table(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["RCP", "AgreeResult", "agree", "render_table"]
+__all__ = ["RCP", "AgreeResult", "agree", "qrel_values", "render_table"]
