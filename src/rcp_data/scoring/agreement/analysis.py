@@ -135,26 +135,35 @@ def qrel_values(sub: SubsetRuns, *, k: int = CARD_K, rule: str = "doc-id",
 
 # -- the layers ------------------------------------------------------------------------------------
 def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd.DataFrame,
-                 n_q: int, weights: np.ndarray, threshold: int, seed: int) -> dict:
+                 n_q: int, weights: np.ndarray, threshold: int, seed: int, *,
+                 spearman_interval: bool = False) -> dict:
+    """Per score: concordance, AUC and the above-grade-0 shares with intervals (rates), the
+    pooled Spearman with ceiling and floor (its interval only with ``spearman_interval``: a
+    correlation, not a rate, and the one costly resampling)."""
     out = {}
+    keys = ["query-id", "corpus-id"]
+    pool_all = cand.merge(graded[[*keys, "grade"]], how="left", on=keys)
+    rest = graded[~pd.MultiIndex.from_frame(graded[keys]).isin(
+        pd.MultiIndex.from_frame(cand[keys]))]                  # graded outside the pool
     for name, sc in scores.items():
-        g = graded.merge(sc, on=["query-id", "corpus-id"])
-        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
-                               n_q)
-        pool = cand.merge(sc, on=["query-id", "corpus-id"]).merge(
-            graded[["query-id", "corpus-id", "grade"]], how="left", on=["query-id", "corpus-id"])
+        pool = pool_all.merge(sc, on=keys)
+        g = pd.concat([pool[pool["grade"].notna()],
+                       rest.merge(sc, on=keys)], ignore_index=True)
+        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(),
+                               g["q"].to_numpy(int), n_q)
         grade = pool["grade"].fillna(0).to_numpy()
-        auc = lab.pooled_auc(pool["value"].to_numpy(), grade >= threshold, pool["q"].to_numpy(),
-                             n_q)
+        q_pool = pool["q"].to_numpy(int)
+        auc = lab.pooled_auc(pool["value"].to_numpy(), grade >= threshold, q_pool, n_q)
         above = {}
+        value = pool["value"].to_numpy()
         for level in sorted(set(grade[grade > 0])):
-            part = pool[(grade == level) | (grade <= 0)]
-            c = lab.ordered_pairs(part["value"].to_numpy(),
-                                  (part["grade"].fillna(0).to_numpy() == level).astype(int),
-                                  part["q"].to_numpy(), n_q)
+            sel = (grade == level) | (grade <= 0)
+            c = lab.ordered_pairs(value[sel], (grade[sel] == level).astype(int), q_pool[sel],
+                                  n_q)
             above[f"{level:g}"] = c.with_interval(weights).to_json()
         rho = (lab.pooled_spearman(g["value"].to_numpy(), g["grade"].to_numpy(),
-                                   g["q"].to_numpy(), weights=weights, seed=seed).to_json()
+                                   g["q"].to_numpy(int), seed=seed,
+                                   weights=weights if spearman_interval else None).to_json()
                if len(g) > 2 else None)
         out[name] = {"documents": len(g), "concordance": conc.with_interval(weights).to_json(),
                      "pairs": int(conc.pairs.sum()),

@@ -17,7 +17,6 @@ Bradley-Terry score for raw BT, the pass share for Count.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,23 +180,31 @@ def weighted_spearman(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray
         return cov / np.sqrt((w * (rx - mx) ** 2).sum(1) * (w * (ry - my) ** 2).sum(1))
 
 
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x = x - x.mean()
+    y = y - y.mean()
+    den = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / den) if den else float("nan")
+
+
 def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
                     weights: np.ndarray | None = None, seed: int = 0,
                     floor_shuffles: int = FLOOR_SHUFFLES, chunk: int = 100) -> PooledSpearman:
     """Spearman of ``theta`` with ``grade`` over all graded documents, with the ceiling and the
     floor (the mean over ``floor_shuffles`` seeded within-query shuffles); ``weights``:
-    ``(B, Q)`` query multiplicities for the interval of the observed value."""
+    ``(B, Q)`` query multiplicities for an interval of the observed value (None: none).
+
+    Shuffling or reassigning values within a query permutes their pooled ranks, so the ceiling
+    and the floor are Pearson correlations of permuted midranks (no re-ranking per shuffle)."""
     theta = np.asarray(theta, dtype=np.float64)
     grade = np.asarray(grade, dtype=np.float64)
     query = np.asarray(query, dtype=np.int64)
+    rt, rg = stats.rankdata(theta), stats.rankdata(grade)
+    value = _pearson(rt, rg)
+    ceiling = _pearson(ceiling_values(rt, grade, query), rg)
     rng = np.random.default_rng(seed)
-    with warnings.catch_warnings():               # a constant grade: NaN, said by the value
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        value = float(stats.spearmanr(theta, grade).statistic)
-        ceiling = float(stats.spearmanr(ceiling_values(theta, grade, query), grade).statistic)
-        floor = float(np.mean([stats.spearmanr(shuffled_within(theta, query, rng),
-                                               grade).statistic
-                               for _ in range(floor_shuffles)]))
+    floor = float(np.mean([_pearson(shuffled_within(rt, query, rng), rg)
+                           for _ in range(floor_shuffles)]))
     samples = None
     if weights is not None:
         samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
 
@@ -125,15 +125,15 @@ class Separation:
     sample_separated: np.ndarray | None = None
 
 
-def _t_pvalues(sum_w: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
+def _t_stats(sum_w: np.ndarray, s1: np.ndarray, s2: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, |t| (NaN for zero variance) and degrees of freedom per resample and pair."""
     n = sum_w[..., None]
     mean = s1 / n
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.maximum(s2 - n * mean ** 2, 0.0) / (n - 1)
-        t = mean / np.sqrt(var / n)
-        p = 2.0 * stats.t.sf(np.abs(t), n - 1)
-    return mean, np.where(var > 1e-24, p, np.nan)
+        t = np.abs(mean) / np.sqrt(var / n)
+    return mean, np.where(var > 1e-24, t, np.nan), n - 1
 
 
 def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
@@ -157,10 +157,16 @@ def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
     if weights is None:
         return Separation(p, d.mean(axis=0), sep)
     w = weights[:, keep]
-    mean, pb = _t_pvalues(w.sum(1), w @ d, w @ (d * d))
-    if correction is not None:
-        pb = np.vstack([adjust_pvalues(np.nan_to_num(row, nan=1.0), correction) for row in pb])
-    return Separation(p, d.mean(axis=0), sep, mean, np.nan_to_num(pb, nan=1.0) < alpha)
+    mean, t, df = _t_stats(w.sum(1), w @ d, w @ (d * d))
+    if correction is None:                 # |t| above the critical value: p < alpha
+        with np.errstate(invalid="ignore"):
+            crit = stats.t.ppf(1.0 - alpha / 2.0, df[:, 0])[:, None]
+            sample_sep = np.nan_to_num(t, nan=0.0) > crit
+    else:
+        pb = 2.0 * special.stdtr(df, -np.nan_to_num(t, nan=0.0))
+        pb = np.where(np.isnan(t), 1.0, pb)
+        sample_sep = np.vstack([adjust_pvalues(row, correction) for row in pb]) < alpha
+    return Separation(p, d.mean(axis=0), sep, mean, sample_sep)
 
 
 def sensitivity(sep: Separation) -> Interval:
