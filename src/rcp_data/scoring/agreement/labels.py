@@ -139,9 +139,11 @@ def ceiling_values(theta: np.ndarray, grade: np.ndarray, query: np.ndarray) -> n
 def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generator
                     ) -> np.ndarray:
     """``theta`` shuffled at random within each query."""
+    query = np.asarray(query)
     out = np.empty(len(theta), dtype=np.float64)
-    out[np.argsort(query, kind="stable")] = np.asarray(theta)[np.lexsort((rng.random(len(theta)),
-                                                                          query))]
+    # one float key: the query, plus a uniform draw in [0, 1) that orders within it
+    out[np.argsort(query, kind="stable")] = np.asarray(theta)[
+        np.argsort(query + rng.random(len(theta)) * 0.5)]
     return out
 
 
