@@ -78,7 +78,7 @@ def ratio_of_sums(num: np.ndarray, den: np.ndarray, weights: np.ndarray | None =
     if weights is None:
         return interval(value, None)
     with np.errstate(invalid="ignore", divide="ignore"):
-        samples = (weights @ num) / (weights @ den)
+        samples = np.einsum("bq,q->b", weights, num) / np.einsum("bq,q->b", weights, den)
     return interval(value, samples, level)
 
 
