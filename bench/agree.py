@@ -23,7 +23,6 @@ import argparse
 import time
 
 import numpy as np
-import pandas as pd
 from replay import POOL, make_tables
 from scipy import stats
 
