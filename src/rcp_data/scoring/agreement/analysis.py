@@ -77,7 +77,7 @@ class _Aligned:
 def _candidates(sub: SubsetRuns) -> pd.DataFrame:
     qidx = np.repeat(np.arange(sub.n_queries), np.diff(sub.offsets))
     return pd.DataFrame({"query-id": sub.query_ids[qidx].astype(str),
-                         "corpus-id": np.asarray(sub.corpus_ids.to_pylist(), dtype=object),
+                         "corpus-id": sub.corpus_ids.to_numpy(zero_copy_only=False),
                          "q": qidx, "i": np.arange(len(qidx))})
 
 
