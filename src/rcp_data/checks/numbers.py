@@ -227,8 +227,10 @@ def paper_applies(spec: SuiteSpec, history: History | None, release: ReleaseReco
 
 
 def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, applies: bool,
-                reason: str) -> list[Check]:
-    """The paper's numbers: a failure when they apply, else a diff for information."""
+                reason: str, root: Path | None = None) -> list[Check]:
+    """The paper's numbers: a failure when they apply, else a diff for information. With the
+    release's ``root``, also the agreement numbers it allows recomputing
+    (:mod:`rcp_data.checks.paper_agreement`)."""
     from rcp_data.scoring.compare import compare_tables, load_known_deviations, load_tables
 
     checks = []
@@ -266,6 +268,16 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
             status=("ok" if not off else status_bad),
             details=[f"{r['year']} {r['field']}: paper {r['paper']}, replay {r['computed']}"
                      for r in off]))
+    entries = raw.get("agreement", {}).get("entries", [])
+    if root is not None and entries:
+        from rcp_data.checks.paper_agreement import check_paper_agreement
+
+        try:
+            checks += check_paper_agreement(entries, root, spec, per_query[CARD_K], applies,
+                                            reason, str(reference))
+        except (InputError, UsageError) as exc:
+            checks.append(Check("paper-agreement", False, "agreement numbers vs the paper's",
+                                found=exc.message, where=str(reference)))
     if not checks:
         checks.append(Check("paper-tables", True, "the paper's numbers for this suite",
                             expected=f"{key!r} in {reference}", found="absent",
@@ -327,7 +339,7 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
                             status="skipped"))
     else:
         checks += check_paper(reference, replayed.tableset, replayed.per_query, spec, applies,
-                              reason)
+                              reason, root=root)
     return checks, replayed
 
 
