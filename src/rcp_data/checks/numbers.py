@@ -102,6 +102,7 @@ class Replayed:
     per_query: dict[int, pd.DataFrame]            # k -> per-query DataFrame (all rules)
     tableset: object                              # compare.TableSet (kind "replay")
     tables: dict[tuple[int, str, str], dict[str, pd.DataFrame]] = field(default_factory=dict)
+    data: object = None                           # the loaded release (replay.ReleaseData)
 
     def card_results(self, spec: SuiteSpec) -> dict:
         """``{(view, tie rule): ReplayResult}`` at the card's k as the card module renders them
@@ -145,7 +146,7 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
                 for i, j in zip(*np.nonzero(~np.isnan(values)), strict=True):
                     cells[CellKey(metric, k, rule, view, str(table.index[i]),
                                   str(table.columns[j]))] = 100 * float(values[i, j])
-    return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views)
+    return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views, data)
 
 
 def _cell_name(spec: SuiteSpec, row: dict) -> str:
@@ -227,10 +228,10 @@ def paper_applies(spec: SuiteSpec, history: History | None, release: ReleaseReco
 
 
 def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, applies: bool,
-                reason: str, root: Path | None = None) -> list[Check]:
+                reason: str, root: Path | None = None, data=None) -> list[Check]:
     """The paper's numbers: a failure when they apply, else a diff for information. With the
     release's ``root``, also the agreement numbers it allows recomputing
-    (:mod:`rcp_data.checks.paper_agreement`)."""
+    (:mod:`rcp_data.checks.paper_agreement`), from ``data`` when the release is loaded already."""
     from rcp_data.scoring.compare import compare_tables, load_known_deviations, load_tables
 
     checks = []
@@ -274,7 +275,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
 
         try:
             checks += check_paper_agreement(entries, root, spec, per_query[CARD_K], applies,
-                                            reason, str(reference))
+                                            reason, str(reference), data=data)
         except (InputError, UsageError) as exc:
             checks.append(Check("paper-agreement", False, "agreement numbers vs the paper's",
                                 found=exc.message, where=str(reference)))
@@ -339,7 +340,7 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
                             status="skipped"))
     else:
         checks += check_paper(reference, replayed.tableset, replayed.per_query, spec, applies,
-                              reason, root=root)
+                              reason, root=root, data=replayed.data)
     return checks, replayed
 
 
