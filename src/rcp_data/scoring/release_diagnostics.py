@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.scoring import diagnostics as dg
 
@@ -72,6 +73,8 @@ class ReleaseDiagnostics:
     graded: pd.DataFrame = field(default_factory=pd.DataFrame, compare=False, repr=False)
     pool_theta: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False,
                                    repr=False)
+    item_params: ItemParams | None = field(default=None, compare=False, repr=False)
+    link: str = DEFAULT_LINK
 
     def to_json(self) -> dict:
         out = {"auc_threshold": self.auc_threshold, "tie_rule": self.tie_rule,
@@ -202,6 +205,7 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     """Every Diagnostics number of the release directory at ``root``."""
     from rcp_data.model.suite import suite_spec
     from rcp_data.scoring.replay import default_tie_rule, load_release
+    from rcp_data.stages.calibration.refit import release_calibration
 
     root = Path(root)
     spec, known = suite_spec(root, spec, adhoc=True)
@@ -218,7 +222,8 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     return ReleaseDiagnostics(
         auc_threshold=threshold, tie_rule=rule, label=label, leaderboards=boards,
         intervals=intervals, kendall_rcp_qrel=tau, sensitivity=sens, failure_modes=fm,
-        reliability=_reliability(rows), graded=rows, pool_theta=pool_theta)
+        reliability=_reliability(rows), graded=rows, pool_theta=pool_theta,
+        item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
 
 
 __all__ = ["SCORES", "SCORE_LABELS", "LabelAgreement", "ReleaseDiagnostics", "Reliability",
