@@ -200,6 +200,32 @@ def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, dg.Fa
     return boards, intervals, tau, sens, fm
 
 
+def _label_layer(rows: pd.DataFrame, threshold: int) -> dict[str, LabelAgreement]:
+    if not len(rows):
+        return {}
+    return {name: label_agreement(rows["query"].to_numpy(), rows[col].to_numpy(),
+                                  rows["grade"].to_numpy(), threshold)
+            for name, col in (("rcp", "theta"), ("raw_bt", "raw_bt"), ("count", "count"))
+            if rows[col].notna().any()}
+
+
+def label_layer(root: str | Path, spec: SuiteSpec) -> dict[str, LabelAgreement]:
+    """The label-layer numbers alone (no replay): ``{score: LabelAgreement}``."""
+    root = Path(root)
+    rows = _with_baselines(_graded_rows(root, spec), root, spec)
+    return _label_layer(rows, int(spec.grade_positive))
+
+
+#: The label-layer measures an acceptance gate compares, with their names in a report.
+GATE_MEASURES = (("concordance", "concordance"), ("auc", "AUC"), ("spearman", "Spearman"))
+
+
+def measure_values(agreement: LabelAgreement) -> dict[str, float | None]:
+    """``{concordance, auc, spearman}`` of one score (Spearman: the pooled rho)."""
+    return {"concordance": agreement.concordance, "auc": agreement.auc,
+            "spearman": agreement.spearman.rho}
+
+
 def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *,
                         tie_rule: str | None = None) -> ReleaseDiagnostics:
     """Every Diagnostics number of the release directory at ``root``."""
@@ -211,10 +237,7 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     spec, known = suite_spec(root, spec, adhoc=True)
     rows = _with_baselines(_graded_rows(root, spec), root, spec)
     threshold = int(spec.grade_positive)
-    label = {name: label_agreement(rows["query"].to_numpy(), rows[col].to_numpy(),
-                                   rows["grade"].to_numpy(), threshold)
-             for name, col in (("rcp", "theta"), ("raw_bt", "raw_bt"), ("count", "count"))
-             if rows[col].notna().any()}
+    label = _label_layer(rows, threshold)
     rule = tie_rule or default_tie_rule(spec, known)
     data = load_release(root, spec, known=known)
     boards, intervals, tau, sens, fm = _ranking(data, rule)
@@ -226,5 +249,6 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
         item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
 
 
-__all__ = ["SCORES", "SCORE_LABELS", "LabelAgreement", "ReleaseDiagnostics", "Reliability",
+__all__ = ["GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",
+           "measure_values", "ReleaseDiagnostics", "Reliability",
            "label_agreement", "release_diagnostics"]
