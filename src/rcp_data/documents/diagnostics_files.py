@@ -91,8 +91,10 @@ def _num(v) -> str:
     return "–" if v is None else f"{v:.3f}"
 
 
-def diagnostics_markdown(record: dict, *, metric_titles: dict[str, str]) -> str:
-    """The card's Diagnostics section (label layer, ranking layer, pictures) from a record."""
+def diagnostics_markdown(record: dict, *, metric_titles: dict[str, str],
+                         names: dict[str, str] | None = None) -> str:
+    """The card's Diagnostics section (label layer, ranking layer, pictures) from a record;
+    ``names``: the systems' names as the card shows them (default: their ids)."""
     from rcp_data.scoring.release_diagnostics import SCORE_LABELS
 
     n = record["numbers"]
@@ -109,10 +111,20 @@ def diagnostics_markdown(record: dict, *, metric_titles: dict[str, str]) -> str:
                    f"{_num(a['auc'])} | {_num(sp['rho'])} | {_num(sp['ceiling'])} | "
                    f"{_num(sp['floor'])} | {a['documents']:,} |")
     fm = n["failure_modes"]
-    out += ["", f"**Ranking layer** (nDCG@10, tie rule {n['tie_rule']}):", "",
-            "| Metric | Pairs separated (%) |", "|---|---:|"]
-    for metric, value in n["sensitivity"].items():
-        out.append(f"| {metric_titles.get(metric, metric)}@10 | {_pct(value)} |")
+    boards = n["leaderboards"]
+    metrics = list(boards)
+    out += ["", f"**Ranking layer** (nDCG@10 %, tie rule {n['tie_rule']}; Mean over the "
+            "subsets with its 95% query-bootstrap interval):", "",
+            "| System | " + " | ".join(f"{metric_titles.get(m, m)}@10" for m in metrics) + " |",
+            "|---|" + "---:|" * len(metrics)]
+    for system in boards.get("rcp_ndcg", {}):
+        cells = []
+        for m in metrics:
+            lo, hi = n["intervals"].get(m, {}).get(system, (None, None))
+            cells.append(f"{_pct(boards[m].get(system))} [{_pct(lo)}, {_pct(hi)}]")
+        out.append(f"| {(names or {}).get(system, system)} | " + " | ".join(cells) + " |")
+    out.append("| Pairs separated (%) | " + " | ".join(
+        _pct(n["sensitivity"].get(m)) for m in metrics) + " |")
     out += ["", f"Kendall tau-b between the RCP and qrel leaderboards: "
                 f"{_num(n['kendall_rcp_qrel'])}. qrel-nDCG@10 fails on {_pct(fm['any'])}% of "
                 f"{fm['queries']:,} queries (saturates {_pct(fm['saturates'])}%, floors "
