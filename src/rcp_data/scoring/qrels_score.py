@@ -233,6 +233,7 @@ class _Judged:
     docs: pa.Array                   # the judged documents' dictionary
     keys: np.ndarray                 # sorted pair keys
     key_grades: np.ndarray           # the grade of each key
+    ideals: dict = field(default_factory=dict, compare=False, repr=False)   # (gain, k) -> IDCG
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Judged:
@@ -250,7 +251,10 @@ class _Judged:
                    keys[order], grades[order])
 
     def ideal(self, gain: str, k: int) -> np.ndarray:
-        return ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
+        """Ideal DCG@k per query (computed once per gain and cutoff)."""
+        if (gain, k) not in self.ideals:
+            self.ideals[(gain, k)] = ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
+        return self.ideals[(gain, k)]
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:

@@ -485,8 +485,14 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
 
 
 def attach_baselines(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -> None:
-    """Set each subset's ``baselines`` gains from the release's verdicts and BT scores."""
-    found = read_baseline_gains(root, spec)
+    """Set each subset's ``baselines`` gains from the release's verdicts and BT scores (a
+    verdict or BT table that cannot be read leaves them out, with a warning: ``verify``
+    names its problem)."""
+    try:
+        found = read_baseline_gains(root, spec)
+    except InputError as exc:
+        log.warning("Count-nDCG and Raw-BT-nDCG left out: %s", exc)
+        return
     if found is None:
         return
     for name, sub in subsets.items():
