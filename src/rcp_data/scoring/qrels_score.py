@@ -310,7 +310,8 @@ def _ndcg_run(judged: _Judged, run: pa.Table, codes: _RunCodes, ks: Sequence[int
         np.zeros(len(key), dtype=bool)
     keep = known & hit if judged_only else known
     rows = np.flatnonzero(keep)
-    rows = rows[np.argsort(qpos[rows], kind="stable")]     # within a query: the file's order
+    if np.any(np.diff(qpos[rows]) < 0):                    # a run file is usually grouped
+        rows = rows[np.argsort(qpos[rows], kind="stable")]  # within a query: the file's order
     q = qpos[rows]
     offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(judged.query_ids)))])
     grades = np.where(hit[rows], judged.key_grades[pos[rows]], 0)
