@@ -137,5 +137,18 @@ def diagnostics_markdown(record: dict, *, metric_titles: dict[str, str],
     return "\n".join(out) + "\n"
 
 
-__all__ = ["DIAGNOSTICS_FILE", "SCHEMA", "diagnostics_markdown", "diagnostics_record",
+def card_section(root: Path, spec: SuiteSpec) -> str:
+    """The card's Diagnostics section of the release at ``root`` ("" when it has no
+    ``provenance/diagnostics.json``: ``card render`` writes it)."""
+    from rcp_data.model.card_format import METRIC_TITLES
+
+    record = read_record(root)
+    if record is None:
+        return ""
+    systems = record["numbers"].get("leaderboards", {}).get("rcp_ndcg", {})
+    return diagnostics_markdown(record, metric_titles=METRIC_TITLES,
+                                names={s: spec.short_name(s) for s in systems})
+
+
+__all__ = ["DIAGNOSTICS_FILE", "card_section", "SCHEMA", "diagnostics_markdown", "diagnostics_record",
            "expected_record", "read_record", "write_diagnostics"]
