@@ -34,9 +34,10 @@ import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
+from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED
 from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
-from rcp_data.scoring.runs_in import default_name, read_ranking_table
+from rcp_data.scoring.runs_in import check_run_name, read_ranking_table, run_names
 from rcp_data.stages.inputs.qrels_files import read_qrels
 
 GAINS = ("linear", "exp")
@@ -151,8 +152,8 @@ class QrelsScore:
 
     def render(self, fmt: str = "table", *, per_query: bool = False) -> str:
         if fmt == "tsv":
-            return "".join(f"{r}\t{m}\t{q}\t{v!r}\n" for r, m, q, v in self.rows(
-                per_query=per_query))
+            return "".join(f"{r}\t{m}\t{escape_cell(q, markdown=False)}\t{v!r}\n"
+                           for r, m, q, v in self.rows(per_query=per_query))
         if fmt == "csv":
             import csv
             import io
@@ -185,8 +186,8 @@ class QrelsScore:
                                                                      strict=True)]))
         if per_query:
             lines += ["", "per query:"]
-            lines += [f"{r}  {m}  {q}  {v:.4f}" for r, m, q, v in self.rows(per_query=True)
-                      if q != MEAN_ID]
+            lines += [f"{r}  {m}  {escape_cell(q, markdown=False)}  {v:.4f}"
+                      for r, m, q, v in self.rows(per_query=True) if q != MEAN_ID]
         if self.comparisons:
             adj = f", p adjusted ({self.correction})" if self.correction else ""
             lines += ["", f"paired comparisons (a minus b; paired t-test{adj}; 95% CI from "
@@ -387,14 +388,9 @@ def _run_table(run: str | Path | pd.DataFrame) -> pa.Table:
 
 def _named_runs(runs, names) -> dict:
     if isinstance(runs, Mapping):
-        return dict(runs)
+        return {check_run_name(n): run for n, run in runs.items()}
     items = [runs] if isinstance(runs, str | Path) else list(runs)
-    if names is not None and len(names) != len(items):
-        raise UsageError(f"{len(names)} names for {len(items)} runs; give one name per run")
-    labels = list(names) if names is not None else [default_name(p) for p in items]
-    if len(set(labels)) != len(labels):
-        raise UsageError(f"two runs share a name ({', '.join(labels)}); name them with --name")
-    return dict(zip(labels, items, strict=True))
+    return dict(zip(run_names(items, names), items, strict=True))
 
 
 def paired_tests(a: np.ndarray, b: np.ndarray) -> list[tuple[float | None, float | None]]:
