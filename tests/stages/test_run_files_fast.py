@@ -53,7 +53,7 @@ def test_fast_reader_declines_other_shapes(tmp_path: Path, text: str) -> None:
 
 def test_declined_file_still_read_or_named(tmp_path: Path) -> None:
     good = tmp_path / "tabs.txt"
-    good.write_text("q1\tQ0\td1\t1\t0.5\tt\nq1\tQ0\td2\t2\t0.25\n", encoding="utf-8")
+    good.write_text("q1\tQ0\td1\t1\t0.5\tt\nq1\tQ0\td2\t2\t0.25\tt\n", encoding="utf-8")
     assert read_ranking_table(good, split="").column("score").to_pylist() == [0.5, 0.25]
     bad = tmp_path / "bad.txt"
     bad.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 x t\n", encoding="utf-8")

@@ -50,7 +50,7 @@ def text_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
                 yield n, line, parts
 
 
-TREC_RUN_FIELDS = ("query-id", "Q0", "corpus-id", "rank", "score", "tag")
+TREC_RUN_COLUMNS = ("query-id", "Q0", "corpus-id", "rank", "score", "tag")
 
 
 def read_trec_run_table(path: Path):
@@ -64,12 +64,12 @@ def read_trec_run_table(path: Path):
     data = Path(path).read_bytes()
     if not data or b"\t" in data or b"\n\n" in data or data.startswith(b"\n") or b"\r" in data:
         return None
-    types = dict.fromkeys(TREC_RUN_FIELDS, pa.string()) | {"rank": pa.int64(),
+    types = dict.fromkeys(TREC_RUN_COLUMNS, pa.string()) | {"rank": pa.int64(),
                                                            "score": pa.float64()}
     try:
         return pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=list(TREC_RUN_FIELDS)),
+            read_options=pcsv.ReadOptions(column_names=list(TREC_RUN_COLUMNS)),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
