@@ -128,7 +128,7 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
     from rcp_data.scoring.compare import CellKey, TableSet
     from rcp_data.scoring.replay import load_release, score_queries, summarize
 
-    data = load_release(root, spec)
+    data = load_release(root, spec, baselines=False)    # the card's metrics only
     cells = {}
     per_query = {}
     views = {}

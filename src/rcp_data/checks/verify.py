@@ -52,6 +52,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from rcp_data.checks.anchor import check_anchor, digest_of_release
+from rcp_data.checks.diagnostics_check import check_diagnostics
 from rcp_data.checks.history_checks import HubView, check_history, project_records
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.judge_checks import check_judge
@@ -313,6 +314,11 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         number_list, replayed = numbers
         checks += number_list
     seconds["replay"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    checks += _stage(checks, "diagnostics", "the Diagnostics recomputed", check_diagnostics,
+                     root, spec) or []
+    seconds["diagnostics"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     if regenerate and replayed is not None:

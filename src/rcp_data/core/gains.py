@@ -168,3 +168,15 @@ def gain_mismatches(theta: np.ndarray, gains: np.ndarray, params: ItemParams,
         expected[scored] = gain(theta[scored], params, link)
     stored = np.where(~scored & np.isnan(gains), 0.0, gains)
     return ~(np.abs(stored - expected) <= GAIN_TOLERANCE), expected
+
+
+def count_gain(passes: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Count-nDCG's gain (paper Eq. 5): a document's passed criteria over ``C * n``, its
+    criteria times its Stage B windows. ``passes``: ``(D, C)`` pass counts, ``n``: ``(D,)``
+    placements; a document never placed (``n == 0``) gains 0."""
+    import numpy as np
+
+    passes = np.asarray(passes, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    asked = n * passes.shape[-1]
+    return np.divide(passes.sum(axis=-1), asked, out=np.zeros_like(asked), where=asked > 0)

@@ -37,6 +37,7 @@ from rcp_data.documents.card_facts import (
     licence,
     paper_relation,
 )
+from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.taskfile import (
     MAIN_SCORE,
@@ -507,6 +508,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         rerankers=model_order(spec, models),
         licence=licence(spec, facts_card, synthetic=synthetic),
         citation=citation_text(facts_card, spec),
+        diagnostics=card_section(root, spec),
     )
     data = card_data(root, spec, history, synthetic=synthetic)
     text = f"---\n{data.to_yaml()}\n---\n\n{body.strip()}\n"

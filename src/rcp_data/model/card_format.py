@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 CARD_K = 10                       # the cutoff of every table a card shows
 CARD_METRICS = ("rcp_ndcg", "qrel_ndcg")      # the card's metrics, in the order it shows them
-METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG"}
+METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG", "count_ndcg": "Count-nDCG",
+                 "raw_bt_ndcg": "Raw-BT-nDCG"}
 RULE_TITLES = {rule: f"rule ({RULE_LETTERS[rule]}): {RULE_NAMES[rule]}" for rule in TIE_RULES}
 LETTER_RULES = {v: k for k, v in RULE_LETTERS.items()}
 NATIVE_VIEW_HEADING = "Native-language questions (one language per domain)"

@@ -98,8 +98,10 @@ CORPUS_PATTERNS = (subset_file("*", "corpus"), "corpus/*")
 REPLAY_PATTERNS = (
     *(subset_file("*", kind) for kind in ("qrels", "top_ranked", "excluded")),
     provenance_file("runs", "*"), RELEASES_JSON, BUILD_MANIFEST, ITEM_PARAMS_PATTERN, CARD_FILE,
+    provenance_file("judge_criteria", "*"), provenance_file("judge_bt", "*"),
 )
-"""What a replay reads: qrels, top_ranked, excluded, provenance-runs, and the files naming the
-suite and its releases. Never the corpus."""
+"""What a replay reads: qrels, top_ranked, excluded, provenance-runs, the files naming the
+suite and its releases, and the verdicts and Bradley-Terry scores of Count-nDCG and
+Raw-BT-nDCG. Never the corpus."""
 
 

@@ -6,7 +6,8 @@ when the refit re-read the Stage A answers, the item parameters are replaced, th
 a release (recording the reading rules) and marks the previous one superseded.
 :func:`refit_from_release` re-reads a release's own answers under another rule (the one command
 from raw answers to release N+1); :func:`diff_releases` reports how far the gains and the
-printed table cells moved.
+printed table cells moved, and puts the old and new release's agreement with the human labels
+side by side (:mod:`.agreement_gate`: a release that agrees less says so).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.outputs import Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
-from rcp_data.model.card_format import CARD_K
+from rcp_data.model.card_format import CARD_K, CARD_METRICS
 from rcp_data.model.layout import (
     CARD_FILE,
     RELEASE,
@@ -37,6 +38,7 @@ from rcp_data.model.manifest import load_manifest
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
+from rcp_data.release.agreement_gate import AgreementGate, agreement_gate
 
 log = logging.getLogger(__name__)
 
@@ -173,15 +175,25 @@ class ReleaseDiff:
     cells_moved: int = 0
     cell_max_points: float = 0.0
     moved: list = field(default_factory=list)
+    gate: AgreementGate | None = None       # old and new agreement with the human labels
+
+    @property
+    def agrees_less(self) -> bool:
+        return self.gate is not None and self.gate.agrees_less
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(replace(self, gate=None))
+        out.pop("gate")
+        out["agreement"] = self.gate.to_dict() if self.gate is not None else None
+        out["agrees_less"] = self.agrees_less
+        return out
 
     def text(self) -> str:
-        return (f"gains: {self.gains_changed} of {self.judged_pairs} judged pairs changed "
-                f"(max |diff| {self.gain_max_abs:.4g}, mean {self.gain_mean_abs:.4g}); "
-                f"printed cells: {self.cells_moved} of {self.cells} moved "
-                f"(max {self.cell_max_points:.1f} points)")
+        out = (f"gains: {self.gains_changed} of {self.judged_pairs} judged pairs changed "
+               f"(max |diff| {self.gain_max_abs:.4g}, mean {self.gain_mean_abs:.4g}); "
+               f"printed cells: {self.cells_moved} of {self.cells} moved "
+               f"(max {self.cell_max_points:.1f} points)")
+        return out + ("\n" + self.gate.text() if self.gate is not None else "")
 
 
 def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> ReleaseDiff:
@@ -205,12 +217,12 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> Rele
     diff.gains_changed = int((all_d > GAIN_TOLERANCE).sum())
     diff.gain_max_abs = float(all_d.max()) if all_d.size else 0.0
     diff.gain_mean_abs = float(all_d.mean()) if all_d.size else 0.0
-    da, db = load_release(a, spec), load_release(b, spec)
+    da, db = load_release(a, spec, baselines=False), load_release(b, spec, baselines=False)
     for rule in SHOWN_TIE_RULES:
         for view in spec.card_views:
             ta = replay_loaded(da, k=k, tie_rule=rule, view=view).tables
             tb = replay_loaded(db, k=k, tie_rule=rule, view=view).tables
-            for metric in ta:
+            for metric in CARD_METRICS:
                 pa_ = (100 * ta[metric]).round(1)
                 pb_ = (100 * tb[metric]).round(1)
                 for model in pa_.index:
@@ -223,6 +235,9 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> Rele
                             diff.moved.append({"metric": metric, "tie_rule": rule, "view": view,
                                                "model": model, "column": col,
                                                "before": float(x), "after": float(y)})
+    diff.gate = agreement_gate(Path(a), Path(b), spec)
+    if diff.gate.agrees_less:
+        log.warning("%s", diff.gate.warning())
     return diff
 
 

@@ -29,13 +29,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from rcp_data.core.errors import UsageError
+from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
-from rcp_data.scoring.against import RESAMPLES, SEED, paired_test
+from rcp_data.scoring.against import RESAMPLES, SEED
 from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
-from rcp_data.scoring.runs_in import check_run_name, read_ranking, run_names
+from rcp_data.scoring.runs_in import check_run_name, read_ranking_table, run_names
 from rcp_data.stages.inputs.qrels_files import read_qrels
 
 GAINS = ("linear", "exp")
@@ -222,61 +224,109 @@ class QrelsScore:
 
 @dataclass(frozen=True)
 class _Judged:
-    """The qrels, indexed: query ids (sorted), ``(query, doc) -> grade`` and ideal DCG."""
+    """The qrels, indexed: query ids (sorted), grades grouped by query, and the sorted
+    ``query * n_docs + doc`` keys of the judged pairs for a vectorised look-up."""
 
-    frame: pd.DataFrame
     query_ids: np.ndarray
     offsets: np.ndarray
     grades: np.ndarray
+    query_array: pa.Array            # query_ids as Arrow strings
+    docs: pa.Array                   # the judged documents' dictionary
+    keys: np.ndarray                 # sorted pair keys
+    key_grades: np.ndarray           # the grade of each key
+    ideals: dict = field(default_factory=dict, compare=False, repr=False)   # (gain, k) -> IDCG
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Judged:
         frame = frame.sort_values("query-id", kind="stable").reset_index(drop=True)
-        qids, counts = np.unique(frame["query-id"].to_numpy(dtype=str), return_counts=True)
+        qids, qpos, counts = np.unique(frame["query-id"].to_numpy(dtype=str),
+                                       return_inverse=True, return_counts=True)
         offsets = np.concatenate([[0], np.cumsum(counts)])
-        return cls(frame, qids, offsets, frame["grade"].to_numpy(dtype=np.int64))
+        grades = frame["grade"].to_numpy(dtype=np.int64)
+        enc = pc.dictionary_encode(pa.array(frame["corpus-id"].to_numpy(dtype=str),
+                                            type=pa.string()))
+        keys = qpos.astype(np.int64) * max(len(enc.dictionary), 1) + \
+            enc.indices.to_numpy().astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        return cls(qids, offsets, grades, pa.array(qids, type=pa.string()), enc.dictionary,
+                   keys[order], grades[order])
 
     def ideal(self, gain: str, k: int) -> np.ndarray:
-        return ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
+        """Ideal DCG@k per query (computed once per gain and cutoff)."""
+        if (gain, k) not in self.ideals:
+            self.ideals[(gain, k)] = ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
+        return self.ideals[(gain, k)]
 
 
-def _ndcg_run(judged: _Judged, run: pd.DataFrame, ks: Sequence[int], gain: str,
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes (int64) and the dictionary of a string column."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    enc = pc.dictionary_encode(arr)
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+
+
+@dataclass(frozen=True)
+class _RunCodes:
+    """A run's query and document columns as dictionary codes (encoded once per run)."""
+
+    q: np.ndarray
+    queries: pa.Array
+    d: np.ndarray
+    docs: pa.Array
+
+    @classmethod
+    def of(cls, run: pa.Table) -> _RunCodes:
+        q, queries = _codes(run.column("query-id"))
+        d, docs = _codes(run.column("corpus-id"))
+        return cls(q, queries, d, docs)
+
+
+def _check_run(codes: _RunCodes, source: str) -> None:
+    """A document ranked twice for a query is an InputError naming its first repeat's row."""
+    key = codes.q * max(len(codes.docs), 1) + codes.d
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    repeat = sk[1:] == sk[:-1]
+    if repeat.any():
+        i = int(order[1:][repeat].min())
+        raise InputError(f"document {codes.docs[int(codes.d[i])].as_py()!r} is ranked twice "
+                         f"for query {codes.queries[int(codes.q[i])].as_py()!r}", path=source,
+                         row=i + 1, field="corpus-id")
+
+
+def _ndcg_run(judged: _Judged, run: pa.Table, codes: _RunCodes, ks: Sequence[int], gain: str,
               judged_only: bool, tie_rule: str) -> tuple[dict[int, np.ndarray], int]:
     """nDCG@k per qrels query for each k (queries the run misses: 0), and the number of run
     rows of queries without qrels."""
-    qpos = np.searchsorted(judged.query_ids, run["query-id"].to_numpy(dtype=str))
-    qpos = np.minimum(qpos, len(judged.query_ids) - 1)
-    known = judged.query_ids[qpos] == run["query-id"].to_numpy(dtype=str)
+    qpos = pc.index_in(codes.queries, value_set=judged.query_array)
+    qpos = qpos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)[codes.q]
+    known = qpos >= 0
     ignored = int((~known).sum())
-    merged = run.loc[known, ["query-id", "corpus-id", "score"]].assign(_q=qpos[known]).merge(
-        judged.frame[["query-id", "corpus-id", "grade"]], on=["query-id", "corpus-id"],
-        how="left", sort=False)
-    if judged_only:
-        merged = merged[merged["grade"].notna()]
-    merged = merged.sort_values("_q", kind="stable")        # within a query: the file's order
-    q = merged["_q"].to_numpy(dtype=np.int64)
+    didx, docs = codes.d, codes.docs
+    in_qrels = pc.index_in(docs, value_set=judged.docs).fill_null(-1).to_numpy(
+        zero_copy_only=False).astype(np.int64)[didx]
+    key = qpos * max(len(judged.docs), 1) + in_qrels
+    pos = np.minimum(np.searchsorted(judged.keys, key), max(len(judged.keys) - 1, 0))
+    hit = known & (in_qrels >= 0) & (judged.keys[pos] == key) if len(judged.keys) else \
+        np.zeros(len(key), dtype=bool)
+    keep = known & hit if judged_only else known
+    rows = np.flatnonzero(keep)
+    if np.any(np.diff(qpos[rows]) < 0):                    # a run file is usually grouped
+        rows = rows[np.argsort(qpos[rows], kind="stable")]  # within a query: the file's order
+    q = qpos[rows]
     offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(judged.query_ids)))])
-    gains = gain_of(merged["grade"].fillna(0).to_numpy(), gain)
-    key = byte_order_key(merged["corpus-id"].to_numpy(dtype=str)) if tie_rule == "doc-id" \
-        else None
-    scores = merged["score"].to_numpy(dtype=np.float64)
+    grades = np.where(hit[rows], judged.key_grades[pos[rows]], 0)
+    gains = gain_of(grades, gain)
+    key_rank = byte_order_key(pa.DictionaryArray.from_arrays(
+        pa.array(didx[rows], type=pa.int64()), docs)) if tie_rule == "doc-id" else None
+    scores = run.column("score").to_numpy().astype(np.float64)[rows]
     out = {}
     for k in ks:
-        dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=(tie_rule,), doc_key=key)[tie_rule]
+        dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=(tie_rule,),
+                       doc_key=key_rank)[tie_rule]
         ideal = judged.ideal(gain, k)
         out[k] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
     return out, ignored
-
-
-def _check_run(run: pd.DataFrame, source: str) -> pd.DataFrame:
-    from rcp_data.core.errors import InputError
-
-    dup = run.duplicated(["query-id", "corpus-id"]).to_numpy()
-    if dup.any():
-        i = int(dup.argmax())
-        raise InputError(f"document {run['corpus-id'].iat[i]!r} is ranked twice for query "
-                         f"{run['query-id'].iat[i]!r}", path=source, row=i + 1, field="corpus-id")
-    return run
 
 
 def score_qrels(qrels: str | Path | pd.DataFrame,
@@ -284,11 +334,12 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 *, names: Sequence[str] | None = None, k: int | Sequence[int] = 10,
                 gain: str = "linear", judged_only: bool = False,
                 tie_rule: str = DEFAULT_TIE_RULE, correction: str | None = None,
-                resamples: int = RESAMPLES, seed: int = SEED) -> QrelsScore:
+                resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True
+                ) -> QrelsScore:
     """Score runs (TREC run files, parquet tables, mteb prediction folders, or frames with
     ``query-id, corpus-id, score``) on graded ``qrels`` (a file :func:`read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
-    or more, every pair is compared on every measure. Returns a :class:`QrelsScore`; raises
+    or more, every pair is compared on every measure (``compare=False``: none). Returns a :class:`QrelsScore`; raises
     :class:`~rcp_data.core.errors.InputError` for a malformed file and
     :class:`~rcp_data.core.errors.UsageError` for a bad option."""
     ks = [int(k)] if isinstance(k, int | np.integer) else [int(x) for x in k]
@@ -314,16 +365,25 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     ignored: dict[str, int] = {}
     for name, run in named.items():
         src = "<frame>" if isinstance(run, pd.DataFrame) else str(run)
-        table = run if isinstance(run, pd.DataFrame) else read_ranking(run, split="")
-        table = _check_run(table.astype({"query-id": str, "corpus-id": str}), src)
-        values, ignored[name] = _ndcg_run(judged, table, ks, gain, judged_only, tie_rule)
+        table = _run_table(run)
+        codes = _RunCodes.of(table)
+        _check_run(codes, src)
+        values, ignored[name] = _ndcg_run(judged, table, codes, ks, gain, judged_only, tie_rule)
         per_query[name] = {measures[x]: values[x][keep] for x in ks}
     queries = tuple(judged.query_ids[keep].tolist())
-    comparisons = _compare(per_query, list(measures.values()), correction, resamples, seed)
+    comparisons = _compare(per_query, list(measures.values()), correction, resamples,
+                           seed) if compare else ()
     return QrelsScore(qrels=source, queries=queries, measures=tuple(measures.values()),
                       per_query=per_query, gain=gain, judged_only=judged_only,
                       tie_rule=tie_rule, correction=correction, comparisons=comparisons,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
+
+
+def _run_table(run: str | Path | pd.DataFrame) -> pa.Table:
+    if not isinstance(run, pd.DataFrame):
+        return read_ranking_table(run, split="")
+    frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
+    return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
 
 
 def _named_runs(runs, names) -> dict:
@@ -331,6 +391,20 @@ def _named_runs(runs, names) -> dict:
         return {check_run_name(n): run for n, run in runs.items()}
     items = [runs] if isinstance(runs, str | Path) else list(runs)
     return dict(zip(run_names(items, names), items, strict=True))
+
+
+def paired_tests(a: np.ndarray, b: np.ndarray) -> list[tuple[float | None, float | None]]:
+    """:func:`~rcp_data.scoring.against.paired_test` of each row of ``a`` against the same row
+    of ``b`` (pairs x queries), in one ``scipy.stats.ttest_rel`` call."""
+    from scipy import stats
+
+    if a.shape[1] < 2:
+        return [(None, None)] * a.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = stats.ttest_rel(a, b, axis=1)
+    t, p = np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue)
+    return [(None if np.isnan(x) else float(x), None if np.isnan(y) else float(y))
+            for x, y in zip(t, p, strict=True)]
 
 
 def _compare(per_query: Mapping[str, Mapping[str, np.ndarray]], measures: Sequence[str],
@@ -344,7 +418,8 @@ def _compare(per_query: Mapping[str, Mapping[str, np.ndarray]], measures: Sequen
         if diffs.shape[1] == 0:
             continue
         ci = bootstrap_interval(diffs, resamples=resamples, seed=seed)
-        tests = [paired_test(per_query[a][m], per_query[b][m]) for a, b in pairs]
+        tests = paired_tests(np.stack([per_query[a][m] for a, _ in pairs]),
+                             np.stack([per_query[b][m] for _, b in pairs]))
         adjusted: list[float | None] = [None] * len(pairs)
         if correction:
             defined = [i for i, (_, p) in enumerate(tests) if p is not None]

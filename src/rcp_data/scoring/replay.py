@@ -51,11 +51,15 @@ from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release
 from rcp_data.model.suite import suite_spec
 from rcp_data.model.tables import read_release_table
+from rcp_data.scoring.baseline_gains import BASELINE_METRICS, read_baseline_gains
 from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
 
 log = logging.getLogger(__name__)
 
 METRICS = ("rcp_ndcg", "qrel_ndcg")
+#: Every metric a replay can show: the card's two, then Count-nDCG and Raw-BT-nDCG where the
+#: release ships the Stage B verdicts and the Bradley-Terry scores (:mod:`.baseline_gains`).
+ALL_METRICS = (*METRICS, *BASELINE_METRICS)
 
 
 # -- loaded data ---------------------------------------------------------------------------------
@@ -75,10 +79,17 @@ class SubsetRuns:
     models: list[str]
     is_judge: np.ndarray             # (R,) bool
     scores: np.ndarray               # (R, n)
+    # Count-nDCG / Raw-BT-nDCG gains of the candidates, where the release ships their sources
+    baselines: dict[str, np.ndarray] = field(default_factory=dict)   # {metric: (n,)}
 
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    @property
+    def candidate_query_ids(self) -> np.ndarray:
+        """``(n,)`` the query id of each candidate."""
+        return np.repeat(self.query_ids, np.diff(self.offsets))
 
 
 @dataclass(frozen=True)
@@ -423,9 +434,12 @@ def _assemble(subset: str, cand: _Candidates, gains: np.ndarray, ideal_off: np.n
 
 # -- loading a release directory -----------------------------------------------------------------
 def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
-                 include_judge: bool = False, known: bool | None = None) -> ReleaseRuns:
+                 include_judge: bool = False, known: bool | None = None,
+                 baselines: bool = True) -> ReleaseRuns:
     """Read and align every subset of a release directory (see module docstring); ``known``:
-    whether its suite is a known one (default: whether ``spec`` or the release names one)."""
+    whether its suite is a known one (default: whether ``spec`` or the release names one).
+    ``baselines``: also attach the Count-nDCG and Raw-BT-nDCG gains where the release ships
+    their sources."""
     root = Path(root)
     if not root.is_dir():
         raise InputError("not a directory", path=str(root))
@@ -465,7 +479,27 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
             log.info("subset %s: %d queries, %d candidates, %d runs", s,
                      subsets[s].n_queries, len(subsets[s].corpus_ids), len(subsets[s].models))
     _check_models(subsets, root, spec)
+    if baselines:
+        attach_baselines(subsets, root, spec)
     return ReleaseRuns(root=root, spec=spec, subsets=subsets, suite_known=known)
+
+
+def attach_baselines(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -> None:
+    """Set each subset's ``baselines`` gains from the release's verdicts and BT scores (a
+    verdict or BT table that cannot be read leaves them out, with a warning: ``verify``
+    names its problem)."""
+    try:
+        found = read_baseline_gains(root, spec)
+    except InputError as exc:
+        log.warning("Count-nDCG and Raw-BT-nDCG left out: %s", exc)
+        return
+    if found is None:
+        return
+    for name, sub in subsets.items():
+        sub.baselines = found.for_candidates(spec.provenance_split(name),
+                                             sub.candidate_query_ids,
+                                             np.asarray(sub.corpus_ids.to_pylist(), dtype=object))
+        log.info("subset %s: %s gains attached", name, ", ".join(sub.baselines))
 
 
 def _check_models(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -> None:
@@ -485,7 +519,9 @@ def _check_models(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -
 # -- scoring -------------------------------------------------------------------------------------
 def score_subset(data: SubsetRuns, *, k: int = CARD_K,
                  tie_rules: Sequence[str] = ("doc-id",)) -> dict[str, dict[str, np.ndarray]]:
-    """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``.
+    """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``, plus
+    ``count_ndcg`` / ``raw_bt_ndcg`` where the subset has their gains (ideal over the
+    candidates; a query whose ideal is 0 scores 0).
 
     qrel-nDCG is NaN for queries without a positive qrel (left out of means).
     """
@@ -493,9 +529,10 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
         raise UsageError(f"--k must be at least 1 (got {k})")
     ideal = ideal_dcg(data.ideal_offsets, data.ideal_gains, k)           # (2, Q)
     key = data.doc_key if "doc-id" in tie_rules else None
+    extra = [m for m in BASELINE_METRICS if m in data.baselines]
     if data.scores.shape[0] == 0:
         empty = np.zeros((0, data.n_queries))
-        return {r: {"rcp_ndcg": empty, "qrel_ndcg": empty} for r in tie_rules}
+        return {r: dict.fromkeys(["rcp_ndcg", "qrel_ndcg", *extra], empty) for r in tie_rules}
     res = ndcg_at_k_rules(data.offsets, data.scores, data.gains, ideal, k=k,
                           tie_rules=list(tie_rules), doc_key=key)          # (R, 2, Q)
     no_pos = ~data.has_positive
@@ -504,30 +541,42 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
         qrel = v[:, 1, :].copy()
         qrel[:, no_pos] = np.nan
         out[rule] = {"rcp_ndcg": v[:, 0, :], "qrel_ndcg": qrel}
+    if extra:
+        gains = np.stack([data.baselines[m] for m in extra])                # (B, n)
+        res = ndcg_at_k_rules(data.offsets, data.scores, gains,
+                              ideal_dcg(data.offsets, gains, k), k=k,
+                              tie_rules=list(tie_rules), doc_key=key)      # (R, B, Q)
+        for rule, v in res.items():
+            out[rule].update({m: v[:, i, :] for i, m in enumerate(extra)})
     return out
 
 
 def score_queries(data: ReleaseRuns, *, k: int = CARD_K,
                   tie_rules: Sequence[str] = ("doc-id",)) -> pd.DataFrame:
     """Long table of per-query values: ``tie_rule, subset, model, query-id, rcp_ndcg,
-    qrel_ndcg`` (qrel NaN where the query has no positive qrel)."""
+    qrel_ndcg`` (qrel NaN where the query has no positive qrel), then ``count_ndcg`` and
+    ``raw_bt_ndcg`` when some subset has their gains (NaN in a subset without them)."""
     for r in tie_rules:
         if r not in TIE_RULES:
             raise UsageError(f"unknown tie rule {r!r}; choose one of {', '.join(TIE_RULES)}")
     frames = []
+    extra = [m for m in BASELINE_METRICS if any(m in s.baselines for s in data.subsets.values())]
     for name, sub in data.subsets.items():
         res = score_subset(sub, k=k, tie_rules=tie_rules)
         n_r, n_q = len(sub.models), sub.n_queries
         for rule in tie_rules:
-            frames.append(pd.DataFrame({
+            frame = pd.DataFrame({
                 "tie_rule": rule,
                 "subset": name,
                 "model": np.repeat(np.asarray(sub.models, dtype=object), n_q),
                 "query-id": np.tile(sub.query_ids, n_r),
                 "rcp_ndcg": res[rule]["rcp_ndcg"].reshape(-1),
                 "qrel_ndcg": res[rule]["qrel_ndcg"].reshape(-1),
-            }))
-    cols = ["tie_rule", "subset", "model", "query-id", "rcp_ndcg", "qrel_ndcg"]
+            })
+            for m in extra:
+                frame[m] = res[rule][m].reshape(-1) if m in res[rule] else np.nan
+            frames.append(frame)
+    cols = ["tie_rule", "subset", "model", "query-id", "rcp_ndcg", "qrel_ndcg", *extra]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
@@ -547,11 +596,12 @@ def summarize(per_query: pd.DataFrame, spec: SuiteSpec, *, view: str = "subsets"
         pq_ = pq_[pq_["tie_rule"] == tie_rule]
     elif pq_["tie_rule"].nunique() > 1:
         raise UsageError("per-query table holds several tie rules; name one")
-    sub_means = pq_.groupby(["model", "subset"], sort=False)[list(METRICS)].mean()
+    metrics = [m for m in ALL_METRICS if m in pq_.columns]
+    sub_means = pq_.groupby(["model", "subset"], sort=False)[metrics].mean()
     models = model_order(spec, list(pd.unique(pq_["model"])))
     have = set(pq_["subset"].unique())
     out = {}
-    for metric in METRICS:
+    for metric in metrics:
         wide = sub_means[metric].unstack("subset")
         table = pd.DataFrame(index=pd.Index(models, name="model"))
         for key, _label, members in columns:
@@ -582,7 +632,7 @@ class ReplayResult:
     view: str
     spec: SuiteSpec
     per_query: pd.DataFrame                 # tie_rule, subset, model, query-id, rcp_ndcg, qrel_ndcg
-    tables: dict[str, pd.DataFrame]         # {"rcp_ndcg"|"qrel_ndcg": models x (columns + mean)}
+    tables: dict[str, pd.DataFrame]         # {metric: models x (columns + mean)}, ALL_METRICS order
 
     @property
     def models(self) -> list[str]:
@@ -595,7 +645,7 @@ class ReplayResult:
     def to_json(self) -> dict:
         """``{"k", "tie_rule", "view", "metrics": {metric: {model: {column: value}}}}``."""
         metrics = {}
-        for metric in METRICS:
+        for metric in self.tables:
             table = self.tables[metric]
             values = table.to_numpy(dtype=np.float64)     # one array, not a lookup a cell
             columns = [str(c) for c in table.columns]
@@ -609,7 +659,7 @@ class ReplayResult:
         """Both tables as in the cards (titles, short names, %, one decimal, Mean column)."""
         parts = [render_markdown_table(self.tables[m], self.spec,
                                        title=table_title(m, self.k, self.tie_rule))
-                 for m in METRICS]
+                 for m in self.tables]
         heading = view_heading(self.spec, self.view)
         if heading:
             parts.insert(0, f"**{heading}**")
@@ -647,7 +697,7 @@ def replay_loaded(data: ReleaseRuns, *, k: int = CARD_K, tie_rule: str = "doc-id
 
 
 __all__ = [
-    "METRICS", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
+    "ALL_METRICS", "METRICS", "attach_baselines", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
     "build_subset_runs",
     "default_tie_rule", "load_release", "model_order",
     "replay_loaded", "replay_release", "score_queries", "score_subset",

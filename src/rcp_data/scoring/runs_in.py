@@ -23,7 +23,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import read_parquet, read_text
-from rcp_data.stages.inputs.run_files import read_run_file
+from rcp_data.stages.inputs.run_files import read_run_file, read_trec_run_table
 
 COLUMNS = ["query-id", "corpus-id", "score"]
 PREDICTIONS_GLOB = "*_predictions.json"
@@ -43,6 +43,29 @@ def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
         return read_mteb_predictions(path, split=split)
     frame = read_run_file(path)
     return _clean(frame[COLUMNS], str(path))
+
+
+def read_ranking_table(path: str | Path, *, split: str):
+    """The ranking in ``path`` as an Arrow table ``query-id, corpus-id, score`` (strings,
+    strings, float64), as :func:`read_ranking` reads it; a canonical TREC run file is parsed by
+    Arrow and checked with vectorised tests (many large runs: ``score --qrels``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    path = Path(path)
+    table = None
+    if path.is_file() and path.suffix not in (".parquet", ".json"):
+        table = read_trec_run_table(path)
+    if table is None:
+        frame = read_ranking(path, split=split)
+        return pa.Table.from_pandas(frame[COLUMNS], preserve_index=False)
+    score = table.column("score").to_numpy()
+    bad = ~np.isfinite(score)
+    if bad.any():
+        row = int(bad.argmax())
+        raise InputError(f"score {float(score[row])} is not finite", path=str(path),
+                         row=row + 1, field="score")
+    return table.select(COLUMNS)
 
 
 def _read_parquet_run(path: Path) -> pd.DataFrame:
@@ -187,4 +210,4 @@ def run_names(paths: Sequence[str | Path], names: Sequence[str] | None) -> list[
 
 
 __all__ = ["check_run_name", "default_name", "read_mteb_predictions", "read_ranking",
-           "run_names"]
+           "read_ranking_table", "run_names"]

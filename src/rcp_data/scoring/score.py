@@ -34,7 +34,6 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES, SuiteSpec
 from rcp_data.model.card_format import CARD_K, render_markdown_table, table_title
 from rcp_data.scoring.replay import (
-    METRICS,
     ReleaseRuns,
     SubsetRuns,
     default_tie_rule,
@@ -113,7 +112,7 @@ class ScoreResult:
         ``runs`` (coverage of each run); with ``against``, also ``against`` and ``bootstrap``."""
         metrics = {m: {n: {str(c): _num(self.tables[m].at[n, c])
                            for c in self.tables[m].columns} for n in self.names}
-                   for m in METRICS}
+                   for m in self.tables}
         out = {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "depth": self.depth,
                "metrics": metrics,
                "runs": {n: self.coverage[n].to_json() for n in self.names}}
@@ -141,7 +140,7 @@ class ScoreResult:
         parts = [render_markdown_table(self.tables[m].loc[self.names], self.spec,
                                        title=table_title(m, self.k, self.tie_rule),
                                        first_header="Run")
-                 for m in METRICS]
+                 for m in self.tables]
         return "\n\n".join(parts) + "\n"
 
 

@@ -1,7 +1,9 @@
 """``rcp-data card``: render a release's card and task file, or regenerate them on the Hub.
 
-- ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md`` and
-  ``rcp_ndcg_tasks.py`` into the release directory, which must be one (it has
+- ``card render RELEASE_DIR [--out FILE] [--repo OWNER/NAME]``: write ``README.md``,
+  ``rcp_ndcg_tasks.py``, the pictures (``provenance/pictures/*.png``) and the numbers behind
+  them (``provenance/diagnostics.json``; listed in the build manifest) into the release
+  directory, which must be one (it has
   ``provenance/releases.json`` or a build manifest), replacing a card or task file there only
   while it is what rcp-data wrote (else ``--force``); with ``--out``: only the card, to FILE
   (a new file outside RELEASE_DIR, or an existing one with ``--force``; ``--out -`` prints it).
@@ -81,6 +83,8 @@ def _render(args: argparse.Namespace) -> int:
     check_rewritable(root, texts, force=args.force, what="card or task file")
     written = []
     with writable(root):
+        written += _diagnostics(root, spec)
+        texts = render_release_texts(root, spec=spec, repo=args.repo)
         for rel, text in texts.items():
             atomic_write_text(root / rel, text)
             written.append(root / rel)
@@ -88,6 +92,19 @@ def _render(args: argparse.Namespace) -> int:
     for path in written:
         say(args, f"wrote {path}")
     return 0
+
+
+def _diagnostics(root: Path, spec) -> list[Path]:
+    """Write the release's pictures and Diagnostics numbers (where its data gives them) and
+    list them in its build manifest."""
+    from rcp_data.documents.diagnostics_files import write_diagnostics
+    from rcp_data.model.layout import BUILD_MANIFEST
+    from rcp_data.model.manifest import record_content
+
+    written = write_diagnostics(root, spec)
+    if (root / BUILD_MANIFEST).is_file():
+        record_content(root)
+    return written
 
 
 def _regenerate(args: argparse.Namespace) -> int:

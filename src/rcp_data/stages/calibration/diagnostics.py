@@ -30,16 +30,29 @@ def percentiles(values: np.ndarray) -> dict:
     return out
 
 
-def expected_calibration_error(pred: np.ndarray, passes: np.ndarray, n: np.ndarray,
-                               bins: int = 20) -> float:
-    """ECE of predictions ``pred`` (D, C) against pass counts ``passes`` out of ``n`` (D,)."""
+def _bin_sums(pred: np.ndarray, passes: np.ndarray, n: np.ndarray, bins: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     p = np.asarray(pred, dtype=np.float64).ravel()
     s = np.asarray(passes, dtype=np.float64).ravel()
     w = np.broadcast_to(np.asarray(n, dtype=np.float64)[:, None], np.shape(pred)).ravel()
     idx = np.minimum((p * bins).astype(np.int64), bins - 1)
-    wsum = np.bincount(idx, w, bins)
-    psum = np.bincount(idx, w * p, bins)
-    ssum = np.bincount(idx, s, bins)
+    return np.bincount(idx, w, bins), np.bincount(idx, w * p, bins), np.bincount(idx, s, bins)
+
+
+def reliability_bins(pred: np.ndarray, passes: np.ndarray, n: np.ndarray, bins: int = 20
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ECE's bins: ``(weight, mean prediction, observed pass rate)`` per equal-width bin of
+    the prediction (NaN in an empty bin), each (document, criterion) weighted by its
+    placements ``n`` (the reliability diagram's points)."""
+    wsum, psum, ssum = _bin_sums(pred, passes, n, bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return wsum, psum / wsum, ssum / wsum
+
+
+def expected_calibration_error(pred: np.ndarray, passes: np.ndarray, n: np.ndarray,
+                               bins: int = 20) -> float:
+    """ECE of predictions ``pred`` (D, C) against pass counts ``passes`` out of ``n`` (D,)."""
+    wsum, psum, ssum = _bin_sums(pred, passes, n, bins)
     used = wsum > 0
     gaps = np.abs(psum[used] - ssum[used]) / wsum[used]
     return float((wsum[used] * gaps).sum() / wsum.sum())

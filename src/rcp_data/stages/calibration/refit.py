@@ -64,6 +64,11 @@ def _calibration(root: Path) -> dict:
     return {}
 
 
+def release_calibration(root: str | Path) -> dict:
+    """The current calibration record of a release directory (empty when it names none)."""
+    return _calibration(Path(root))
+
+
 def _tables(root: Path, spec: SuiteSpec, kind: str) -> pa.Table | None:
     parts = []
     for split in spec.provenance_splits:

@@ -1,0 +1,109 @@
+"""On-demand benchmark of ``rcp-data score --qrels`` against pytrec_eval (not a test).
+
+GENERATED runs on the real DL19 passage qrels: ``--runs`` TREC run files of ``--depth``
+documents per query (judged and unjudged documents, scores rounded so that many tie, one query
+missing), written once to a temp folder. Both sides are timed from the files to per-query
+nDCG@10 (linear gain, trec_eval's doc-id ties), file reading included:
+
+- baseline: ``pytrec_eval.parse_qrel`` / ``parse_run`` and ``RelevanceEvaluator(...,
+  {"ndcg_cut_10"}).evaluate`` per run (queries the run misses count 0, as ``trec_eval -c``);
+- ``rcp_data.score_qrels(qrels, runs)``.
+
+Modules are imported before the clock starts; the pair comparisons that ``score`` adds for two
+runs or more (no part of pytrec_eval's work) are left out (``compare=False``). Prints both times, their ratio (target >= 20) and the largest per-query difference (must be
+<= 1e-12).
+
+    PYTHONPATH=src .venv/bin/python bench/score_qrels.py [--runs 100] [--depth 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+QRELS = Path(__file__).resolve().parents[1] / "../shared/data/trec-dl/qrels.dl19-passage.txt"
+
+
+def write_runs(qrels: Path, folder: Path, n_runs: int, depth: int, seed: int = 0) -> list[Path]:
+    """GENERATED TREC runs over the qrels' queries (the first query missing from every run)."""
+    rng = np.random.default_rng(seed)
+    by_q: dict[str, list[str]] = {}
+    for line in qrels.read_text().splitlines():
+        q, _, d, _ = line.split()
+        by_q.setdefault(q, []).append(d)
+    queries = sorted(by_q)[1:]
+    paths = []
+    for r in range(n_runs):
+        lines = []
+        for q in queries:
+            judged = np.asarray(by_q[q])
+            take = rng.choice(judged, size=min(len(judged), depth // 2), replace=False)
+            extra = [f"u{q}-{i}" for i in range(depth - len(take))]
+            docs = np.concatenate([take, extra])
+            scores = np.round(rng.normal(size=len(docs)), 2)
+            order = np.argsort(-scores, kind="stable")
+            lines += [f"{q} Q0 {docs[i]} {rank + 1} {float(scores[i])!r} run{r}\n"
+                      for rank, i in enumerate(order)]
+        path = folder / f"run{r:03d}.txt"
+        path.write_text("".join(lines))
+        paths.append(path)
+    return paths
+
+
+def with_pytrec_eval(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float]]:
+    import pytrec_eval
+
+    with qrels.open() as fh:
+        qrel = pytrec_eval.parse_qrel(fh)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut_10"})
+    scored = [q for q, docs in qrel.items() if any(g > 0 for g in docs.values())]
+    out = {}
+    for path in runs:
+        with path.open() as fh:
+            run = pytrec_eval.parse_run(fh)
+        res = evaluator.evaluate(run)
+        out[path.stem] = {q: res[q]["ndcg_cut_10"] if q in res else 0.0 for q in scored}
+    return out
+
+
+def with_rcp_data(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float]]:
+    from rcp_data.scoring.qrels_score import score_qrels
+
+    res = score_qrels(qrels, runs, k=10, compare=False)
+    return {run: dict(zip(res.queries, values["nDCG@10"].tolist(), strict=True))
+            for run, values in res.per_query.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--depth", type=int, default=1000)
+    ap.add_argument("--qrels", type=Path, default=QRELS)
+    args = ap.parse_args()
+    import pytrec_eval  # noqa: F401  (both sides' imports stay outside the timings)
+
+    import rcp_data.scoring.qrels_score  # noqa: F401
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = write_runs(args.qrels, Path(tmp), args.runs, args.depth)
+        t0 = time.perf_counter()
+        base = with_pytrec_eval(args.qrels, runs)
+        t_base = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ours = with_rcp_data(args.qrels, runs)
+        t_ours = time.perf_counter() - t0
+    diff = max(abs(ours[r][q] - v) for r, by_q in base.items() for q, v in by_q.items())
+    same = all(set(ours[r]) == set(by_q) for r, by_q in base.items())
+    print(f"{args.runs} runs x {args.depth} documents per query, DL19 qrels")
+    print(f"pytrec_eval (parse + evaluate): {t_base:.3f} s")
+    print(f"rcp_data.score_qrels:           {t_ours:.3f} s")
+    print(f"ratio: {t_base / t_ours:.1f}x (target >= 20)")
+    print(f"same queries: {same}; largest per-query difference: {diff:.3g} (must be <= 1e-12)")
+
+
+if __name__ == "__main__":
+    main()
