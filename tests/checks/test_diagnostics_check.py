@@ -42,10 +42,11 @@ def test_render_writes_listed_pictures_and_numbers(rendered: Path):
 
 
 def test_the_card_shows_the_diagnostics_section(rendered: Path):
+    from rcp_data.documents.card import card_sentence
     from rcp_data.documents.diagnostics_files import card_section
 
     card = (rendered / "README.md").read_text(encoding="utf-8")
-    section = card_section(rendered, load_spec("demo"))
+    section = card_sentence("diagnostics", card_section(rendered, load_spec("demo")))
     assert section.startswith("## Diagnostics") and section in card
     assert card.index("## Diagnostics") < card.index("## Checks")
     assert "| Alpha-RR |" in section                     # the card's short names

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rcp_data.documents.diagnostics_files import diagnostics_markdown, expected_record
+from rcp_data.documents.card import card_sentence
+from rcp_data.documents.diagnostics_files import diagnostics_card, expected_record
 from rcp_data.model.card_format import METRIC_TITLES
 
 
@@ -15,8 +16,8 @@ def _row(text: str, first: str) -> list[str]:
 
 def test_section_cells_are_the_record(demo_data: Path):
     record = expected_record(demo_data / "release")
-    text = diagnostics_markdown(record, metric_titles=METRIC_TITLES,
-                                names={"demo/alpha-reranker": "Alpha-RR"})
+    text = card_sentence("diagnostics", diagnostics_card(
+        record, metric_titles=METRIC_TITLES, names={"demo/alpha-reranker": "Alpha-RR"}))
     n = record["numbers"]
     rcp = n["label"]["rcp"]
     assert _row(text, "RCP theta")[1:4] == [f"{rcp['concordance']:.3f}", f"{rcp['auc']:.3f}",

@@ -15,7 +15,7 @@ import json
 import math
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rcp_data.core.io import atomic_write_text
@@ -83,72 +83,41 @@ def read_record(root: Path) -> dict | None:
     return read_json(path) if path.is_file() else None
 
 
-def _pct(v) -> str:
-    return "–" if v is None else f"{100 * v:.1f}"
+@dataclass(frozen=True)
+class DiagnosticsCard:
+    """What the card's Diagnostics section shows (its sentences are the template's macro
+    ``diagnostics`` in ``card_prose.md.j2``): the record's numbers and pictures, the metrics'
+    and scores' titles, and the systems' names as the card shows them."""
+
+    numbers: dict
+    pictures: dict
+    metric_titles: dict[str, str]
+    score_labels: dict[str, str]
+    names: dict[str, str] = field(default_factory=dict)
 
 
-def _num(v) -> str:
-    return "–" if v is None else f"{v:.3f}"
-
-
-def diagnostics_markdown(record: dict, *, metric_titles: dict[str, str],
-                         names: dict[str, str] | None = None) -> str:
-    """The card's Diagnostics section (label layer, ranking layer, pictures) from a record;
-    ``names``: the systems' names as the card shows them (default: their ids)."""
+def diagnostics_card(record: dict, *, metric_titles: dict[str, str],
+                     names: dict[str, str] | None = None) -> DiagnosticsCard:
+    """The Diagnostics section's facts from a record; ``names``: the systems' names as the
+    card shows them (default: their ids)."""
     from rcp_data.scoring.release_diagnostics import SCORE_LABELS
 
-    n = record["numbers"]
-    out = ["## Diagnostics", "",
-           "Computed from this release's own files (its qrels grades as the human labels); "
-           "`rcp-data verify` recomputes every number and every plotted array.", "",
-           f"**Label layer** (judged pool documents; AUC at grade >= {n['auc_threshold']}; "
-           "ties count 1/2):", "",
-           "| Score | Concordance | AUC | Spearman | Ceiling | Floor | Documents |",
-           "|---|---:|---:|---:|---:|---:|---:|"]
-    for score, a in n["label"].items():
-        sp = a["spearman"]
-        out.append(f"| {SCORE_LABELS.get(score, score)} | {_num(a['concordance'])} | "
-                   f"{_num(a['auc'])} | {_num(sp['rho'])} | {_num(sp['ceiling'])} | "
-                   f"{_num(sp['floor'])} | {a['documents']:,} |")
-    fm = n["failure_modes"]
-    boards = n["leaderboards"]
-    metrics = list(boards)
-    out += ["", f"**Ranking layer** (nDCG@10 %, tie rule {n['tie_rule']}; Mean over the "
-            "subsets with its 95% query-bootstrap interval):", "",
-            "| System | " + " | ".join(f"{metric_titles.get(m, m)}@10" for m in metrics) + " |",
-            "|---|" + "---:|" * len(metrics)]
-    for system in boards.get("rcp_ndcg", {}):
-        cells = []
-        for m in metrics:
-            lo, hi = n["intervals"].get(m, {}).get(system, (None, None))
-            cells.append(f"{_pct(boards[m].get(system))} [{_pct(lo)}, {_pct(hi)}]")
-        out.append(f"| {(names or {}).get(system, system)} | " + " | ".join(cells) + " |")
-    out.append("| Pairs separated (%) | " + " | ".join(
-        _pct(n["sensitivity"].get(m)) for m in metrics) + " |")
-    out += ["", f"Kendall tau-b between the RCP and qrel leaderboards: "
-                f"{_num(n['kendall_rcp_qrel'])}. qrel-nDCG@10 fails on {_pct(fm['any'])}% of "
-                f"{fm['queries']:,} queries (saturates {_pct(fm['saturates'])}%, floors "
-                f"{_pct(fm['floors'])}%, compresses {_pct(fm['compresses'])}%).", ""]
-    titles = {"gain_curve": "Gain of theta over the pool", "theta_by_grade": "Theta by grade",
-              "reliability": "Reliability of the calibration",
-              "leaderboards": "Leaderboards with 95% intervals"}
-    for name, pic in record["pictures"].items():
-        out.append(f"![{titles.get(name, name)}]({pic['path']})")
-    return "\n".join(out) + "\n"
+    return DiagnosticsCard(record["numbers"], record["pictures"], dict(metric_titles),
+                           dict(SCORE_LABELS), dict(names or {}))
 
 
-def card_section(root: Path, spec: SuiteSpec) -> str:
-    """The card's Diagnostics section of the release at ``root`` ("" when it has no
+def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
+    """The card's Diagnostics facts of the release at ``root`` (None when it has no
     ``provenance/diagnostics.json``: ``card render`` writes it)."""
     from rcp_data.model.card_format import METRIC_TITLES
 
     record = read_record(root)
     if record is None:
-        return ""
+        return None
     systems = record["numbers"].get("leaderboards", {}).get("rcp_ndcg", {})
-    return diagnostics_markdown(record, metric_titles=METRIC_TITLES,
-                                names={s: spec.short_name(s) for s in systems})
+    return diagnostics_card(record, metric_titles=METRIC_TITLES,
+                            names={s: spec.short_name(s) for s in systems})
 
 
-__all__ = ["DIAGNOSTICS_FILE", "card_section", "SCHEMA", "diagnostics_markdown", "diagnostics_record",
-           "expected_record", "read_record", "write_diagnostics"]
+__all__ = ["DIAGNOSTICS_FILE", "SCHEMA", "DiagnosticsCard", "card_section", "diagnostics_card",
+           "diagnostics_record", "expected_record", "read_record", "write_diagnostics"]
