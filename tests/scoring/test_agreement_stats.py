@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -220,8 +222,59 @@ def test_label_variation_copy_never_swaps_and_equals_a_loop():
     assert (var.swap <= 0.5).all()
 
 
-def test_count_share():
-    crit = pd.DataFrame({"query-id": ["q", "q", "q"], "call_index": [0, 1, 0],
-                         "corpus-id": ["a", "a", "b"], "C1": [1, 0, 1], "C2": [1, 1, None]})
+def test_concordance_equals_a_pair_loop():
+    score, grade, q = _graded(7)
+    agree = pairs = 0.0
+    for i, j in combinations(range(len(q)), 2):
+        if q[i] != q[j] or grade[i] == grade[j]:
+            continue
+        pairs += 1
+        agree += 0.5 if score[i] == score[j] else float(
+            (score[i] - score[j]) * (grade[i] - grade[j]) > 0)
+    assert lab.concordance(score, grade, q).rate == pytest.approx(agree / pairs, abs=1e-15)
+    assert lab.concordance(grade.astype(float), grade, q).rate == 1.0
+    assert lab.concordance(-grade.astype(float), grade, q).rate == 0.0
+
+
+def test_pooled_spearman_floor_is_near_zero():
+    score, grade, q = _graded(3, n_q=12)
+    res = lab.pooled_spearman(score, grade, q)
+    assert res.floor < res.observed.value < res.ceiling
+    assert abs(res.floor) < 0.2              # shuffling within queries leaves little
+
+
+def test_saturation_is_an_exact_one_and_a_near_one_compresses():
+    # G.1: saturates when every system scores 1 (exactly); 1e-6 is the tie of compresses only
+    v = np.array([[1.0, 1.0, 1.0], [1 - 5e-7, 1 - 5e-7, 1.0], [0.0, 0.0, 0.0]])
+    modes = rk.failure_modes(v)
+    assert modes["saturates"].tolist() == [True, False, False]
+    assert modes["compresses"].tolist() == [False, True, False]
+    assert modes["floors"].tolist() == [False, False, True]
+
+
+def test_leaderboard_intervals_equal_explicit_resamples():
+    rng = np.random.default_rng(5)
+    strata = [rng.random((20, 3)), rng.random((35, 3))]
+    ci = rk.leaderboard_intervals(strata, resamples=300, seed=4)
+    means = np.mean([s.mean(axis=0) for s in strata], axis=0)
+    assert ci.shape == (3, 2) and np.all(ci[:, 0] < means) and np.all(means < ci[:, 1])
+    # independently: the same query multiplicities, each resample's queries repeated
+    w = query_weights(55, resamples=300, seed=4, strata=np.repeat([0, 1], [20, 35]))
+    boot = np.array([np.mean([np.repeat(strata[0], w[b, :20].astype(int), axis=0).mean(0),
+                              np.repeat(strata[1], w[b, 20:].astype(int), axis=0).mean(0)],
+                             axis=0) for b in range(300)])
+    assert np.allclose(ci, np.percentile(boot, [2.5, 97.5], axis=0).T, atol=1e-12)
+    assert rk.leaderboard_intervals([]).shape == (0, 2)
+
+
+def test_count_share_reads_the_verdicts_as_count_ndcg_does():
+    # window (q, call 0) answers everything; (q, call 1) misses C2 for b: the reading rule
+    # leaves that window out, so a and b gain from call 0 alone (Eq. 5 over read windows)
+    crit = pd.DataFrame({"query-id": ["q", "q", "q", "q"], "call_index": [0, 0, 1, 1],
+                         "corpus-id": ["a", "b", "a", "b"], "C1": [1, 1, 0, 1],
+                         "C2": [1, 0, 1, None]})
     out = lab.count_share(crit).set_index("corpus-id")["count"]
-    assert out["a"] == 3 / 4 and out["b"] == 1 / 2
+    assert out["a"] == 2 / 2 and out["b"] == 1 / 2
+    crit.loc[3, "C2"] = 0                                  # now both windows are read
+    out = lab.count_share(crit).set_index("corpus-id")["count"]
+    assert out["a"] == 3 / 4 and out["b"] == 2 / 4

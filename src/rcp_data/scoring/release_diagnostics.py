@@ -5,12 +5,13 @@ and its pictures (:mod:`rcp_data.documents.pictures`), computed in one place.
   ``provenance/judge_bt``; ``count``: Count-nDCG's gain, Eq. 5), over the qrels rows of judged
   pool documents (a finite theta): within-query concordance with the grade, AUC at the
   suite's ``grade_positive``, pooled Spearman with its ceiling and floor
-  (:mod:`rcp_data.scoring.diagnostics`);
+  (:mod:`rcp_data.scoring.agreement.labels`, the statistics of ``rcp-data agree``);
 - ranking layer, from the replay of the release's runs (the suite's paper tie rule): each
   metric's leaderboard (the Mean column) with 95% query-bootstrap intervals stratified by
   subset, Kendall tau-b between the RCP and qrel leaderboards, each metric's sensitivity (the
   share of system pairs a paired t-test separates, mean over subsets) and the failure-mode
-  shares of qrel-nDCG@10 (G.1, pooled over subsets);
+  shares of qrel-nDCG@10 (G.1, pooled over subsets)
+  (:mod:`rcp_data.scoring.agreement.rankings`);
 - the calibration's reliability diagram: the ECE's bins of the 2PL pass probabilities at the
   calibrated theta against the judge's Stage B answers.
 """
@@ -25,11 +26,55 @@ import pandas as pd
 
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.scoring import diagnostics as dg
+from rcp_data.scoring.agreement import labels as lab
+from rcp_data.scoring.agreement import rankings as rk
 
 SCORES = ("rcp", "raw_bt", "count")
 SCORE_LABELS = {"rcp": "RCP theta", "raw_bt": "raw BT", "count": "Count"}
 ECE_BINS = 20
+
+
+def _defined(value: float) -> float | None:
+    """``value``, or None where a statistic is undefined (NaN)."""
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+@dataclass(frozen=True)
+class SpearmanBounds:
+    """Pooled Spearman of a score with the grade, with its ceiling and floor (E.4)."""
+
+    rho: float | None
+    ceiling: float | None
+    floor: float | None
+
+    def to_json(self) -> dict:
+        return {"rho": self.rho, "ceiling": self.ceiling, "floor": self.floor}
+
+
+@dataclass(frozen=True)
+class FailureModes:
+    """Shares of queries on which nDCG@10 saturates, floors, compresses, or any of these."""
+
+    saturates: float
+    floors: float
+    compresses: float
+    any: float
+    queries: int
+
+    def to_json(self) -> dict:
+        return {"saturates": self.saturates, "floors": self.floors,
+                "compresses": self.compresses, "any": self.any, "queries": self.queries}
+
+
+def failure_modes(values: np.ndarray) -> FailureModes:
+    """G.1 shares (:func:`rcp_data.scoring.agreement.rankings.failure_modes`) of ``values``
+    ``(queries, systems)`` of nDCG@10."""
+    modes = rk.failure_modes(values)
+    n_q = int(modes["kept"].sum())
+    if not n_q:
+        return FailureModes(0.0, 0.0, 0.0, 0.0, 0)
+    shares = rk.failure_shares(modes)
+    return FailureModes(*(shares[m].value for m in (*rk.FAILURE_MODES, "any")), n_q)
 
 
 @dataclass(frozen=True)
@@ -38,7 +83,7 @@ class LabelAgreement:
 
     concordance: float | None
     auc: float | None
-    spearman: dg.SpearmanBounds
+    spearman: SpearmanBounds
     documents: int
 
     def to_json(self) -> dict:
@@ -67,7 +112,7 @@ class ReleaseDiagnostics:
     intervals: dict[str, dict[str, tuple[float, float]]]      # metric -> model -> 95% CI
     kendall_rcp_qrel: float | None
     sensitivity: dict[str, float | None]
-    failure_modes: dg.FailureModes
+    failure_modes: FailureModes
     reliability: Reliability | None = None
     # the data behind the pictures (not in the JSON)
     graded: pd.DataFrame = field(default_factory=pd.DataFrame, compare=False, repr=False)
@@ -97,9 +142,13 @@ def label_agreement(query: np.ndarray, score: np.ndarray, grade: np.ndarray, thr
     """The label-layer numbers of one score (rows with a NaN score left out)."""
     score = np.asarray(score, dtype=np.float64)
     keep = ~np.isnan(score)
-    q, s, g = np.asarray(query)[keep], score[keep], np.asarray(grade, dtype=np.float64)[keep]
-    return LabelAgreement(dg.concordance(q, s, g), dg.auc(s, g, threshold),
-                          dg.pooled_spearman(q, s, g), int(keep.sum()))
+    q = pd.factorize(np.asarray(query)[keep])[0]
+    s, g = score[keep], np.asarray(grade, dtype=np.float64)[keep]
+    rho = lab.pooled_spearman(s, g, q)
+    return LabelAgreement(_defined(lab.concordance(s, g, q).rate),
+                          _defined(lab.pooled_auc(s, g >= threshold, q).value),
+                          SpearmanBounds(_defined(rho.observed.value), _defined(rho.ceiling),
+                                         _defined(rho.floor)), int(keep.sum()))
 
 
 def _graded_rows(root: Path, spec: SuiteSpec) -> pd.DataFrame:
@@ -170,7 +219,7 @@ def _reliability(rows: pd.DataFrame) -> Reliability | None:
                        expected_calibration_error(pred, counts.passes[i], counts.n[i], ECE_BINS))
 
 
-def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, dg.FailureModes]:
+def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, FailureModes]:
     from rcp_data.scoring.replay import replay_loaded
 
     result = replay_loaded(data, tie_rule=tie_rule)
@@ -184,19 +233,20 @@ def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, dg.Fa
             wide = part.pivot(index="model", columns="query-id", values=metric).reindex(models)
             wide = wide.loc[:, wide.notna().all(axis=0)]
             if wide.shape[1]:
-                strata.append(wide.to_numpy())
-                per_subset.append(dg.sensitivity(wide.to_numpy()))
-        ci = dg.leaderboard_intervals(strata)
+                strata.append(wide.to_numpy().T)                   # (queries, systems)
+                sep = rk.separation(strata[-1])
+                if len(sep.separated):
+                    per_subset.append(rk.sensitivity(sep).value)
+        ci = rk.leaderboard_intervals(strata)
         intervals[metric] = {m: (float(ci[i, 0]), float(ci[i, 1])) for i, m in
                              enumerate(models)} if len(ci) else {}
-        defined = [v for v in per_subset if v is not None]
-        sens[metric] = float(np.mean(defined)) if defined else None
-    tau = dg.kendall_tau_b([boards["rcp_ndcg"][m] for m in models],
-                           [boards["qrel_ndcg"][m] for m in models])
+        sens[metric] = float(np.mean(per_subset)) if per_subset else None
+    tau = _defined(rk.kendall_tau_b(np.array([boards["rcp_ndcg"][m] for m in models]),
+                                    np.array([boards["qrel_ndcg"][m] for m in models])))
     qrel = [part.pivot(index="model", columns="query-id", values="qrel_ndcg").reindex(models)
             for _, part in pq_.groupby("subset", sort=False)]
-    qrel = [w.loc[:, w.notna().all(axis=0)].to_numpy() for w in qrel]
-    fm = dg.failure_modes(np.concatenate(qrel, axis=1) if qrel else np.zeros((len(models), 0)))
+    qrel = [w.loc[:, w.notna().all(axis=0)].to_numpy().T for w in qrel]
+    fm = failure_modes(np.concatenate(qrel) if qrel else np.zeros((0, len(models))))
     return boards, intervals, tau, sens, fm
 
 
@@ -249,6 +299,6 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
         item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
 
 
-__all__ = ["GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",
+__all__ = ["FailureModes", "SpearmanBounds", "failure_modes", "GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",
            "measure_values", "ReleaseDiagnostics", "Reliability",
            "label_agreement", "release_diagnostics"]

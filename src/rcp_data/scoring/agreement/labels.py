@@ -9,7 +9,7 @@
   its ceiling (each query's values reassigned in grade order) and floor (shuffled within each
   query);
 - :func:`count_share`: Count's gain of a document, its passed criteria over C times its
-  Stage B windows (Eq. 5).
+  Stage B windows (Eq. 5; :func:`rcp_data.core.gains.count_gain`).
 
 Scores are any monotone stand-in of the gain: the calibrated theta for RCP, the centred raw
 Bradley-Terry score for raw BT, the pass share for Count.
@@ -214,18 +214,19 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     return PooledSpearman(interval(value, samples), ceiling, floor, len(theta))
 
 
-def count_share(criteria: pd.DataFrame) -> pd.DataFrame:
-    """Count's gain per ``(query-id, corpus-id)``: passed criteria (a 1 in ``C1..Cn``) over
-    C times the document's Stage B windows (rows). Columns ``query-id, corpus-id, count``."""
-    crit = sorted((c for c in criteria.columns if c[:1] == "C" and c[1:].isdigit()),
-                  key=lambda c: int(c[1:]))
-    passed = (criteria[crit].fillna(0).to_numpy() == 1).sum(axis=1)
-    frame = pd.DataFrame({"query-id": criteria["query-id"].astype(str).to_numpy(),
-                          "corpus-id": criteria["corpus-id"].astype(str).to_numpy(),
-                          "passed": passed, "windows": 1})
-    agg = frame.groupby(["query-id", "corpus-id"], sort=False)[["passed", "windows"]].sum()
-    agg["count"] = agg["passed"] / (len(crit) * agg["windows"])
-    return agg.reset_index()[["query-id", "corpus-id", "count"]]
+def count_share(criteria: pd.DataFrame, *, source: str = "provenance/judge_criteria"
+                ) -> pd.DataFrame:
+    """Count's gain per ``(query-id, corpus-id)`` (Eq. 5): the Stage B verdicts read under the
+    reading rule (:func:`rcp_data.stages.calibration.verdicts.count_verdicts`: a window with a
+    missing answer is left out) and :func:`rcp_data.core.gains.count_gain`, as replay and the
+    card's Count-nDCG read them. Columns ``query-id, corpus-id, count``."""
+    from rcp_data.scoring.baseline_gains import count_gains_frame
+    from rcp_data.stages.calibration.verdicts import count_verdicts
+
+    frame = count_gains_frame(count_verdicts(criteria, source=source))
+    return pd.DataFrame({"query-id": frame["query-id"].astype(str).to_numpy(),
+                         "corpus-id": frame["corpus-id"].astype(str).to_numpy(),
+                         "count": frame["count_ndcg"].to_numpy(dtype=np.float64)})
 
 
 __all__ = ["FLOOR_SHUFFLES", "PairCounts", "PooledAuc", "PooledSpearman", "ceiling_values",

@@ -5,6 +5,8 @@ out (no positive label). Leaderboard comparisons take ``(..., S)`` arrays, so on
 single pair or every bootstrap resample at once.
 
 - :func:`leaderboard`: mean per system over the queries the metric keeps;
+  :func:`leaderboard_intervals`: 95% query-bootstrap intervals of a leaderboard averaged over
+  strata (subsets), the queries resampled within each stratum (B.3);
 - :func:`kendall_tau_b`, :func:`spearman_rho`: rank correlations (scipy's tau-b and rho);
 - :func:`rbo_extrapolated` (Webber et al. 2010, Eq. 32, equal-length lists) and
   :func:`rbo_package` (what the PyPI ``rbo`` package's ``RankingSimilarity.rbo(p=p)`` returns:
@@ -16,13 +18,23 @@ single pair or every bootstrap resample at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 from scipy import special, stats
 
-from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
+from rcp_data.scoring.agreement.bootstrap import (
+    LEVEL,
+    RESAMPLES,
+    SEED,
+    Interval,
+    interval,
+    percentile,
+    query_weights,
+    ratio_of_sums,
+)
 
 ALPHA = 0.05
 TIE = 1e-6
@@ -44,6 +56,24 @@ def leaderboard(values: np.ndarray) -> np.ndarray:
     """Mean per system over the kept queries of ``values`` ``(Q, S)``."""
     v = np.asarray(values, dtype=np.float64)
     return v[kept(v)].mean(axis=0)
+
+
+def leaderboard_intervals(strata: Sequence[np.ndarray], *, resamples: int = RESAMPLES,
+                          seed: int = SEED, level: float = LEVEL) -> np.ndarray:
+    """``(S, 2)`` percentile intervals of each system's unweighted mean over strata of its
+    per-stratum mean; ``strata[s]`` is ``(queries of s, S)`` without NaN; the queries are
+    resampled within each stratum (:func:`~.bootstrap.query_weights`)."""
+    parts = [np.asarray(v, dtype=np.float64) for v in strata]
+    if not parts:
+        return np.zeros((0, 2))
+    sizes = [len(v) for v in parts]
+    w = query_weights(int(sum(sizes)), resamples=resamples, seed=seed,
+                      strata=np.repeat(np.arange(len(parts)), sizes))
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    total = sum(w[:, bounds[i]:bounds[i + 1]] @ v / len(v) for i, v in enumerate(parts))
+    means = total / len(parts)                                           # (B, S)
+    return np.array([percentile(means[:, j], level) for j in range(means.shape[1])]
+                    ).reshape(-1, 2)
 
 
 def order(board: np.ndarray) -> np.ndarray:
@@ -232,5 +262,5 @@ def failure_shares(modes: dict[str, np.ndarray], weights: np.ndarray | None = No
 
 __all__ = ["ALPHA", "FAILURE_MODES", "RBO_P", "RBO_VARIANTS", "TIE", "Decisive", "Separation",
            "decisive_agreement", "failure_modes", "failure_shares", "kendall_tau_b", "kept",
-           "leaderboard", "order", "overlaps", "pair_index", "rbo_extrapolated", "rbo_package",
+           "leaderboard", "leaderboard_intervals", "order", "overlaps", "pair_index", "rbo_extrapolated", "rbo_package",
            "sensitivity", "separation", "spearman_rho"]
