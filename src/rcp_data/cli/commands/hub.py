@@ -1,8 +1,10 @@
-"""``rcp-data hub serve``: run the local, git-backed Hub until Ctrl-C or SIGTERM."""
+"""``rcp-data hub serve``: run the local, git-backed Hub until Ctrl-C (exit 130) or SIGTERM
+(exit 0: asked to stop)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -79,11 +81,14 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  writes need the token in {args.token_file}", file=sys.stderr, flush=True)
 
     try:
-        serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body,
+        stopped_by = serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body,
                       token_file=args.token_file, read_only=args.read_only)
     except OSError as exc:
         raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from exc
     except RuntimeError as exc:  # another server holds the root
         raise UsageError(str(exc)) from exc
+    if stopped_by == signal.SIGINT:    # Ctrl-C: interrupted, as every command
+        print("rcp-data hub: interrupted; local Hub stopped", file=sys.stderr)
+        return 130
     print("local Hub stopped", file=sys.stderr)
     return 0
