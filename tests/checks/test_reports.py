@@ -35,8 +35,7 @@ def test_each_absent_or_skipped_check_says_why():
     # the check's question stays in the block under it
     i = lines.index("[ absent] record — neither the packaged release/ histories nor "
                     "--histories record this repository")
-    assert lines[i + 1].split() == ["check:", *"the Hub's tags and releases.json name the "
-                                    "recorded shas".split()]
+    assert lines[i + 1].split() == ["check:", *["the", "Hub's", "tags", "and", "releases.json", "name", "the", "recorded", "shas"]]
 
 
 def test_the_brief_report_keeps_every_check_that_is_not_ok():

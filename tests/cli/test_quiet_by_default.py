@@ -82,7 +82,7 @@ def test_quiet_prints_nothing_but_results(demo_data, tmp_path, local_hub, hub_re
         assert not BAR_FRAME.search(proc.stdout) and not TEMPORARY.search(proc.stdout), name
         results[name] = proc.stdout
     assert results["card render"] == ""                             # it only writes
-    assert results["calibrate"].startswith("Stage A (hard-fallback): ")
+    assert results["calibrate"].startswith("Stage A (") and "\nECE " in results["calibrate"]
     assert "RCP-nDCG" in results["replay"] and "RCP-nDCG" in results["score"]
     assert results["verify"].rstrip().endswith("VERIFIED (SYNTHETIC data)")
     assert results["release check"].startswith(f"{release}: release check passed")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import pty
 import re
 import select
 import signal
