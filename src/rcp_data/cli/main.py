@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rcp-data",
         description="Build, release and verify the RCP-nDCG benchmark datasets.",
-        epilog="Results go to stdout (JSON only with --json), logs to stderr; progress bars "
-        "only on a terminal.\n\n" + EXIT_CODES,
+        epilog="Results go to stdout (JSON only with --json); logs (WARNING; -v DEBUG, -q "
+        "errors only) to stderr; status lines and progress bars only on a terminal.\n\n"
+        + EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rcp-data {__version__}")

@@ -31,7 +31,7 @@ EXIT_CODES = """exit codes:
        since the publish was planned, a tag exists elsewhere, a release fails verification)
   2    it could not run: bad input or usage (each named by file, row and field where it has
        them), an output that would overwrite user data, a file or the Hub unreachable
-  130  interrupted (Ctrl-C)
+  130  interrupted (Ctrl-C), hub serve included
 Errors are one line on stderr ('rcp-data COMMAND: error: ...'); -v adds the traceback. A
 closed stdout (e.g. '| head') ends the output quietly; the code is the command's own."""
 # loggers of libraries the toolkit calls: they log at the CLI's level (the HTTP clients log every
