@@ -207,13 +207,37 @@ def test_status_lines_say_each_step_once_on_a_terminal(demo_data, tmp_path):
     code, shown = run_on_terminal("build", "demo", "--inputs", str(demo_data / "inputs"),
                                   "--out", str(tmp_path / "release"), "--date", DATE)
     assert code == 0, shown
-    # what stays on the screen: each line as its last carriage return left it (a bar that
-    # finished is cleared)
-    screen = (line.split("\r")[-1].strip() for line in shown.replace("\r\n", "\n").split("\n"))
-    lines = [line for line in screen if line]
+    lines = _screen(shown)
     assert [line.split(" ")[0] for line in lines] == ["built", "prepared"], lines
     assert len(set(lines)) == len(lines) and not TEMPORARY.search(shown)
     assert "INFO" not in shown
+    # -v: the log says each step, once (no status line repeats it)
+    code, shown = run_on_terminal("-v", "build", "demo", "--inputs", str(demo_data / "inputs"),
+                                  "--out", str(tmp_path / "release"), "--date", DATE, "--force")
+    assert code == 0, shown[-3000:]
+    lines = _screen(shown)
+    assert any(line.startswith("INFO rcp_data.stages.build: built demo release") for line in lines)
+    assert not any(line.startswith(("built ", "prepared ")) for line in lines)
+    twice = {line for line in lines if lines.count(line) > 1}
+    assert not twice, twice
+    assert not TEMPORARY.search(shown)
+
+
+def _screen(shown: str) -> list[str]:
+    """What stays on the screen: each line as its last carriage return left it (a finished bar
+    is cleared)."""
+    screen = (line.split("\r")[-1].strip() for line in shown.replace("\r\n", "\n").split("\n"))
+    return [line for line in screen if line]
+
+
+def test_publish_shows_its_hashing_and_upload_bars_on_a_terminal(tmp_path, local_hub, hub_repo):
+    release = make_release_dir(tmp_path / "release", hub_repo)
+    code, shown = run_on_terminal("release", "publish", str(release), "--repo", hub_repo,
+                                  "--create-repo")
+    assert code == 0, shown[-3000:]
+    assert re.search(r"hashing \d+ files: +\d+%\|", shown), shown[-3000:]
+    assert re.search(r"Upload \d+ LFS files: +\d+%\|", shown), shown[-3000:]
+    assert f"{hub_repo}: published release 1 as " in shown
 
 
 def _args(**kw) -> argparse.Namespace:

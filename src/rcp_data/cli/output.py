@@ -3,7 +3,8 @@
 - Results go to stdout: tables, reports, the commit a publish made, and JSON (only with
   ``--json``, and then nothing else). ``-q`` never hides a result.
 - Status lines ("built ...", "published ..."): one short line per step, on stderr, and only
-  when stderr is a terminal; ``-q`` hides them (:func:`say`).
+  when stderr is a terminal; ``-q`` hides them, and so does ``-v``, whose INFO log says each
+  step (:func:`say`).
 - Logs go to stderr: WARNING by default, DEBUG with ``-v``, errors only with ``-q``. The
   libraries the toolkit calls (ir_datasets, huggingface_hub, datasets, transformers,
   sentence-transformers, torch, the HTTP clients) log at that level too.
@@ -142,8 +143,11 @@ def _silence_library_bars() -> None:
 
 
 def status_lines_wanted(args: argparse.Namespace) -> bool:
-    """Whether status lines show: on a terminal (stderr), unless ``-q``."""
-    return not getattr(args, "quiet", False) and on_terminal()
+    """Whether status lines show: on a terminal (stderr), unless ``-q``, or ``-v`` (then the
+    INFO log says each step, and a status line would say it twice)."""
+    if getattr(args, "quiet", False) or getattr(args, "verbose", False):
+        return False
+    return on_terminal()
 
 
 def say(args: argparse.Namespace, text: str) -> None:
