@@ -17,6 +17,14 @@ def test_demo_command_builds_publishes_and_verifies(tmp_path, capsys):
     assert "v2-rcp-data-synthetic-judge-7b  current" in text
     assert "tags and releases.json agree" in text
     assert text.count("VERIFIED") == 2
+    # both releases recorded (sha and digest) in the demo's own record, which anchors them
+    record = json.loads((out / "records/demo.json").read_text())
+    digests = [r["digest"] for r in record["releases"]]
+    assert len(digests) == 2 and all(len(d) == 64 for d in digests)
+    for number, digest in enumerate(digests, 1):
+        assert f"  digest   {digest}" in text
+        assert f"release {number}'s digest and commit" in text
+    assert "not anchored" not in text
     assert "demo finished: both releases verified" in text
     # the full reports are files of the output; stdout has each in brief
     for tag in ("v1-rcp-data-synthetic-judge-7b", "v2-rcp-data-synthetic-judge-7b"):

@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "recalibrate",
     "replay",
     "score",
+    "agree",
     "compare",
     "card",
     "hub",
