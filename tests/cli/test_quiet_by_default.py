@@ -86,7 +86,8 @@ def test_quiet_prints_nothing_but_results(demo_data, tmp_path, local_hub, hub_re
     assert "RCP-nDCG" in results["replay"] and "RCP-nDCG" in results["score"]
     assert results["verify"].rstrip().endswith("VERIFIED (SYNTHETIC data)")
     assert results["release check"].startswith(f"{release}: release check passed")
-    (published,) = results["release publish"].splitlines()             # the commit made
+    published, digest = results["release publish"].splitlines()      # the commit made
+    assert digest.startswith("release digest ")
     sha = published.rsplit(" ", 1)[-1]
     assert published == f"{hub_repo}: published release 1 as v1-rcp-data-synthetic-judge-7b " \
                         f"at {sha}" and re.fullmatch(r"[0-9a-f]{40}", sha)

@@ -14,7 +14,8 @@
   named as the file or folder it becomes (:func:`rcp_data.core.io.as_user_sees`).
 
 Exit codes: 0 done (verified), 1 a check failed or an operation was refused, 2 the command could
-not run (bad usage or input, a missing extra, the Hub unreachable), 130 interrupted.
+not run (bad usage or input, a missing extra, the Hub unreachable), 3 verified but not anchored,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ EXIT_CODES = """exit codes:
        since the publish was planned, a tag exists elsewhere, a release fails verification)
   2    it could not run: bad input or usage (each named by file, row and field where it has
        them), an output that would overwrite user data, a file or the Hub unreachable
+  3    verify: every check passed, but nothing outside the repository anchors the revision
+       (pass --digest or --histories)
   130  interrupted (Ctrl-C), hub serve included
 Errors are one line on stderr ('rcp-data COMMAND: error: ...'); -v adds the traceback. A
 closed stdout (e.g. '| head') ends the output quietly; the code is the command's own."""
