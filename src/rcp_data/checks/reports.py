@@ -156,11 +156,12 @@ class VerifyReport:
         return "\n".join([*lines, "", self.verdict_line()])
 
     def brief(self) -> str:
-        """The report in a few lines: what was verified, one line per check that is not ok
-        (with its reason), and the verdict."""
+        """The report in a few lines: what was verified (its digest and anchor), one line per
+        check that is not ok (with its reason), and the verdict."""
         head = f"rcp-data verify {self.target}" + (f" (commit {self.sha[:12]})" if self.sha
                                                    else "")
-        lines = [head]
+        lines = [head, *(line for line in self._head() if line.startswith(("  digest ",
+                                                                          "  anchor ")))]
         for c in self._ordered():
             if c.status == "ok":
                 continue
