@@ -40,13 +40,14 @@ def test_every_command_takes_the_global_flags_after_itself(parser):
     assert {"-q", "--quiet", "-v", "--verbose"} <= flags, parser.prog
 
 
-def test_quiet_after_the_subcommand(tmp_path, capsys):
+def test_quiet_after_the_subcommand(tmp_path):
+    """On a terminal the status line shows; ``-q`` after the subcommand hides it as before."""
+    from support.terminal import run_on_terminal
+
     out = tmp_path / "RELEASES.md"
-    assert main(["release", "render-md", "--out", str(out)]) == 0
-    assert capsys.readouterr().out == f"wrote {out}\n"
+    assert run_on_terminal("release", "render-md", "--out", str(out)) == (0, f"wrote {out}\r\n")
     out.unlink()
-    assert main(["release", "render-md", "--out", str(out), "-q"]) == 0
-    assert capsys.readouterr().out == ""
+    assert run_on_terminal("release", "render-md", "--out", str(out), "-q") == (0, "")
     assert out.read_text().startswith("#")
     args = build_parser().parse_args(["replay", "some-dir", "-q"])
     assert (args.quiet, args.verbose, args.path) == (True, False, "some-dir")

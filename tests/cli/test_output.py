@@ -32,12 +32,20 @@ def _build(demo_data: Path, out: Path, *flags: str) -> subprocess.CompletedProce
 
 
 def test_build_into_a_pipe_shows_no_progress_bars(demo_data, tmp_path):
+    """Off a terminal a build that goes well prints nothing: no bars, no INFO (WARNING is the
+    default level), no status line (those are for a terminal), no JSON without --json."""
     proc = _build(demo_data, tmp_path / "release")
     assert proc.returncode == 0, proc.stderr
     assert not BAR_FRAME.search(proc.stdout + proc.stderr)
-    assert "INFO" in proc.stderr                    # logs: stderr
-    assert proc.stdout.startswith("built SYNTHETIC demo into ")
-    assert "{" not in proc.stdout                   # no JSON without --json
+    assert proc.stdout == "" and proc.stderr == ""
+    verbose = _run("-v", "build", "demo", "--inputs", str(demo_data / "inputs"), "--out",
+                   str(tmp_path / "release"), "--date", "2026-11-30", "--force")
+    assert verbose.returncode == 0, verbose.stderr
+    assert "INFO rcp_data" in verbose.stderr          # -v: the logs, on stderr
+    assert verbose.stdout == ""
+    # no log line names the temporary folder the release was written in (gone by now)
+    assert not re.search(r"\.tmp-\d+-[0-9a-f]{8}", verbose.stderr), verbose.stderr
+    assert f"wrote {tmp_path / 'release' / 'README.md'} (" in verbose.stderr
 
 
 def test_quiet_prints_only_errors(demo_data, tmp_path):
@@ -113,21 +121,27 @@ def test_numbers_show_as_numbers():
 
 
 def test_quiet_hides_the_status_lines_of_every_writing_command(demo_data, tmp_path):
-    """``wrote ...``-style lines of card, text and release are status, not results: ``-q``
-    hides them, and without it they are printed."""
+    """``wrote ...``-style lines of card, text and release are status, not results: they show
+    on a terminal (stderr), never in a pipe, and ``-q`` hides them on a terminal too."""
+    from support.terminal import run_on_terminal, run_piped
+
     release = tmp_path / "release"
     assert _build(demo_data, release, "-q").returncode == 0
     tsv = tmp_path / "in.tsv"
     tsv.write_text("1\tcaf\u00c3\u00a9 au lait\n2\tplain\n", encoding="utf-8")
     commands = [
         ("card", "render", str(release)),
-        ("text", "repair", "--input", str(tsv), "--output", str(tmp_path / "out.tsv")),
+        ("text", "repair", "--input", str(tsv), "--output", str(tmp_path / "out.tsv"),
+         "--force"),
         ("release", "render-md", "--out", str(tmp_path / "RELEASES.md")),
     ]
     for argv in commands:
-        loud = _run(*argv, "--force") if argv[0] == "text" else _run(*argv)
-        assert loud.returncode == 0, (argv, loud.stderr)
-        assert loud.stdout.startswith(("wrote", "repaired")), (argv, loud.stdout)
-        quiet = _run("-q", *argv, "--force") if argv[0] == "text" else _run("-q", *argv)
-        assert quiet.returncode == 0, (argv, quiet.stderr)
-        assert quiet.stdout == "" and quiet.stderr == "", (argv, quiet.stdout, quiet.stderr)
+        piped = run_piped(*argv)
+        assert piped.returncode == 0, (argv, piped.stderr)
+        assert piped.stdout == "" and piped.stderr == "", (argv, piped.stdout, piped.stderr)
+        code, shown = run_on_terminal(*argv)
+        assert code == 0, (argv, shown)
+        assert shown.startswith(("wrote", "repaired")), (argv, shown)
+        assert shown.count("\n") == 1, (argv, shown)          # one status line
+        code, shown = run_on_terminal("-q", *argv)
+        assert code == 0 and shown == "", (argv, shown)

@@ -84,7 +84,7 @@ def _inline_body(rng: random.Random, sha: hashlib._Hash):
 
 
 def test_server_memory_stays_bounded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    with HubProcess(tmp_path / "hub") as hub:
+    with HubProcess(tmp_path / "hub", "-v") as hub:   # -v: its INFO log, read below
         _warm_up(hub.url)
         hub.reset_peak()
         server_base = hub.status_kib("VmHWM")

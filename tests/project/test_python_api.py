@@ -81,7 +81,7 @@ def test_bars_only_when_asked():
             "seen.append(bars_wanted())\n"
             "show_bars(True)\n"
             "seen.append(bars_wanted())\n"
-            "logging.getLogger('rcp_data').setLevel(logging.ERROR)\n"   # what -q does
+            "show_bars(False)\n"                                        # what -q does
             "seen.append(bars_wanted())\n"
             "print(seen)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

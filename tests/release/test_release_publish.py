@@ -510,7 +510,7 @@ def test_repo_mismatch_refused(tmp_path, api, hub_repo):
     v1 = make_release_dir(tmp_path / "v1", "rcp-test/some-other-repo")
     api.create_repo(hub_repo, repo_type="dataset")
     before = _state(api, hub_repo)
-    assert _publish_cli(v1, hub_repo) == 1
+    assert _publish_cli(v1, hub_repo) == 2           # bad input: --repo names another repo
     assert _state(api, hub_repo) == before
 
 

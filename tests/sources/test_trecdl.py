@@ -3,6 +3,7 @@ first stage, judge attach, layout, rebuilds and bad input."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -310,10 +311,11 @@ def test_cli_build_computes_bm25_when_absent(spec, staged, tmp_path, capsys):
     info = fx.write_inputs(tmp_path / "inputs", staged, spec=spec, give_bm25=False)
     out = tmp_path / "out"
     code = main(["build", "trecdl", "--inputs", str(tmp_path / "inputs"), "--out", str(out),
-                 "--source-option", f"raw_collection={staged.raw}", "--repo", "rcp-test/trecdl"])
+                 "--source-option", f"raw_collection={staged.raw}", "--repo", "rcp-test/trecdl",
+                 "--json"])
     assert code == 0
-    printed = capsys.readouterr().out
-    assert "built trecdl" in printed and "97 queries" in printed
+    printed = json.loads(capsys.readouterr().out)   # status lines show on a terminal only
+    assert printed["suite"] == "trecdl" and printed["queries"] == 97
     for name, year in YEARS.items():
         pool = _read(out, provenance_file("pool", name))
         assert pool["corpus-id"].tolist() == info["pools"][year]["corpus-id"].tolist()

@@ -137,7 +137,48 @@ class VerifyReport:
         }
 
     def text(self) -> str:
-        """A report a person can read: one block per check (failures first)."""
+        """A report a person can read: one block per check (failures first); a check that is
+        absent or skipped says why on its first line."""
+        lines = self._head() + [""]
+        for c in self._ordered():
+            if c.status == "ok":
+                tail = "; ".join(x for x in (c.found, c.where) if x)
+                lines.append(f"{_mark(c)} {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
+                continue
+            if c.status in EXPLAINED:
+                lines.append(f"{_mark(c)} {c.name} — {reason(c)}")
+                fields = (("check", c.what), ("expected", c.expected), ("where", c.where))
+            else:
+                lines.append(f"{_mark(c)} {c.name}: {c.what}")
+                fields = (("expected", c.expected), ("found", c.found), ("where", c.where))
+            lines += [f"           {label + ':':9} {value}" for label, value in fields if value]
+            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
+        return "\n".join([*lines, "", self.verdict_line()])
+
+    def brief(self) -> str:
+        """The report in a few lines: what was verified (its digest and anchor), one line per
+        check that is not ok (with its reason), and the verdict."""
+        head = f"rcp-data verify {self.target}" + (f" (commit {self.sha[:12]})" if self.sha
+                                                   else "")
+        lines = [head, *(line for line in self._head() if line.startswith(("  digest ",
+                                                                          "  anchor ")))]
+        for c in self._ordered():
+            if c.status == "ok":
+                continue
+            why = reason(c) if c.status in EXPLAINED else f"{c.what} (found {c.found})"
+            lines.append(f"{_mark(c)} {c.name} — {why}")
+        return "\n".join([*lines, self.verdict_line()])
+
+    def verdict_line(self) -> str:
+        """``N checks: <counts>. VERIFIED`` (or ``FAILED (k check(s))``)."""
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        verdict = ("VERIFIED" if self.anchored else NOT_ANCHORED) if self.ok else \
+            f"FAILED ({len(self.failed)} check(s))"
+        if self.synthetic:
+            verdict += " (SYNTHETIC data)"
+        return f"{len(self.checks)} checks: {counts}. {verdict}"
+
+    def _head(self) -> list[str]:
         head = [f"rcp-data verify {self.target}"]
         if self.sha:
             head.append(f"  commit   {self.sha}")
@@ -150,27 +191,33 @@ class VerifyReport:
                                                        if self.digest_of else ""))
         if self.needs_anchor or self.anchor:
             head.append(f"  anchor   {self.anchor or 'none'}")
-        lines = head + [""]
-        order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
-        for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
-            mark = {"failed": "FAILED", "ok": "ok"}.get(c.status, c.status)
-            if c.status == "ok":
-                tail = "; ".join(x for x in (c.found, c.where) if x)
-                lines.append(f"[{mark:>7}] {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
-                continue
-            lines.append(f"[{mark:>7}] {c.name}: {c.what}")
-            for label, value in (("expected", c.expected), ("found", c.found),
-                                 ("where", c.where)):
-                if value:
-                    lines.append(f"           {label + ':':9} {value}")
-            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        verdict = ("VERIFIED" if self.anchored else NOT_ANCHORED) if self.ok else \
-            f"FAILED ({len(self.failed)} check(s))"
-        if self.synthetic:
-            verdict += " (SYNTHETIC data)"
-        lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
-        return "\n".join(lines)
+        return head
+
+    def _ordered(self) -> list[Check]:
+        return sorted(self.checks, key=lambda c: _ORDER.get(c.status, 5))
+
+
+# statuses that are not failures: the report says why the check did not run (or found nothing)
+EXPLAINED = ("absent", "skipped")
+_ORDER = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
+_BARE = {"", "absent", "none found", "missing", "skipped"}
+
+
+def _mark(c: Check) -> str:
+    return f"[{({'failed': 'FAILED'}).get(c.status, c.status):>7}]"
+
+
+def reason(c: Check) -> str:
+    """Why a check is absent or skipped, in one phrase: its finding when that says why, else
+    what was looked for, and where."""
+    found = c.found.strip()
+    for prefix in ("absent:", "skipped:", "not compared:"):
+        if found.lower().startswith(prefix):
+            found = found[len(prefix):].strip()
+    if found.lower() not in _BARE:
+        return found
+    where = f" ({c.where})" if c.where else ""
+    return f"{c.what}: {found or c.status}{where}"
 
 
 @dataclass(frozen=True)
@@ -198,4 +245,5 @@ class CheckReport:
                                f"  - {shown}")
 
 
-__all__ = ["EXIT_NOT_ANCHORED", "MAX_DETAILS", "NOT_ANCHORED", "STATUSES", "VERIFY_SCHEMA", "Check", "CheckReport", "VerifyReport"]
+__all__ = ["EXIT_NOT_ANCHORED", "EXPLAINED", "MAX_DETAILS", "NOT_ANCHORED", "STATUSES",
+           "VERIFY_SCHEMA", "Check", "CheckReport", "VerifyReport", "reason"]

@@ -27,6 +27,7 @@ from rcp_data.cli.extras import MissingExtra, extra_of
 from rcp_data.cli.output import EXIT_CODES, configure
 from rcp_data.core.errors import RcpDataError
 from rcp_data.core.hub_client import HubClient, redact
+from rcp_data.core.io import as_user_sees
 from rcp_data.core.version import __version__
 
 COMMAND_MODULES = (
@@ -52,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rcp-data",
         description="Build, release and verify the RCP-nDCG benchmark datasets.",
-        epilog="Results go to stdout (JSON only with --json), logs to stderr; progress bars "
-        "only on a terminal.\n\n" + EXIT_CODES,
+        epilog="Results go to stdout (JSON only with --json); logs (WARNING; -v DEBUG, -q "
+        "errors only) to stderr; status lines and progress bars only on a terminal.\n\n"
+        + EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rcp-data {__version__}")
@@ -96,14 +98,18 @@ def _add_global_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure(args)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    with _quiet_when_stdout_closes():
-        return run_command(args)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        configure(args)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        with _quiet_when_stdout_closes():
+            return run_command(args)
+    except KeyboardInterrupt:  # Ctrl-C before the command ran, or while its output closed
+        print("rcp-data: interrupted", file=sys.stderr)
+        return 130
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -136,9 +142,10 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
     else:
         code, message = 2, (f"unexpected {type(exc).__name__}: {exc} (this is a bug; run with "
                             "-v for the traceback and report it)")
-    # no message shows credentials: a URL's userinfo (HF_ENDPOINT=http://user:secret@...) is cut
-    return code, redact(" ".join(line.strip() for line in str(message).splitlines()
-                                 if line.strip()))
+    # no message shows credentials: a URL's userinfo (HF_ENDPOINT=http://user:secret@...) is cut;
+    # nor a temporary folder gone after the command
+    return code, as_user_sees(redact(" ".join(line.strip() for line in str(message).splitlines()
+                                              if line.strip())))
 
 
 class _QuietStdout:

@@ -155,8 +155,30 @@ def hash_files(root: str | Path, paths: Iterable[str], *,
         return hash_file(root, rel, snapshot)
 
     workers = max(1, min(len(paths), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return {e.path: e for e in pool.map(one, paths)}
+    from rcp_data.core.progress import bars_shown, progress
+
+    bar = None   # a bar of the bytes hashed, on a terminal (tqdm is not imported otherwise)
+    if bars_shown():
+        bar = progress(total=sum(_size(Path(root) / rel) for rel in paths), leave=False,
+                       desc=f"hashing {len(paths)} files", unit="B", unit_scale=True)
+    out = {}
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for entry in pool.map(one, paths):
+                out[entry.path] = entry
+                if bar is not None:
+                    bar.update(entry.size)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 @contextmanager

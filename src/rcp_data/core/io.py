@@ -101,6 +101,16 @@ def _leftover_pattern(target: Path) -> re.Pattern[str]:
     return re.compile(rf"^\.{re.escape(target.name)}\.(tmp|old)-(\d+)-[0-9a-f]{{8}}")
 
 
+_TEMPORARY_NAME = re.compile(r"(?<![^\s/'\"(=])\.([^/\s]+?)\.tmp-\d+-[0-9a-f]{8}"
+                             r"(?:\.[A-Za-z0-9]+)?(?![0-9A-Za-z_-])")
+
+
+def as_user_sees(text: str) -> str:
+    """``text`` with each temporary of an atomic write (``.<name>.tmp-<pid>-<random>``) named
+    as the file or folder it becomes: a message never names a path gone after the command."""
+    return _TEMPORARY_NAME.sub(r"\1", text)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists on this machine (this process counts as alive)."""
     if pid == os.getpid():
@@ -373,7 +383,8 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
 
 
 __all__ = [
-    "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text", "check_schema",
+    "as_user_sees", "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text",
+    "check_schema",
     "naming_the_file",
     "clean_stale_temporaries", "pid_alive",
     "BOM", "TEXT_ENCODING", "open_text", "read_text", "without_bom",

@@ -3,22 +3,21 @@
 A library call shows no bar: bars are off until a caller turns them on with
 :func:`show_bars` (the CLI does, unless ``-q``), or for one block with :func:`bars` (a public
 API function's ``progress=True``). Even then a bar shows only when stderr is a terminal
-(tqdm's ``disable=None``), and, when the CLI turned them on, only while the ``rcp_data``
-loggers log at INFO (the CLI's default; ``-q`` raises the level). Piped or redirected output,
-``-q``, and library calls that do not ask get no bar frames.
+(:func:`bars_shown`): piped or redirected output, ``-q``, and library calls that do not ask get
+no bar frames.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # tqdm is imported where a bar is made: turning bars on costs nothing
     from tqdm import tqdm
 
-_shown = False        # the CLI asked (and INFO is on)
+_shown = False        # the CLI asked (not -q)
 _asked = False        # a library call asked for this block
 
 
@@ -63,17 +62,27 @@ def hub_bars(on: bool) -> Iterator[None]:
 
 
 def bars_wanted() -> bool:
-    """Whether bars were asked for: by a library call, or by the CLI while the toolkit is
-    chatty enough (INFO for ``rcp_data``)."""
-    return _asked or (_shown and logging.getLogger("rcp_data").isEnabledFor(logging.INFO))
+    """Whether bars were asked for: by a library call, or by the CLI (not ``-q``)."""
+    return _asked or _shown
+
+
+def bars_shown() -> bool:
+    """Whether a bar made now would show: asked for (:func:`bars_wanted`) and stderr is a
+    terminal."""
+    if not bars_wanted():
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def progress(iterable: Iterable | None = None, *, disable: bool = False, **kwargs) -> tqdm:
-    """A tqdm bar (``kwargs`` as tqdm's) under the rules above; ``disable`` forces it off."""
+    """A tqdm bar (``kwargs`` as tqdm's) on stderr under the rules above; ``disable`` forces it
+    off."""
     from tqdm.auto import tqdm
 
-    off = True if disable or not bars_wanted() else None   # None: off unless a terminal
-    return tqdm(iterable, disable=off, **kwargs)
+    return tqdm(iterable, disable=disable or not bars_shown(), file=sys.stderr, **kwargs)
 
 
-__all__ = ["bars", "bars_wanted", "hub_bars", "progress", "show_bars"]
+__all__ = ["bars", "bars_shown", "bars_wanted", "hub_bars", "progress", "show_bars"]

@@ -51,7 +51,7 @@ def build_demo_releases(out: Path, *, date: str | None = None,
     date = date or _dt.date.today().isoformat()
     v1, v2 = out / "release-v1", out / "release-v2"
     make_demo_release(v1, work=out / "inputs", prepare=True, repo=DEMO_REPO, date=date)
-    say(f"built SYNTHETIC demo release 1 into {v1}")
+    say(f"built SYNTHETIC demo release 1 ({v1.name})")
 
     def build_v2(previous_sha: str) -> Path:
         # release 1's own answers, Stage A re-read with the stricter rule, refitted
@@ -64,15 +64,18 @@ def build_demo_releases(out: Path, *, date: str | None = None,
         say(f"re-read the demo judge's answers ({params.extra.get('reading_rules')}) and "
             f"refitted: gamma={[round(g, 3) for g in params.gamma]} beta="
             f"{[round(b, 3) for b in params.beta]}")
-        say(f"built SYNTHETIC demo release 2 into {v2}: {result.diff.text()}")
+        say(f"built SYNTHETIC demo release 2 ({v2.name}): {result.diff.text()}")
         return v2
 
     return v1, build_v2
 
 
-def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = print) -> int:
+def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = print,
+             show: Callable[[str], None] = print) -> int:
     """The README's main command. Returns the exit code (0: everything verified); ``say``
-    prints each status line (the CLI passes one that ``-q`` silences)."""
+    prints each status line (the CLI's: on a terminal only, never with ``-q``), ``show`` each
+    result (the release listing, each verification in brief; the full reports are written to
+    ``out/verify-<tag>.txt``)."""
     from rcp_data.core.io import write_json
     from rcp_data.core.outputs import DEMO, output_dir
 
@@ -81,18 +84,18 @@ def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = pri
         write_json({"schema": DEMO.schema, "synthetic": True,
                     "what": "rcp-data demo: SYNTHETIC releases, builder inputs, local Hub"},
                    work / DEMO.manifest)
-        code = _run_demo(work, say)
+        code = _run_demo(work, say, show)
     say(f"wrote {out} (releases, builder inputs, the local Hub's repositories)")
     return code
 
 
-def _run_demo(out: Path, say: Callable[[str], None]) -> int:
+def _run_demo(out: Path, say: Callable[[str], None], show: Callable[[str], None]) -> int:
     from rcp_data.hub.server import LocalHub
 
     hub = LocalHub(out / "hub")
     url = hub.start()
     client = HubClient(endpoint=url, token=hub.token, cache_dir=out / "verify-cache")
-    say(f"started the local Hub at {url} (data in {out / 'hub'})")
+    say(f"started a local Hub at {url}")
     try:
         from rcp_data.release.publish import publish
         from rcp_data.release.refs import list_releases, render_listing
@@ -110,16 +113,19 @@ def _run_demo(out: Path, say: Callable[[str], None]) -> int:
         regen = regenerate(DEMO_REPO, "main", client=client)
         say(f"regenerated the card with the shas known now: commit {regen.commit} changes "
               f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
-        say(render_listing(list_releases(DEMO_REPO, client=client)))
+        show(render_listing(list_releases(DEMO_REPO, client=client)).rstrip("\n"))
         code = 0
         from rcp_data.checks.verify import verify
+        from rcp_data.core.io import as_user_sees, atomic_write_text
 
         for tag in (r1.tag, r2.tag):
             report = verify(repo=DEMO_REPO, revision=tag, client=client, histories=records)
-            say(report.text())
+            atomic_write_text(out / f"verify-{tag}.txt", report.text() + "\n")
+            show(report.brief())
             code = max(code, report.exit_code)
-        say("demo finished: " + ("both releases verified" if code == 0 else
-                                   "VERIFICATION FAILED"))
+        shown = as_user_sees(str(out))
+        show("demo finished: " + ("both releases verified" if code == 0 else
+                                  "VERIFICATION FAILED") + f" (full reports: {shown}/verify-*.txt)")
         return code
     finally:
         hub.stop()

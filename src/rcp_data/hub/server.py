@@ -667,13 +667,20 @@ def serve_forever(
     token_file: Path | None = None,
     read_only: bool = False,
     deadlines: Deadlines | None = None,
-) -> None:
+) -> int:
     """Serve until SIGINT or SIGTERM, then stop cleanly (call from the main thread);
-    ``on_ready`` gets the started hub (its ``url``, ``token_file``)."""
+    ``on_ready`` gets the started hub (its ``url``, ``token_file``). Returns the signal that
+    stopped it."""
     stop = threading.Event()
+    stopped_by: list[int] = []
     previous = {}
+
+    def on_signal(sig: int, _frame) -> None:
+        stopped_by.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        previous[sig] = signal.signal(sig, on_signal)
     hub = LocalHub(root, host, port, max_body_bytes=max_body_bytes, token_file=token_file,
                    read_only=read_only, deadlines=deadlines)
     try:
@@ -686,6 +693,7 @@ def serve_forever(
         hub.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return stopped_by[0] if stopped_by else 0
 
 
 __all__ = ["LocalHub", "embedded_hub", "free_port", "serve_forever", "parse_front_matter"]

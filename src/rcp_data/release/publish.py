@@ -277,8 +277,11 @@ def plan_publish(report: CheckReport, repo: str, *, branch: str = "main",
     assert history is not None and history.latest is not None
     release = history.latest
     if history.repo != repo:
-        raise RefusedError(f"provenance/releases.json is for {history.repo}, not {repo}; "
-                           "a release is built for one repository")
+        # bad input (exit 2): the release names its repository; --repo names another
+        raise UsageError(f"--repo {repo} is not the repository this release was built for: "
+                         f"its provenance/releases.json is for {history.repo} (pass --repo "
+                         f"{history.repo}, or rebuild the release for {repo}); nothing was "
+                         "uploaded")
     client = client or HubClient.from_env()
     _ensure_repo(client, repo, create_repo)
     with client.errors(f"planning the publish of {repo}"):
@@ -340,14 +343,12 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
     if plan.already_tagged:
         msg = (f"{plan.repo}: release {rel.release} is already published identically as "
                f"{plan.tag} at {plan.already_tagged}; nothing changed")
-        log.info(msg)
         return PublishResult("already-published", plan.repo, plan.tag, plan.already_tagged,
                              plan.parent, messages=(msg,))
     if plan.resume:
         _tag(client, plan, plan.resume)
         msg = (f"{plan.repo}: tagged release {rel.release} as {plan.tag} at {plan.resume} "
                "(the commit of an earlier, interrupted publish of this release)")
-        log.info(msg)
         return PublishResult("published", plan.repo, plan.tag, plan.resume, plan.parent,
                              messages=(msg,))
     log.info("publishing %s release %d to %s (%s): %d file(s) changed, %d deleted, parent %s",
@@ -364,7 +365,6 @@ def execute_plan(plan: PublishPlan, client: HubClient | None = None) -> PublishR
     check_published_tree(client, plan, commit)
     _tag(client, plan, commit)
     msg = f"{plan.repo}: published release {rel.release} as {plan.tag} at {commit}"
-    log.info(msg)
     return PublishResult("published", plan.repo, plan.tag, commit, plan.parent,
                          changed=len(plan.changed), deleted=len(plan.deleted), messages=(msg,))
 

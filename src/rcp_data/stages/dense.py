@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.progress import bars_wanted, progress
+from rcp_data.core.progress import bars_shown, progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusReader
 from rcp_data.stages.pools import normalize_run
@@ -70,7 +70,7 @@ def load_model(model, device: str | None = None):
         return _MODELS[key]
     from sentence_transformers import SentenceTransformer
 
-    if not bars_wanted():
+    if not bars_shown():
         import transformers
 
         transformers.utils.logging.disable_progress_bar()

@@ -89,8 +89,7 @@ def _render(args: argparse.Namespace) -> int:
             atomic_write_text(root / rel, text)
             written.append(root / rel)
         record_written(written)
-    for path in written:
-        say(args, f"wrote {path}")
+    say(args, f"wrote {' and '.join(p.name for p in written)} in {root}")
     return 0
 
 

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcp_data.cli.output import say
+    from rcp_data.cli.output import result, say
     from rcp_data.demo.pipeline import run_demo
 
-    return run_demo(args.out, force=args.force, say=lambda text: say(args, text))
+    return run_demo(args.out, force=args.force, say=lambda text: say(args, text), show=result)

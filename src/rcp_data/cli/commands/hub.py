@@ -1,8 +1,10 @@
-"""``rcp-data hub serve``: run the local, git-backed Hub until Ctrl-C or SIGTERM."""
+"""``rcp-data hub serve``: run the local, git-backed Hub until Ctrl-C (exit 130) or SIGTERM
+(exit 0: asked to stop)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -70,6 +72,8 @@ def _serve(args: argparse.Namespace) -> int:
     def ready(hub) -> None:
         print(f"local Hub serving {args.root} at {hub.url}", flush=True)
         print(f"  export HF_ENDPOINT={hub.url} HF_HUB_DISABLE_XET=1", flush=True)
+        if args.quiet:      # -q: the URL (a result) only
+            return
         if args.read_only:
             print("  read-only: every write is refused (403)", file=sys.stderr, flush=True)
         elif args.token_file is None:
@@ -79,11 +83,16 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  writes need the token in {args.token_file}", file=sys.stderr, flush=True)
 
     try:
-        serve_forever(args.root, args.host, args.port, on_ready=ready, max_body_bytes=max_body,
-                      token_file=args.token_file, read_only=args.read_only)
+        stopped_by = serve_forever(args.root, args.host, args.port, on_ready=ready,
+                                   max_body_bytes=max_body, token_file=args.token_file,
+                                   read_only=args.read_only)
     except OSError as exc:
         raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from exc
     except RuntimeError as exc:  # another server holds the root
         raise UsageError(str(exc)) from exc
-    print("local Hub stopped", file=sys.stderr)
+    if stopped_by == signal.SIGINT:    # Ctrl-C: interrupted, as every command
+        print("rcp-data hub: interrupted; local Hub stopped", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print("local Hub stopped", file=sys.stderr)
     return 0

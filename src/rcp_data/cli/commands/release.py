@@ -110,8 +110,8 @@ def _publish(args: argparse.Namespace) -> int:
                      parent_commit=args.parent_commit, create_repo=args.create_repo,
                      record_to=args.record_to, client=args.hub_client,
                      reverify=args.reverify)
-    for msg in result.messages:
-        say(args, msg)
+    for msg in result.messages:  # the result: what was published, at which commit
+        print(msg)
     if result.digest:  # the anchor to keep: a result, on stdout
         print(f"release digest {result.digest} (commit {result.commit}; pin it with "
               f"rcp-data verify --digest)")

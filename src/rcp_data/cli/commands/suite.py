@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -124,8 +125,9 @@ def run_init(args: argparse.Namespace) -> int:
         f"({found.format}), grades {found.grades[0]}..{found.grades[1]}, positive >= "
         f"{positive}")
     if result.todos:
-        say(args, f"left TODO markers (build refuses to prepare a release until they are "
-            f"filled in): {', '.join(result.todos)}")
+        logging.getLogger(__name__).warning(
+            "%s has TODO markers (build refuses to prepare a release until they are filled "
+            "in): %s", out, ", ".join(result.todos))
     if args.json:
         print(json.dumps({"spec": str(out), "suite": args.name, "format": found.format,
                           "subsets": [s.name for s in found.subsets],

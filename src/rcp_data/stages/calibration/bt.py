@@ -237,8 +237,8 @@ def fit_stage_a(t: Tournament, *, rule: str = DEFAULT_RULE, settings: BtSettings
                 "seconds_read": t1 - t0, "seconds_fit": fit["seconds"]},
         "spearman_theta_bt_mean_score": _quantiles(rho),
     }
-    if reading.stats.windows_left_out:
-        log.warning("Stage A reading: %s", reading.stats.text())
+    # the windows the reading left out were logged once, by the reading (tournament.py), and
+    # are in the diagnostics: left-out windows are the rule at work, not a warning
     if n_conv < t.n_queries:
         log.warning("Stage A: %d of %d queries did not converge within %d iterations",
                     t.n_queries - n_conv, t.n_queries, s.max_iter)
