@@ -22,3 +22,15 @@ def source_options(args: argparse.Namespace) -> dict[str, str]:
         key, value = item.split("=", 1)
         options[key] = value
     return options
+
+
+def add_without_positives_option(parser: argparse.ArgumentParser) -> None:
+    """``--queries-without-positives skip|zero``: qrel-nDCG's convention for such queries."""
+    from rcp_data.core.specs import DEFAULT_WITHOUT_POSITIVES, WITHOUT_POSITIVES
+
+    parser.add_argument(
+        "--queries-without-positives", choices=WITHOUT_POSITIVES,
+        default=DEFAULT_WITHOUT_POSITIVES, dest="without_positives",
+        help="qrel-nDCG of a query without a positive label: skip leaves it out of the means "
+        "(the paper's and the card's, the default); zero counts it, with 0 where no document "
+        "has a grade above 0 (what mteb's ndcg_at_k does). RCP-nDCG counts every query either way")

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from rcp_data.cli.options import add_without_positives_option
 from rcp_data.core.specs import TIE_RULES, VIEWS, suite_key
 from rcp_data.model.card_format import CARD_K
 
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-judge", action="store_true", help="also replay is_judge runs")
     p.add_argument("--suite", type=suite_key, default=None,
                    help="suite spec to read the release with (default: detected)")
+    add_without_positives_option(p)
     p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
     p.set_defaults(func=run)
 
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     # bars as the CLI's output settings say (-q: none; a terminal: ours and the Hub's)
     result = replay(args.path, suite=args.suite, client=args.hub_client, k=args.k,
                     tie_rule=args.tie_rule, view=args.view, include_judge=args.include_judge,
-                    progress=not args.quiet)
+                    progress=not args.quiet, without_positives=args.without_positives)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

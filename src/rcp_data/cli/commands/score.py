@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from rcp_data.cli.options import add_without_positives_option
 from rcp_data.core.specs import TIE_RULES, VIEWS
 from rcp_data.model.card_format import CARD_K
 
@@ -80,6 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "every candidate it scores)")
     p.add_argument("--against", nargs="+", default=None, metavar="MODEL",
                    help="published rerankers to compare with (short names or hub ids), or all")
+    add_without_positives_option(p)
     p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
     q = p.add_argument_group("with --qrels")
     q.add_argument("--gain", choices=("linear", "exp"), default="linear",
@@ -114,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
 
     result = score(args.dataset, args.runs, names=args.name, client=args.hub_client, k=args.k,
                    tie_rule=args.tie_rule, view=args.view, depth=args.depth,
-                   against=args.against, progress=not args.quiet)
+                   against=args.against, progress=not args.quiet,
+                   without_positives=args.without_positives)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -127,8 +130,10 @@ def run_qrels(args: argparse.Namespace, ks: list[int]) -> int:
     from rcp_data.core.errors import UsageError
     from rcp_data.scoring.qrels_score import DEFAULT_TIE_RULE, score_qrels
 
-    if args.against or args.depth is not None or args.view != "subsets":
-        raise UsageError("--against, --depth and --view need a release (--dataset)")
+    if args.against or args.depth is not None or args.view != "subsets" \
+            or args.without_positives != "skip":
+        raise UsageError("--against, --depth, --view and --queries-without-positives need a "
+                         "release (--dataset)")
     result = score_qrels(args.qrels, args.runs, names=args.name, k=ks, gain=args.gain,
                          judged_only=args.judged_only,
                          tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction)
