@@ -213,3 +213,27 @@ def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
     assert d.cells_moved == len(d.moved) > 0
     assert {m["view"] for m in d.moved} <= set(card_views)
     assert {m["tie_rule"] for m in d.moved} <= set(SHOWN_TIE_RULES)
+
+
+def test_rule_left_out_is_the_recorded_rule_and_the_date_is_today(v1, tmp_path, capsys):
+    """``--rule`` left out refits under the rule release N recorded (its help's default), the
+    same release as naming that rule; a release without --date is dated today."""
+    import datetime as dt
+
+    from rcp_data.cli import main
+
+    release = v1[0]
+    recorded = read_history(release / "provenance/releases.json").current.calibration
+    rule = recorded["reading_rules"]["stage_a"]
+    for name, extra in (("default", []), ("named", ["--rule", rule])):
+        assert main(["recalibrate", str(release), "--out", str(tmp_path / name),
+                     "--previous-revision", SHA1, "--json", *extra]) == 0
+    capsys.readouterr()
+    spec = load_spec("demo")
+    for subset in spec.subset_names:
+        a = Release(tmp_path / "default", spec).table(subset, "qrels")
+        b = Release(tmp_path / "named", spec).table(subset, "qrels")
+        pd.testing.assert_frame_equal(a, b)
+    new = read_history(tmp_path / "default/provenance/releases.json").current
+    assert new.date == dt.date.today().isoformat()
+    assert new.calibration["reading_rules"]["stage_a"] == rule

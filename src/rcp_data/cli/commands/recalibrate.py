@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
     p.add_argument("--rule", choices=("complete", "hard-fallback"),
                    help="refit from the raw answers, reading the Stage A tournament with this "
-                        "rule (default: the rule release N recorded)")
+                        "rule (default, without --fit: the rule release N recorded)")
     p.add_argument("--tournament", type=Path,
                    help="Stage A answers parquet (default: the release's own)")
     p.add_argument("--criteria", type=Path,
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--previous-revision", help="commit sha of release N (when its releases.json "
                    "still says 'this commit')")
     p.add_argument("--summary", default="", help="one-line summary of the release")
-    p.add_argument("--date", help="release date YYYY-MM-DD")
+    p.add_argument("--date", help="release date YYYY-MM-DD (default today)")
     p.add_argument("--json", action="store_true", help="print the diff report as JSON")
     p.set_defaults(func=run)
 
