@@ -77,7 +77,6 @@ def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = pri
     prints each status line (the CLI passes one that ``-q`` silences)."""
     from rcp_data.core.io import write_json
     from rcp_data.core.outputs import DEMO, output_dir
-
     from rcp_data.hub.gitstore import root_refs
 
     out = Path(out).resolve()

@@ -12,7 +12,6 @@ printed table cells moved.
 from __future__ import annotations
 
 import datetime as _dt
-
 import logging
 import shutil
 from dataclasses import asdict, dataclass, field, replace
