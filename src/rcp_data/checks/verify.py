@@ -71,10 +71,16 @@ from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
-from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
-from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path
+from rcp_data.core.hub_client import (
+    HubClient,
+    HubUnavailable,
+    PinnedRevision,
+    missing_release_dir,
+    parse_hf_path,
+)
 from rcp_data.core.io import read_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.card_format import card_configs
@@ -204,7 +210,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     """
     root = Path(root)
     if not root.is_dir():
-        raise NotFoundError(f"release directory not found: {root}")
+        raise missing_release_dir(root)
     options = options or Options()
     checks: list[Check] = []
     seconds: dict[str, float] = {}

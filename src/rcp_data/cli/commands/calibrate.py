@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "enters only if every shown document has a score in [-5, 5] and a "
                         "rank; hard-fallback: also unreadable windows with a complete ranking, "
                         "as hard preferences)")
-    p.add_argument("--out", required=True, type=Path,
+    p.add_argument("--out", required=True, type=out_folder,
                    help="output folder (new or empty; written atomically)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a calibration written earlier")

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 
 
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Stage B verdict parquet (default: the release's own)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where a refit runs (default cpu)")
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=out_folder, required=True,
                    help="release directory to write (new or empty; apart from the inputs)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a release folder written earlier")
