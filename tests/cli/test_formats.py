@@ -104,6 +104,16 @@ def test_release_table_formats_carry_date_and_summary(release):
     assert list(got["summary"]) == [r["summary"] for r in raw]
     rows = json.loads(_run("release", "table", str(path), "--format", "json")[1])
     assert [r["tag"] for r in rows] == [r.tag for r in history.releases]
+    # the card's Markdown table has them too, as RELEASES.md prints them
+    from rcp_data.documents.releases_md import render_suite
+
+    markdown = _run("release", "table", str(path))[1]
+    header, _, first = markdown.splitlines()[:3]
+    assert header.endswith("| date | summary |")
+    assert first.endswith(f"| 2026-11-29 | {raw[0]['summary'].replace('|', chr(92) + '|')} |")
+    md_row = next(line for line in render_suite("demo", history).splitlines()
+                  if line.startswith("| 1 |"))
+    assert md_row.endswith(first[first.index("| 2026-11-29"):])
 
 
 def test_compare_csv_rows_are_the_json_cells(release, tmp_path):

@@ -37,7 +37,7 @@ from rcp_data.model.layout import (
 from rcp_data.model.manifest import load_manifest
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.model.tables import write_parquet
+from rcp_data.model.tables import write_gains, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             qrels["theta"] = theta
             qrels["gain"] = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
             write_parquet(qrels, tmp / subset_file(subset, "qrels"), SCHEMAS["qrels"])
+            write_gains(qrels, tmp, subset)
         if thetas is not None and "theta_bt" in thetas.columns:
             _write_theta_bt(tmp, rel, spec, thetas)
         params.write(tmp / current.item_params)
