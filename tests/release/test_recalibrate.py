@@ -237,3 +237,29 @@ def test_rule_left_out_is_the_recorded_rule_and_the_date_is_today(v1, tmp_path, 
     new = read_history(tmp_path / "default/provenance/releases.json").current
     assert new.date == dt.date.today().isoformat()
     assert new.calibration["reading_rules"]["stage_a"] == rule
+
+
+def test_recalibrate_takes_a_hub_revision(tmp_path, demo_data, local_hub, capsys):
+    """``recalibrate hf://datasets/OWNER/NAME@REV``: the release is read from the Hub and the
+    commit REV resolves to is release N's revision (no --previous-revision)."""
+    import uuid
+
+    from huggingface_hub import HfApi
+
+    from rcp_data.cli import main
+    from rcp_data.release.publish import publish
+
+    repo = f"rcp-test/recal-{uuid.uuid4().hex[:8]}"
+    copy_demo(demo_data, tmp_path / "v1")
+    prepare_release(tmp_path / "v1", load_spec("demo"), repo, date="2026-11-29")
+    result = publish(tmp_path / "v1", repo, create_repo=True)
+    tags = {t.name: t.target_commit for t in HfApi().list_repo_refs(
+        repo, repo_type="dataset").tags}
+    assert tags[result.tag] == result.commit
+    capsys.readouterr()
+    assert main(["recalibrate", f"hf://datasets/{repo}@{result.tag}", "--out",
+                 str(tmp_path / "v2"), "--json"]) == 0
+    capsys.readouterr()
+    first, second = read_history(tmp_path / "v2/provenance/releases.json").releases
+    assert first.revision == result.commit and first.status == "superseded"
+    assert second.release == 2 and second.date
