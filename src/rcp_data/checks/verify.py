@@ -81,7 +81,7 @@ from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
-from rcp_data.core.errors import InputError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
 from rcp_data.core.hub_client import (
