@@ -646,14 +646,17 @@ def check_gains_derived(rel: Release, subset: str) -> list[Check]:
         return [_fail("gains-derived", what, f"{want.num_rows:,} rows", f"{got.num_rows:,} rows",
                       path)]
     for name in want.column_names:
-        a = got.column(name).combine_chunks()
-        b = want.column(name).combine_chunks()
-        same = a.equals(b)
-        if not same:
-            va, vb = a.to_numpy(zero_copy_only=False), b.to_numpy(zero_copy_only=False)
-            row = int(np.flatnonzero(va != vb)[0]) if len(va) else 0
-            return [_fail("gains-derived", what, f"{vb[row]!r} (qrels row {row})",
-                          f"{va[row]!r}", f"{path}, row {row}, field {name}")]
+        field_type = want.schema.field(name).type
+        va = got.column(name).cast(field_type).to_numpy(zero_copy_only=False)
+        vb = want.column(name).to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(va != vb)
+        if len(differ):
+            row = int(differ[0])
+            def shown(v):
+                return repr(v.item() if hasattr(v, "item") else v)
+
+            return [_fail("gains-derived", what, f"{shown(vb[row])} (qrels row {row})",
+                          shown(va[row]), f"{path}, row {row}, field {name}")]
     return [_ok("gains-derived", what, f"{want.num_rows:,} rows equal", path)]
 
 
