@@ -54,7 +54,9 @@ def test_changed_gain_is_named(release):
     q.loc[i, "gain"] = q.loc[i, "gain"] + 1e-9
     write_parquet(q, path, SCHEMAS["qrels"])
     failed, _ = _run(release)
-    assert set(failed) == {"gains"}
+    # the gain is no link of its theta, and beta-gains is no longer the qrels' gains
+    assert set(failed) == {"gains", "gains-derived"}
+    assert failed["gains-derived"].where == f"beta/gains.parquet, row {i}, field gain"
     detail = failed["gains"].details[0]
     assert f"query {q.loc[i, 'query-id']}" in detail and f"document {q.loc[i, 'corpus-id']}" in detail
     assert "subset beta" in detail

@@ -308,7 +308,7 @@ def test_edited_card_cell_is_named(published, tmp_path, capsys):
     text = (p["v2"] / CARD_FILE).read_text(encoding="utf-8")
     lines = text.splitlines()
     title = next(i for i, line in enumerate(lines)
-                 if re.search(r"qrel-nDCG@10 \(%\), rule \(b\)", line))
+                 if re.search(r"qrel-nDCG@10 \(%\), rule \(a\)", line))
     row = next(i for i in range(title + 1, len(lines)) if lines[i].startswith("| Beta-RR"))
     cells = lines[row].split("|")
     old = float(cells[3])          # second column: the "Beta" subset
@@ -326,7 +326,7 @@ def test_edited_card_cell_is_named(published, tmp_path, capsys):
     (line,) = failed["card-regenerated"]["details"]
     assert line.startswith(f"line {row + 1}, column ") and f"{old + 0.3:.1f}" in line
     (detail,) = failed["card-tables"]["details"]
-    assert detail.startswith("qrel-nDCG@10 rule (b), view subsets, row Beta-RR, column Beta: "
+    assert detail.startswith("qrel-nDCG@10 rule (a), view subsets, row Beta-RR, column Beta: "
                              f"card {old + 0.3:.2f}, replay ")
     replayed = float(detail.rsplit("replay ", 1)[1])
     assert abs(replayed - old) <= 0.05 + 1e-6

@@ -67,8 +67,9 @@ def test_a_recalibration_records_its_new_files(release, tmp_path):
     after = {f["path"]: f["sha256"] for f in _manifest(v2)["files"]}
     assert set(before) == set(after)
     changed = sorted(p for p in after if before[p] != after[p])
-    assert changed == ["alpha/qrels.parquet", "beta/qrels.parquet",
-                       "provenance/item_params.synth.json"]
+    # new gains: the qrels and the gains tables derived from them
+    assert changed == ["alpha/gains.parquet", "alpha/qrels.parquet", "beta/gains.parquet",
+                       "beta/qrels.parquet", "provenance/item_params.synth.json"]
     assert after == {e.path: e.sha256 for e in release_content(v2)}
     report = verify(path=v2)
     assert report.check("content-hashes").ok and report.check("card-regenerated").ok

@@ -101,3 +101,21 @@ def test_cuda_without_a_gpu_is_a_usage_error(inputs, tmp_path, capsys):
                "--device", "cuda", "--no-progress"])
     assert rc == 2 and "no CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_json_is_the_fit_it_wrote(inputs, tmp_path, capsys):
+    """``calibrate --json``: stdout is one JSON document, the item parameters and diagnostics
+    the folder holds (read back from the files, not from the command)."""
+    out = tmp_path / "fit"
+    rc = main(["calibrate", "--criteria", str(inputs / "criteria.parquet"), "--rubric-only",
+               "--out", str(out), "--no-progress", "--json"])
+    assert rc == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["out"] == str(out) and got["method"] == "2pl-mml-rubric"
+    params = ItemParams.read(out / "item_params.json")
+    assert got["item_params"]["gamma"] == pytest.approx(list(params.gamma), abs=0)
+    assert got["item_params"]["beta"] == pytest.approx(
+        [list(b) if np.ndim(b) else b for b in params.beta], abs=0)
+    diag = json.loads((out / "diagnostics.json").read_text())
+    assert got["diagnostics"]["ece"] == diag["ece"]
+    assert got["diagnostics"]["n_responses"] == diag["n_responses"]

@@ -184,7 +184,7 @@ def test_tables_parse_back_to_the_replay(demo_release, demo_card, tmp_path):
     assert parsed.suite == "demo"
     data = load_release(demo_release, spec)
     expected = {}
-    for rule in ("doc-id", "group-mean"):
+    for rule in ("doc-id",):              # the demo's paper rule: the one rule tabulated
         metrics = replay_loaded(data, k=10, tie_rule=rule).to_json()["metrics"]
         for metric, rows in metrics.items():
             if metric not in ("rcp_ndcg", "qrel_ndcg"):    # the card's tables (Count and
@@ -195,7 +195,18 @@ def test_tables_parse_back_to_the_replay(demo_release, demo_card, tmp_path):
     got = {(k.metric, k.tie_rule, k.model, k.column): v for k, v in parsed.cells.items()}
     assert all(k.k == 10 and k.view == "subsets" for k in parsed.cells)
     assert got == expected
-    assert len(got) == 2 * 2 * 4 * 3  # metrics x rules x rerankers x (2 subsets + mean)
+    assert len(got) == 2 * 4 * 3  # metrics x rerankers x (2 subsets + mean)
+    # rows ranked by RCP-nDCG@10 Mean, best first, in both tables
+    means = {model: cols["mean"] for model, cols in metrics["rcp_ndcg"].items()}
+    ranked = sorted(means, key=lambda m: -means[m])
+    spec_short = {spec.hub_id(s): s for s in spec.rerankers}
+    for title in ("RCP-nDCG@10 (%), rule (a)", "qrel-nDCG@10 (%), rule (a)"):
+        table = demo_card.split(f"**{title}")[1].split("\n\n", 2)[1]
+        rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+        assert rows == [spec_short[m] for m in ranked]
+    # rule (b) is summarised, not tabulated
+    assert "rule (b): group-mean" not in demo_card
+    assert "`rcp-data replay --tie-rule group-mean` prints them" in demo_card
 
 
 def test_cli_render_writes_card_and_task_file(demo_release, tmp_path, capsys):

@@ -27,6 +27,7 @@ from rcp_data.model.card_format import (
     metric_label,
     parse_card_tables,
     table_title,
+    tables_rule,
     view_heading,
 )
 from rcp_data.model.layout import CARD_FILE, TASK_FILE
@@ -132,8 +133,8 @@ def test_tables_parse_back_with_the_card_format(releases, suite):
     tables = parse_card_tables(card)
     shown = {(t.metric, t.k, t.tie_rule, t.view) for t in tables}
     views = [v if view_heading(spec, v) else None for v in spec.card_views]
-    assert shown == {(m, CARD_K, r, v) for m in ("rcp_ndcg", "qrel_ndcg")
-                     for r in ("doc-id", "group-mean") for v in views}
+    assert shown == {(m, CARD_K, tables_rule(spec), v) for m in ("rcp_ndcg", "qrel_ndcg")
+                     for v in views}
     for m, k, r, _v in shown:
         assert f"\n**{table_title(m, k, r)}**\n" in card
     for v in spec.card_views:

@@ -213,3 +213,53 @@ def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
     assert d.cells_moved == len(d.moved) > 0
     assert {m["view"] for m in d.moved} <= set(card_views)
     assert {m["tie_rule"] for m in d.moved} <= set(SHOWN_TIE_RULES)
+
+
+def test_rule_left_out_is_the_recorded_rule_and_the_date_is_today(v1, tmp_path, capsys):
+    """``--rule`` left out refits under the rule release N recorded (its help's default), the
+    same release as naming that rule; a release without --date is dated today."""
+    import datetime as dt
+
+    from rcp_data.cli import main
+
+    release = v1[0]
+    recorded = read_history(release / "provenance/releases.json").current.calibration
+    rule = recorded["reading_rules"]["stage_a"]
+    for name, extra in (("default", []), ("named", ["--rule", rule])):
+        assert main(["recalibrate", str(release), "--out", str(tmp_path / name),
+                     "--previous-revision", SHA1, "--json", *extra]) == 0
+    capsys.readouterr()
+    spec = load_spec("demo")
+    for subset in spec.subset_names:
+        a = Release(tmp_path / "default", spec).table(subset, "qrels")
+        b = Release(tmp_path / "named", spec).table(subset, "qrels")
+        pd.testing.assert_frame_equal(a, b)
+    new = read_history(tmp_path / "default/provenance/releases.json").current
+    assert new.date == dt.date.today().isoformat()
+    assert new.calibration["reading_rules"]["stage_a"] == rule
+
+
+def test_recalibrate_takes_a_hub_revision(tmp_path, demo_data, local_hub, capsys):
+    """``recalibrate hf://datasets/OWNER/NAME@REV``: the release is read from the Hub and the
+    commit REV resolves to is release N's revision (no --previous-revision)."""
+    import uuid
+
+    from huggingface_hub import HfApi
+
+    from rcp_data.cli import main
+    from rcp_data.release.publish import publish
+
+    repo = f"rcp-test/recal-{uuid.uuid4().hex[:8]}"
+    copy_demo(demo_data, tmp_path / "v1")
+    prepare_release(tmp_path / "v1", load_spec("demo"), repo, date="2026-11-29")
+    result = publish(tmp_path / "v1", repo, create_repo=True)
+    tags = {t.name: t.target_commit for t in HfApi().list_repo_refs(
+        repo, repo_type="dataset").tags}
+    assert tags[result.tag] == result.commit
+    capsys.readouterr()
+    assert main(["recalibrate", f"hf://datasets/{repo}@{result.tag}", "--out",
+                 str(tmp_path / "v2"), "--json"]) == 0
+    capsys.readouterr()
+    first, second = read_history(tmp_path / "v2/provenance/releases.json").releases
+    assert first.revision == result.commit and first.status == "superseded"
+    assert second.release == 2 and second.date

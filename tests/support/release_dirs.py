@@ -14,7 +14,7 @@ from rcp_data.core.specs import load_spec
 from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, History, add_release, release_tag
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.model.tables import write_parquet
+from rcp_data.model.tables import write_gains, write_parquet
 from support.demo_fixture import session_demo_data
 from support.reference_links import weighted_discrimination
 
@@ -71,6 +71,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
         judged = qrels["theta"].notna().to_numpy()
         qrels["gain"] = np.where(judged, weighted_discrimination(qrels["theta"].fillna(0.0).to_numpy(), params), 0.0)
         write_parquet(qrels, path, SCHEMAS["qrels"])
+        write_gains(qrels, out, sub.name)            # the gains config follows its qrels
     params.write(out / PARAMS_FILE)
     render_release_files(out, spec, history or first_history(repo))
     for rel, text in (extra_files or {}).items():

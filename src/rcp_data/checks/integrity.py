@@ -36,10 +36,16 @@ from rcp_data.model.keys import (
     strings,
     vocabulary,
 )
-from rcp_data.model.layout import PROVENANCE_CONFIG, corpus_files, provenance_file, subset_file
+from rcp_data.model.layout import (
+    PROVENANCE_CONFIG,
+    SUBSET_KINDS,
+    corpus_files,
+    provenance_file,
+    subset_file,
+)
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
-from rcp_data.model.tables import corpus_record, read_release_table
+from rcp_data.model.tables import corpus_record, gains_table, read_release_table
 from rcp_data.stages.pools import FUSED
 
 log = logging.getLogger(__name__)
@@ -54,7 +60,7 @@ def kind_of_config(name: str) -> str | None:
     for kind, cfg in PROVENANCE_CONFIG.items():
         if name == cfg:
             return kind
-    for kind in ("corpus", "queries", "qrels", "top_ranked", "excluded"):
+    for kind in SUBSET_KINDS:
         if name.endswith(f"-{kind}"):
             return kind
     return None
@@ -114,7 +120,7 @@ def check_config_coverage(rel: Release, configs: list[dict]) -> list[Check]:
         if not (rel.root / subset_file(s, "top_ranked")).exists():
             continue
         kinds = ["corpus", "queries", "qrels", "top_ranked"]
-        kinds += ["excluded"] if rel.has(s, "excluded") else []
+        kinds += [k for k in ("gains", "excluded") if rel.has(s, k)]
         want += [f"{s}-{k}" for k in kinds]
     for kind, cfg in PROVENANCE_CONFIG.items():
         if any(rel.has_provenance(kind, split) for split in rel.spec.provenance_splits):
@@ -626,6 +632,34 @@ def check_ids(rel: Release, tables: dict[str, SubsetTables]) -> list[Check]:
     return [_ok("ids-unique", what, f"{len(seen)} corpora, {len(tables)} subsets")]
 
 
+def check_gains_derived(rel: Release, subset: str) -> list[Check]:
+    """``{subset}-gains`` is its qrels' query-id, corpus-id and gain, row for row
+    (:func:`rcp_data.model.tables.gains_table`, recomputed here from the qrels)."""
+    path = subset_file(subset, "gains")
+    what = "the gains table is the qrels' (query-id, corpus-id, gain), row for row"
+    if not rel.has(subset, "gains"):
+        return [Check("gains-derived", True, what, "present", "absent", path, status="absent")]
+    want = gains_table(read_release_table(rel.root / subset_file(subset, "qrels"), "qrels",
+                                          ["query-id", "corpus-id", "gain"]))
+    got = read_release_table(rel.root / path, "gains").select(want.column_names)
+    if got.num_rows != want.num_rows:
+        return [_fail("gains-derived", what, f"{want.num_rows:,} rows", f"{got.num_rows:,} rows",
+                      path)]
+    for name in want.column_names:
+        field_type = want.schema.field(name).type
+        va = got.column(name).cast(field_type).to_numpy(zero_copy_only=False)
+        vb = want.column(name).to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(va != vb)
+        if len(differ):
+            row = int(differ[0])
+            def shown(v):
+                return repr(v.item() if hasattr(v, "item") else v)
+
+            return [_fail("gains-derived", what, f"{shown(vb[row])} (qrels row {row})",
+                          shown(va[row]), f"{path}, row {row}, field {name}")]
+    return [_ok("gains-derived", what, f"{want.num_rows:,} rows equal", path)]
+
+
 def check_optional(rel: Release) -> list[Check]:
     """Report optional provenance tables that the release does not carry."""
     out = []
@@ -699,6 +733,7 @@ def run_integrity(rel: Release, params: ItemParams, link: str,
             t = load_subset(rel, s, pool, corpora)
             tables[s] = t
             checks += check_subset(rel, t, params, link, link_checked=link_checked)
+            checks += check_gains_derived(rel, s)
             checks += check_pool_rule(rel, t)
         checks += check_fusion(rel, split, pool)
         log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)

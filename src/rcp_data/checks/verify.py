@@ -90,6 +90,7 @@ from rcp_data.core.hub_client import (
     HubUnavailable,
     PinnedRevision,
     RemoteFile,
+    missing_release_dir,
     parse_hf_path,
 )
 from rcp_data.core.io import read_json
@@ -227,7 +228,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     """
     root = Path(root)
     if not root.is_dir():
-        raise NotFoundError(f"release directory not found: {root}")
+        raise missing_release_dir(root)
     options = options or Options()
     checks: list[Check] = []
     seconds: dict[str, float] = {}

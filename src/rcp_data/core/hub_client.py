@@ -241,6 +241,19 @@ class PinnedRevision:
     is_branch: bool
 
 
+_REPO_LIKE = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[^/\s]+))?$")
+
+
+def missing_release_dir(path: str | Path) -> NotFoundError:
+    """"release directory not found", with the ``hf://`` spelling when ``path`` reads like a
+    Hub repo id (``OWNER/NAME`` or ``OWNER/NAME@REV``)."""
+    text = str(path)
+    m = _REPO_LIKE.match(text)
+    hint = (f" (a dataset on the Hub is named hf://datasets/{m.group('repo')}@"
+            f"{m.group('rev') or 'main'})") if m else ""
+    return NotFoundError(f"release directory not found: {text}{hint}")
+
+
 def parse_hf_path(path: str) -> tuple[str, str] | None:
     """``hf://datasets/OWNER/NAME@REV`` -> (repo, rev); None for a local path."""
     if not str(path).startswith("hf://"):

@@ -41,6 +41,10 @@ RULE_NAMES = {
 # The tie rules whose tables a card prints (and ``verify`` replays against the card).
 SHOWN_TIE_RULES = ("doc-id", "group-mean")
 VIEWS = ("subsets", "native", "languages")
+# what qrel-nDCG does with a query without a positive label: leave it out of the means (the
+# paper's, the default) or count it (mteb's: pytrec_eval scores it 0 and mteb averages it in)
+WITHOUT_POSITIVES = ("skip", "zero")
+DEFAULT_WITHOUT_POSITIVES = "skip"
 
 
 def builders_dir() -> Path:

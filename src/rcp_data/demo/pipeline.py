@@ -7,14 +7,18 @@
 3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions, recording
    each (commit sha and content digest) in the demo's own record folder (``records/``, as
    ``release publish --record-to`` does);
-4. regenerate the card (a commit that writes in the shas known now; no tag moves);
+4. regenerate the card (a commit that writes in the shas known now; no tag moves), and write
+   those files back into ``release-v2``, so its history names both commits (``rcp-data
+   recalibrate demo-out/release-v2 ...`` needs no ``--previous-revision``);
 5. list the releases (Hub refs beside releases.json), verify both releases by tag against that
    record (``--histories``: the anchor outside the repository);
 6. stop the Hub.
 
 Everything is written to a temporary folder beside ``out`` and moved into place at the end
 (:func:`rcp_data.core.outputs.output_dir`): ``out`` must be new or empty, or a demo folder
-written earlier (its ``demo.json``) and ``force`` given.
+written earlier (its ``demo.json``) and ``force`` given. A demo folder whose Hub a server is
+serving now (``rcp-data hub serve --root OUT/hub``), or whose Hub holds refs the demo did not
+make (``demo.json`` records every ref it left), is never replaced.
 
 Every step reaches the embedded Hub through one :class:`HubClient` carrying the token the Hub
 generated into its root (as ``huggingface_hub`` passes any token; downloads go under the output
@@ -28,6 +32,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from rcp_data.core.errors import UsageError
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.specs import load_spec
 
@@ -78,15 +83,51 @@ def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = pri
     ``out/verify-<tag>.txt``)."""
     from rcp_data.core.io import write_json
     from rcp_data.core.outputs import DEMO, output_dir
+    from rcp_data.hub.gitstore import root_refs
 
     out = Path(out).resolve()
+    check_hub_replaceable(out)
     with output_dir(out, DEMO, force=force) as work:
-        write_json({"schema": DEMO.schema, "synthetic": True,
-                    "what": "rcp-data demo: SYNTHETIC releases, builder inputs, local Hub"},
-                   work / DEMO.manifest)
+        manifest = {"schema": DEMO.schema, "synthetic": True,
+                    "what": "rcp-data demo: SYNTHETIC releases, builder inputs, local Hub"}
+        write_json(manifest, work / DEMO.manifest)
         code = _run_demo(work, say, show)
+        # what the demo made: every ref it left on its Hub (a later --force checks them)
+        write_json({**manifest, HUB_REFS: root_refs(work / "hub")}, work / DEMO.manifest)
     say(f"wrote {out} (releases, builder inputs, the local Hub's repositories)")
     return code
+
+
+HUB_REFS = "hub_refs"
+
+
+def check_hub_replaceable(out: Path) -> None:
+    """Raise :class:`UsageError` when ``out/hub`` is served now, or holds refs that the demo
+    which wrote ``out`` did not leave there (its ``demo.json``)."""
+    from rcp_data.core.io import read_json
+    from rcp_data.core.outputs import DEMO
+    from rcp_data.hub.gitstore import root_refs, root_served
+
+    hub = out / "hub"
+    if not hub.is_dir():
+        return
+    if root_served(hub):
+        raise UsageError(f"--out {out}: a local Hub is serving {hub} now (rcp-data hub serve); "
+                         "stop it or choose another --out (nothing was written)")
+    if not DEMO.written_here(out):
+        return                        # not a demo folder: output_dir refuses it
+    made = read_json(out / DEMO.manifest).get(HUB_REFS)
+    now = root_refs(hub)
+    if made == now:
+        return
+    made = made if isinstance(made, dict) else {}
+    foreign = sorted(f"{repo} {ref}" for repo, refs in now.items() for ref, sha in refs.items()
+                     if (made.get(repo) or {}).get(ref) != sha)
+    what = (", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                      else "")) if foreign else "refs the demo left are gone"
+    raise UsageError(f"--out {out}: its Hub holds commits the demo did not make ({what}); "
+                     f"--force replaces only what the demo made: move {hub} out or choose "
+                     "another --out (nothing was written)")
 
 
 def _run_demo(out: Path, say: Callable[[str], None], show: Callable[[str], None]) -> int:
@@ -113,6 +154,7 @@ def _run_demo(out: Path, say: Callable[[str], None], show: Callable[[str], None]
         regen = regenerate(DEMO_REPO, "main", client=client)
         say(f"regenerated the card with the shas known now: commit {regen.commit} changes "
               f"{', '.join(regen.changed) or 'nothing'} (no tag moves)")
+        _write_back(client, regen.commit, regen.changed, v2)
         show(render_listing(list_releases(DEMO_REPO, client=client)).rstrip("\n"))
         code = 0
         from rcp_data.checks.verify import verify
@@ -130,3 +172,14 @@ def _run_demo(out: Path, say: Callable[[str], None], show: Callable[[str], None]
     finally:
         hub.stop()
         say("stopped the local Hub")
+
+
+def _write_back(client: HubClient, commit: str | None, changed: list[str], release: Path
+                ) -> None:
+    """The regenerated files (history with both shas, card, task file) into ``release``."""
+    import shutil
+
+    if commit is None:
+        return
+    for rel in changed:
+        shutil.copyfile(client.download_file(DEMO_REPO, rel, commit), release / rel)

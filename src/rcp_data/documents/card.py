@@ -39,6 +39,7 @@ from rcp_data.documents.card_facts import (
 )
 from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
+from rcp_data.documents.rubric_table import rubric_table
 from rcp_data.documents.taskfile import (
     MAIN_SCORE,
     families,
@@ -51,7 +52,9 @@ from rcp_data.model.card_format import (
     CARD_METRICS,
     metric_label,
     render_markdown_table,
+    summarised_rule,
     table_title,
+    tables_rule,
     view_heading,
 )
 from rcp_data.model.history import (
@@ -72,7 +75,7 @@ from rcp_data.model.layout import (
     provenance_file,
     subset_file,
 )
-from rcp_data.model.manifest import BuildManifest
+from rcp_data.model.manifest import BuildManifest, load_manifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
@@ -98,7 +101,8 @@ ADDED_CONFIGS = {
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
 METRICS_SHOWN = tuple((metric, metric_label(metric)) for metric in CARD_METRICS)
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
-SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
+SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "gains", "top_ranked", "excluded")
+OPTIONAL_SUBSET_KINDS = ("gains", "excluded")     # configs only where the release has the table
 MAX_EXAMPLES = 4                 # excluded copies the card shows by id
 
 
@@ -198,7 +202,7 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
             else:
                 path = subset_file(s, kind)
                 if not (root / path).exists():
-                    if kind == "excluded":
+                    if kind in OPTIONAL_SUBSET_KINDS:
                         continue
                     raise InputError(f"missing {kind} table of subset {s!r}", path=str(root / path))
             configs.append({"config_name": f"{s}-{kind}",
@@ -339,6 +343,15 @@ def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayR
             for view, _ in views_shown(spec) for rule in rules}
 
 
+def ranked_models(result: ReplayResult, spec: SuiteSpec) -> list[str]:
+    """Rows ranked by the main metric (RCP-nDCG@k, Mean), best first; ties in the spec's
+    reranker order."""
+    mean = result.tables["rcp_ndcg"]["mean"]
+    order = {m: i for i, m in enumerate(model_order(spec, list(mean.index)))}
+    return sorted(mean.index, key=lambda m: (-float(mean[m]) if mean[m] == mean[m]
+                                            else float("inf"), order[m]))
+
+
 def _cell_diffs(results: dict[tuple[str, str], ReplayResult], view: str, metric: str,
                 rule_a: str, rule_b: str) -> list[float]:
     """Per-cell differences (points) of two tie rules' tables, Mean column left out."""
@@ -476,15 +489,18 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         "pinned": current.data_revision or current.revision,
         "upstream_name": "" if spec.synthetic else getattr(facts_card.upstream, "name", ""),
     }
+    shown, other = tables_rule(spec), summarised_rule(spec)
     sections = []
     for view, heading in views_shown(spec):
         tables = []
+        ranked = ranked_models(results[(view, shown)], spec)
         for metric, _label in METRICS_SHOWN:
-            for rule in SHOWN_TIE_RULES:
-                table = results[(view, rule)].tables[metric]
-                tables.append({"caption": table_title(metric, CARD_K, rule),
-                               "markdown": render_markdown_table(table, spec)})
+            table = results[(view, shown)].tables[metric].loc[ranked]
+            tables.append({"caption": table_title(metric, CARD_K, shown),
+                           "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
+    manifest = load_manifest(root)
+    judging = (manifest.parameters.get("judging") if manifest is not None else None)
     paper_view = spec.paper_view if spec.paper_view in spec.card_views else spec.card_views[0]
     paper_tables = results[(paper_view, spec.paper_tie_rule)].tables
     body = card_environment().get_template("card.md.j2").render(
@@ -493,6 +509,8 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         generated=synthetic_facts(spec, rd), k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
         score_range=SCORE_RANGE,
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
+        rubric=rubric_table(item_params, judging if isinstance(judging, dict) else None),
+        shown_rule=RULE_LETTERS[shown], other_rule=RULE_LETTERS[other], other_rule_name=other,
         current=current,
         superseded=[r for r in history.releases if r.status == "superseded"],
         protocol=protocol_facts(spec, facts, rd),
@@ -610,7 +628,7 @@ def layout_facts(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> Layou
     rd = Release(root, spec)
     rows = [LayoutRow("corpus", "`{subset}-corpus`",
                       _cols(list(corpus_file_facts(root, spec, first)[0].columns)))]
-    for kind in ("queries", "qrels", "top_ranked", "excluded"):
+    for kind in ("queries", "qrels", "gains", "top_ranked", "excluded"):
         present = [s for s in spec.subset_names if rd.has(s, kind)]
         if not present:
             continue

@@ -15,9 +15,20 @@ from rcp_data.model.history import CALIBRATION_METHODS, History, load_project_hi
 log = logging.getLogger(__name__)
 
 CARD_COLUMNS = ("release", "Hub tag", "revision (pinned by mteb)", "judge", "calibration",
-                "status")
+                "status", "date", "summary")
 THIS_REVISION = "this revision"
 HUB_URL = "https://huggingface.co"
+
+
+def _cell(text: str) -> str:
+    """Text safe in a Markdown table cell (``|`` escaped, one line)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def dated_cells(date: str | None, summary: str) -> list[str]:
+    """The ``date`` and ``summary`` cells of a release row, as the card's release table and
+    RELEASES.md print them (an unknown date is an empty cell)."""
+    return [date or "", _cell(summary or "")]
 
 
 def _calibration_text(calibration: dict) -> tuple[str, str]:
@@ -69,7 +80,8 @@ def render_release_table(history: History, *, link_judges: bool = True) -> str:
         calib = row["calibration_method"]
         if row["item_params"]:
             calib += f", `{row['item_params']}`"
-        cells = [str(row["release"]), f"`{row['tag']}`", rev, judge, calib, row["status"]]
+        cells = [str(row["release"]), f"`{row['tag']}`", rev, judge, calib, row["status"],
+                 *dated_cells(row["date"], row["summary"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -79,7 +91,8 @@ def render_release_table_text(history: History) -> str:
     lines = ["\t".join(CARD_COLUMNS)]
     for row in release_table_rows(history):
         cells = [str(row["release"]), row["tag"], row["revision_text"], row["judge"],
-                 row["calibration"], row["status"]]
+                 row["calibration"], row["status"], row["date"] or "",
+                 (row["summary"] or "").replace("\t", " ").replace("\n", " ")]
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
 
@@ -110,10 +123,6 @@ def _code(value: str | None, unknown: str = "*unknown*") -> str:
     return f"`{value}`" if value else unknown
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_suite(suite: str, history: History) -> str:
     lines = [f"## {_suite_title(suite)}", "", f"Repository: [`{history.repo}`]"
              f"({HUB_URL}/datasets/{history.repo})", ""]
@@ -131,7 +140,7 @@ def render_suite(suite: str, history: History) -> str:
         if r.superseded_by:
             status += f" (by {r.superseded_by})"
         cells = [str(r.release), _code(r.tag), _code(r.revision), _code(r.data_revision),
-                 judge, f"{method}, `{params}`", status, r.date or "", _cell(r.summary)]
+                 judge, f"{method}, `{params}`", status, *dated_cells(r.date, r.summary)]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [(r.release, r.note) for r in history.releases if r.note]
     paper = history.paper

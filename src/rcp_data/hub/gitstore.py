@@ -78,6 +78,8 @@ __all__ = [
     "Ref",
     "TreeEntry",
     "iso_date",
+    "root_refs",
+    "root_served",
 ]
 
 
@@ -204,6 +206,12 @@ class GitStore:
     def _repositories(self) -> Iterator[Path]:
         for rtype in REPO_TYPES:
             yield from (self.root / f"{rtype}s").glob("*/*.git")
+
+    def all_refs(self) -> dict[str, dict[str, str]]:
+        """``{"datasets/OWNER/NAME": {ref name: commit sha}}`` of every repository here."""
+        return {repo.relative_to(self.root).as_posix().removesuffix(".git"):
+                {ref.name: ref.target for ref in self.refs(repo)}
+                for repo in sorted(self._repositories())}
 
     @staticmethod
     def _stale(lock: Path) -> bool:
@@ -701,3 +709,27 @@ class GitStore:
                 yield f"0 {ZERO_SHA}\t{old}\x00"
         else:
             raise HubError(400, f"Unsupported commit operation {op.kind!r}")
+
+
+def root_served(root: Path) -> bool:
+    """Whether a local Hub is serving ``root`` now: one holds ``root/.lock``
+    (:meth:`GitStore.lock_root`) while it runs; the kernel drops the lock of a killed one."""
+    lock = Path(root) / ".lock"
+    if not lock.is_file():
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)            # closing releases a lock taken here
+    return False
+
+
+def root_refs(root: Path) -> dict[str, dict[str, str]]:
+    """Every ref of every repository under ``root`` (:meth:`GitStore.all_refs`); ``{}`` when
+    ``root`` holds none."""
+    if not Path(root).is_dir():
+        return {}
+    return GitStore(root).all_refs()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, TIE_RULES, SuiteSpec
+from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, TIE_RULES, SuiteSpec
 from rcp_data.model.layout import CARD_FILE
 
 if TYPE_CHECKING:
@@ -105,6 +105,17 @@ def escape_cell(text: str, *, markdown: bool = True) -> str:
     as its Python escape (``\\n``, ``\\t``, ``\\x1b``) and, in Markdown, a bar as ``\\|``."""
     out = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
     return out.replace("|", "\\|") if markdown else out
+
+
+def tables_rule(spec: SuiteSpec) -> str:
+    """The tie rule whose result tables a card prints: the suite's paper rule when it is one of
+    the shown rules, else rule (b); the other shown rule is summarised, not tabulated."""
+    return spec.paper_tie_rule if spec.paper_tie_rule in SHOWN_TIE_RULES else "group-mean"
+
+
+def summarised_rule(spec: SuiteSpec) -> str:
+    """The shown rule whose tables a card summarises (*Effect of the tie rule*)."""
+    return next(r for r in SHOWN_TIE_RULES if r != tables_rule(spec))
 
 
 def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | None = None,
@@ -222,4 +233,5 @@ def parse_card_tables(text: str) -> list[CardTable]:
 __all__ = ["CARD_K", "CARD_METRICS", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
            "RULE_TITLES", "CardTable", "card_body", "card_configs", "card_front_matter",
            "config_data_files", "escape_cell", "format_percent", "metric_label", "parse_card_tables",
+           "summarised_rule", "tables_rule",
            "render_markdown_table", "table_title", "view_heading"]

@@ -15,7 +15,11 @@ from rcp_data.core.specs import SuiteSpec
 
 # Column schemas are in rcp_data.model.schemas (this module loads no data library).
 
-SUBSET_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
+SUBSET_KINDS = ("corpus", "queries", "qrels", "gains", "top_ranked", "excluded")
+# ``{subset}/gains.parquet`` (config ``{subset}-gains``): query-id, corpus-id and gain of every
+# qrels row, in qrels order (a null gain reads 0.0), for mteb's float-gain loader; derived from
+# the qrels (:func:`rcp_data.model.tables.gains_table`), never edited apart from them.
+GAINS = "gains"
 PROVENANCE_KINDS = ("pool", "first_stage", "runs", "judge_criteria")
 # Provenance a release carries when its judge run gave it (this project's addition, issue 17):
 # the Stage A answers and the Bradley-Terry scores fitted from them, so a refit needs nothing

@@ -12,8 +12,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.hub_client import HubClient, PinnedRevision, parse_hf_path
+from rcp_data.core.errors import InputError
+from rcp_data.core.hub_client import HubClient, PinnedRevision, missing_release_dir, parse_hf_path
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.history import History, read_history
 from rcp_data.model.layout import (
@@ -120,7 +120,7 @@ def open_release(ref: str | Path | Release, *, suite: SuiteSpec | str | None = N
     if parsed is None:
         root = Path(ref)
         if not root.is_dir():
-            raise NotFoundError(f"release directory not found: {root}")
+            raise missing_release_dir(ref)
     else:
         client = client or HubClient.from_env()
         root, pin = client.local_release(str(ref), allow_patterns=allow_patterns,

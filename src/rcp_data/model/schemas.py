@@ -19,6 +19,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("theta", pa.float64()),
         ]
     ),
+    # the qrels' gains alone, as mteb's float-gain support reads them (its ``gains`` config)
+    "gains": pa.schema([("query-id", STR), ("corpus-id", STR), ("gain", pa.float64())]),
     "top_ranked": pa.schema([("query-id", STR), ("corpus-ids", LIST_STR)]),
     "excluded": pa.schema([("query-id", STR), ("excluded-corpus-ids", LIST_STR)]),
     "pool": pa.schema(

@@ -64,3 +64,20 @@ def corpus_record(root: Path) -> dict[str, CorpusFileRecord]:
     return out
 
 
+def gains_table(qrels: pa.Table | pd.DataFrame) -> pa.Table:
+    """The ``gains`` table of a qrels table: its ``query-id``, ``corpus-id`` and ``gain``, row
+    for row (a null gain is 0.0), typed as the layout says."""
+    import pyarrow.compute as pc
+
+    table = qrels if isinstance(qrels, pa.Table) else pa.Table.from_pandas(qrels,
+                                                                          preserve_index=False)
+    gain = pc.fill_null(table.column("gain").cast(pa.float64()), 0.0)
+    return pa.table({"query-id": table.column("query-id").cast(pa.string()),
+                     "corpus-id": table.column("corpus-id").cast(pa.string()),
+                     "gain": gain}, schema=SCHEMAS["gains"])
+
+
+def write_gains(qrels: pa.Table | pd.DataFrame, root: Path, subset: str) -> None:
+    """Write ``{subset}/gains.parquet`` of ``root`` from the subset's qrels."""
+    write_parquet(gains_table(qrels), Path(root) / subset_file(subset, "gains"),
+                  SCHEMAS["gains"])

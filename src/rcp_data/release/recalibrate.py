@@ -12,6 +12,7 @@ side by side (:mod:`.agreement_gate`: a release that agrees less says so).
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
 import shutil
 from dataclasses import asdict, dataclass, field, replace
@@ -37,7 +38,7 @@ from rcp_data.model.layout import (
 from rcp_data.model.manifest import load_manifest
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.model.tables import write_parquet
+from rcp_data.model.tables import write_gains, write_parquet
 from rcp_data.release.agreement_gate import AgreementGate, agreement_gate
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             qrels["theta"] = theta
             qrels["gain"] = np.where(judged, gain(np.where(judged, theta, 0.0), params, link), 0.0)
             write_parquet(qrels, tmp / subset_file(subset, "qrels"), SCHEMAS["qrels"])
+            write_gains(qrels, tmp, subset)
         if thetas is not None and "theta_bt" in thetas.columns:
             _write_theta_bt(tmp, rel, spec, thetas)
         params.write(tmp / current.item_params)
@@ -277,7 +279,8 @@ def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | N
                 client: HubClient | None = None) -> Recalibration:
     """Release N+1 of ``release`` into ``out``, from a calibrate output folder (``fit``) or a
     refit run here from the raw answers (``rule``, ``tournament``, ``criteria``: the release's
-    own answers by default), with the diff against release N. ``release``: an opened release,
+    own answers by default; with neither, the rule release N recorded), with the diff against
+    release N; ``date`` defaults to today. ``release``: an opened release,
     a release directory or ``hf://datasets/OWNER/NAME@REV`` (:func:`open_release`; a Hub
     revision's commit sha is the previous release's revision when its history lacks it).
     ``spec``: the release's suite (default: the one the release names). ``out`` is checked
@@ -291,9 +294,11 @@ def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | N
     release, spec, out = opened.root, opened.spec, Path(out)
     previous_revision = previous_revision or opened.revision
     raw = rule is not None or tournament is not None or criteria is not None
-    if (fit is None) == (not raw):
+    if fit is not None and raw:
         raise UsageError("give a calibrate output (--fit) or refit from the raw answers "
-                         "(--rule, --tournament, --criteria), not both and not neither")
+                         "(--rule, --tournament, --criteria), not both")
+    # neither: refit from the release's own answers under the rule it recorded
+    date = date or _dt.date.today().isoformat()
     inputs = {"RELEASE_DIR": release, "--fit": fit, "--tournament": tournament,
               "--criteria": criteria}
     check_output_dir(out, RELEASE, inputs=inputs, force=force)

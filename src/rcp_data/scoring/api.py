@@ -52,12 +52,13 @@ def _runs_of(release: Release, *, include_judge: bool = False) -> ReleaseRuns:
 def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | None = None,
            view: str = "subsets", include_judge: bool = False,
            suite: str | SuiteSpec | None = None, client: HubClient | None = None,
-           progress: bool = False) -> ReplayResult:
+           progress: bool = False, without_positives: str = "skip") -> ReplayResult:
     """Replay a release's result tables from its qrels, top_ranked, excluded and
     provenance runs, as ``rcp-data replay`` does.
 
     ``k``: the cutoff; ``tie_rule``: ``"doc-id"``, ``"group-mean"`` or ``"pool-order"``
-    (default: the suite's paper rule); ``view``: ``"subsets"`` (default), or ``"native"`` /
+    (default: the suite's paper rule); ``without_positives``: ``"skip"`` (the paper's: qrel-nDCG
+    leaves out queries without a positive label) or ``"zero"`` (mteb's: they count); ``view``: ``"subsets"`` (default), or ``"native"`` /
     ``"languages"`` for suites with domains; ``include_judge``: also replay the judge's runs.
     ``suite`` and ``client`` are passed to :func:`~rcp_data.model.release.open_release` when
     ``release`` is not opened yet.
@@ -75,7 +76,8 @@ def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | No
     with bars(progress):
         data = _runs_of(rel, include_judge=include_judge)
         rule = tie_rule or default_tie_rule(data.spec, data.suite_known)
-        return replay_loaded(data, k=k, tie_rule=rule, view=view)
+        return replay_loaded(data, k=k, tie_rule=rule, view=view,
+                             without_positives=without_positives)
 
 
 def score(release: Release | str | Path,
@@ -83,7 +85,8 @@ def score(release: Release | str | Path,
           names: Sequence[str] | None = None, k: int = CARD_K, tie_rule: str | None = None,
           view: str = "subsets", depth: int | None = None,
           against: Sequence[str] | None = None, suite: str | SuiteSpec | None = None,
-          client: HubClient | None = None, progress: bool = False) -> ScoreResult:
+          client: HubClient | None = None, progress: bool = False,
+          without_positives: str = "skip") -> ScoreResult:
     """Score your own rankings on a release with the engine of the card's tables, as
     ``rcp-data score`` does.
 
@@ -92,19 +95,26 @@ def score(release: Release | str | Path,
     or ``{name: run}``. ``names``: a name per run (default: the file stem). ``depth``: only each
     query's ``depth`` best-scored candidates count. ``against``: published rerankers (short
     names or hub ids, or ``["all"]``) to compare each run with (paired t-test and bootstrap).
-    ``k``, ``tie_rule``, ``view``, ``suite``, ``client`` as for :func:`replay`.
+    ``k``, ``tie_rule``, ``view``, ``without_positives``, ``suite``, ``client`` as for
+    :func:`replay`.
 
     Returns a :class:`~rcp_data.scoring.score.ScoreResult`: ``result.mean(name)`` is a run's
-    RCP-nDCG@k (a fraction), ``result.coverage[name]`` what of the release it scores.
+    RCP-nDCG@k (a fraction), ``result.coverage[name]`` what of the release it scores,
+    ``result.revision`` the commit sha a Hub release resolved to.
     Raises :class:`~rcp_data.core.errors.NotFoundError` for a missing run file and
     :class:`~rcp_data.core.errors.InputError` for a malformed one.
     """
+    from dataclasses import replace
+
+    from rcp_data.model.release import Release
     from rcp_data.scoring.score import score_files
 
     rel = opened(release, suite=suite, client=client, progress=progress)
     with bars(progress):
-        return score_files(_runs_of(rel), runs, names, k=k, tie_rule=tie_rule, view=view,
-                           depth=depth, against=against)
+        result = score_files(_runs_of(rel), runs, names, k=k, tie_rule=tie_rule, view=view,
+                             depth=depth, against=against, without_positives=without_positives)
+    named = str(rel.root) if isinstance(release, Release) else str(release)
+    return replace(result, dataset=named, revision=rel.revision)
 
 
 def compare(tables: str | Path | ReplayResult, reference: str | Path | ReplayResult, *,

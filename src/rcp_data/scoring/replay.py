@@ -12,7 +12,9 @@ Follows the design note (``release-layout.md``, *Replaying the tables*):
 - qrel-nDCG: gains = ``qrels.score`` (negative grades count 0), ideal over all positive qrels
   of the query, also outside the pool; a query without a positive qrel (a grade the suite counts
   as positive, :meth:`~rcp_data.core.specs.SuiteSpec.positive_mask`; exclusions removed) is left
-  out of the mean;
+  out of the mean (the paper's convention, ``without_positives="skip"``), or counted with the
+  value its grades give, 0 where no document has a grade above 0 (``"zero"``: what mteb's
+  ``ndcg_at_k`` does, through pytrec_eval, in every mteb 2.x the task file supports);
 - mean over queries per subset, then the unweighted mean over subsets or view columns.
 
 Loading (:func:`load_release`) and scoring (:func:`score_queries`) are separate, so one load
@@ -35,7 +37,9 @@ import pyarrow.compute as pc
 from rcp_data.core.errors import InputError, SchemaError, UsageError, shown
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import (
+    DEFAULT_WITHOUT_POSITIVES,
     TIE_RULES,
+    WITHOUT_POSITIVES,
     SuiteSpec,
     positive_mask,
 )
@@ -517,16 +521,26 @@ def _check_models(subsets: dict[str, SubsetRuns], root: Path, spec: SuiteSpec) -
 
 
 # -- scoring -------------------------------------------------------------------------------------
+def _check_without_positives(value: str) -> None:
+    if value not in WITHOUT_POSITIVES:
+        raise UsageError(f"unknown --queries-without-positives {value!r}; choose one of "
+                         f"{', '.join(WITHOUT_POSITIVES)}")
+
+
 def score_subset(data: SubsetRuns, *, k: int = CARD_K,
-                 tie_rules: Sequence[str] = ("doc-id",)) -> dict[str, dict[str, np.ndarray]]:
+                 tie_rules: Sequence[str] = ("doc-id",),
+                 without_positives: str = DEFAULT_WITHOUT_POSITIVES,
+                 ) -> dict[str, dict[str, np.ndarray]]:
     """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``, plus
     ``count_ndcg`` / ``raw_bt_ndcg`` where the subset has their gains (ideal over the
     candidates; a query whose ideal is 0 scores 0).
 
-    qrel-nDCG is NaN for queries without a positive qrel (left out of means).
+    qrel-nDCG is NaN for queries without a positive qrel (left out of means) under
+    ``without_positives="skip"``; under ``"zero"`` it is what their grades give (mteb's).
     """
     if k < 1:
         raise UsageError(f"--k must be at least 1 (got {k})")
+    _check_without_positives(without_positives)
     ideal = ideal_dcg(data.ideal_offsets, data.ideal_gains, k)           # (2, Q)
     key = data.doc_key if "doc-id" in tie_rules else None
     extra = [m for m in BASELINE_METRICS if m in data.baselines]
@@ -535,7 +549,8 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
         return {r: dict.fromkeys(["rcp_ndcg", "qrel_ndcg", *extra], empty) for r in tie_rules}
     res = ndcg_at_k_rules(data.offsets, data.scores, data.gains, ideal, k=k,
                           tie_rules=list(tie_rules), doc_key=key)          # (R, 2, Q)
-    no_pos = ~data.has_positive
+    no_pos = ~data.has_positive if without_positives == "skip" \
+        else np.zeros(data.n_queries, dtype=bool)
     out = {}
     for rule, v in res.items():
         qrel = v[:, 1, :].copy()
@@ -552,17 +567,19 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
 
 
 def score_queries(data: ReleaseRuns, *, k: int = CARD_K,
-                  tie_rules: Sequence[str] = ("doc-id",)) -> pd.DataFrame:
+                  tie_rules: Sequence[str] = ("doc-id",),
+                  without_positives: str = DEFAULT_WITHOUT_POSITIVES) -> pd.DataFrame:
     """Long table of per-query values: ``tie_rule, subset, model, query-id, rcp_ndcg,
-    qrel_ndcg`` (qrel NaN where the query has no positive qrel), then ``count_ndcg`` and
-    ``raw_bt_ndcg`` when some subset has their gains (NaN in a subset without them)."""
+    qrel_ndcg`` (qrel NaN where the query has no positive qrel, under ``"skip"``), then
+    ``count_ndcg`` and ``raw_bt_ndcg`` when some subset has their gains (NaN in a subset
+    without them)."""
     for r in tie_rules:
         if r not in TIE_RULES:
             raise UsageError(f"unknown tie rule {r!r}; choose one of {', '.join(TIE_RULES)}")
     frames = []
     extra = [m for m in BASELINE_METRICS if any(m in s.baselines for s in data.subsets.values())]
     for name, sub in data.subsets.items():
-        res = score_subset(sub, k=k, tie_rules=tie_rules)
+        res = score_subset(sub, k=k, tie_rules=tie_rules, without_positives=without_positives)
         n_r, n_q = len(sub.models), sub.n_queries
         for rule in tie_rules:
             frame = pd.DataFrame({
@@ -633,6 +650,7 @@ class ReplayResult:
     spec: SuiteSpec
     per_query: pd.DataFrame                 # tie_rule, subset, model, query-id, rcp_ndcg, qrel_ndcg
     tables: dict[str, pd.DataFrame]         # {metric: models x (columns + mean)}, ALL_METRICS order
+    without_positives: str = DEFAULT_WITHOUT_POSITIVES
 
     @property
     def models(self) -> list[str]:
@@ -653,7 +671,8 @@ class ReplayResult:
                 str(m): {c: _num(v) for c, v in zip(columns, row, strict=True)}
                 for m, row in zip(table.index, values, strict=True)
             }
-        return {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "metrics": metrics}
+        return {"k": self.k, "tie_rule": self.tie_rule, "view": self.view,
+                "queries_without_positives": self.without_positives, "metrics": metrics}
 
     def markdown(self) -> str:
         """Both tables as in the cards (titles, short names, %, one decimal, Mean column)."""
@@ -677,23 +696,27 @@ def default_tie_rule(spec: SuiteSpec, known: bool) -> str:
 
 def replay_release(root: str | Path, spec: SuiteSpec | str | None = None, *, k: int = CARD_K,
                    tie_rule: str | None = None, view: str = "subsets",
-                   include_judge: bool = False) -> ReplayResult:
+                   include_judge: bool = False,
+                   without_positives: str = DEFAULT_WITHOUT_POSITIVES) -> ReplayResult:
     """Replay one table set of a release directory (see module docstring)."""
     spec, known = suite_spec(Path(root), spec, adhoc=True)
     spec.view_columns(view)                            # refuse a bad view before reading
     data = load_release(root, spec, include_judge=include_judge, known=known)
     rule = tie_rule or default_tie_rule(spec, known)
-    return replay_loaded(data, k=k, tie_rule=rule, view=view)
+    return replay_loaded(data, k=k, tie_rule=rule, view=view,
+                         without_positives=without_positives)
 
 
 def replay_loaded(data: ReleaseRuns, *, k: int = CARD_K, tie_rule: str = "doc-id",
-                  view: str = "subsets") -> ReplayResult:
+                  view: str = "subsets",
+                  without_positives: str = DEFAULT_WITHOUT_POSITIVES) -> ReplayResult:
     """Score and tabulate an already loaded release (one load, several rules or views)."""
     data.spec.view_columns(view)                       # refuse a bad view before scoring
-    per_query = score_queries(data, k=k, tie_rules=(tie_rule,))
+    per_query = score_queries(data, k=k, tie_rules=(tie_rule,),
+                              without_positives=without_positives)
     tables = summarize(per_query, data.spec, view=view, tie_rule=tie_rule)
     return ReplayResult(k=k, tie_rule=tie_rule, view=view, spec=data.spec, per_query=per_query,
-                        tables=tables)
+                        tables=tables, without_positives=without_positives)
 
 
 __all__ = [

@@ -12,7 +12,8 @@ user's run may lack or add:
   tie at the bottom and the tie rule orders them;
 - ``depth``: only the run's ``depth`` highest-scored candidates of a query count as scored;
 - a query the run scores no candidate of counts 0 on both metrics (``queries_missing``);
-  qrel-nDCG still leaves out queries without a positive label, as the card's tables do.
+  qrel-nDCG still leaves out queries without a positive label, as the card's tables do (with
+  ``without_positives="zero"`` it counts them, as mteb does).
 
 Nothing here prints: the result (:class:`ScoreResult`, frozen) renders itself as the card's
 tables (:meth:`ScoreResult.text`) or as ``rcp-data score --json`` (:meth:`ScoreResult.to_json`);
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.specs import TIE_RULES, SuiteSpec
+from rcp_data.core.specs import DEFAULT_WITHOUT_POSITIVES, TIE_RULES, SuiteSpec
 from rcp_data.model.card_format import CARD_K, render_markdown_table, table_title
 from rcp_data.scoring.replay import (
     ReleaseRuns,
@@ -102,6 +103,9 @@ class ScoreResult:
     tables: dict[str, pd.DataFrame]
     coverage: dict[str, RunCoverage]
     against: Against | None = None
+    without_positives: str = DEFAULT_WITHOUT_POSITIVES
+    dataset: str | None = None          # what the release was named by (path or hf:// ref)
+    revision: str | None = None         # the commit sha it resolved to (None: a local folder)
 
     def mean(self, name: str | None = None, metric: str = "rcp_ndcg") -> float:
         """The Mean column of one run (default: the only or first run), as a fraction."""
@@ -113,8 +117,9 @@ class ScoreResult:
         metrics = {m: {n: {str(c): _num(self.tables[m].at[n, c])
                            for c in self.tables[m].columns} for n in self.names}
                    for m in self.tables}
-        out = {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "depth": self.depth,
-               "metrics": metrics,
+        out = {"dataset": self.dataset, "revision": self.revision,
+               "k": self.k, "tie_rule": self.tie_rule, "view": self.view, "depth": self.depth,
+               "queries_without_positives": self.without_positives, "metrics": metrics,
                "runs": {n: self.coverage[n].to_json() for n in self.names}}
         if self.against is not None:
             from rcp_data.scoring.against import RESAMPLES, SEED, against_json
@@ -279,10 +284,12 @@ def _zero_missing(per_query: pd.DataFrame, coverage: dict[str, RunCoverage]) -> 
 def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
                sources: dict[str, str] | None = None, k: int = CARD_K,
                tie_rule: str | None = None, view: str = "subsets",
-               depth: int | None = None, against: Sequence[str] | None = None) -> ScoreResult:
+               depth: int | None = None, against: Sequence[str] | None = None,
+               without_positives: str = DEFAULT_WITHOUT_POSITIVES) -> ScoreResult:
     """Score the user's ``runs`` (``{name: long table}``) on the loaded release ``data``;
     ``against``: published rerankers (short names or hub ids, or ``["all"]``) to compare each
-    run with (:mod:`rcp_data.scoring.against`)."""
+    run with (:mod:`rcp_data.scoring.against`); ``without_positives``: ``"skip"`` (the
+    paper's) or ``"zero"`` (mteb's) for queries without a positive label in qrel-nDCG."""
     rule = tie_rule or default_tie_rule(data.spec, data.suite_known)
     if rule not in TIE_RULES:
         raise UsageError(f"unknown tie rule {rule!r}; choose one of {', '.join(TIE_RULES)}")
@@ -295,23 +302,27 @@ def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
         check_run_name(name)
     sources = sources or {n: n for n in runs}
     aligned, coverage = align_runs(data, runs, sources, depth=depth)
-    per_query = _zero_missing(score_queries(aligned, k=k, tie_rules=(rule,)), coverage)
+    per_query = _zero_missing(score_queries(aligned, k=k, tie_rules=(rule,),
+                                            without_positives=without_positives), coverage)
     tables = summarize(per_query, data.spec, view=view, tie_rule=rule)
     names = list(runs)
     tables = {m: t.reindex(names) for m, t in tables.items()}
-    compared = _against(data, per_query, names, against, k=k, tie_rule=rule, view=view) \
-        if against else None
+    compared = _against(data, per_query, names, against, k=k, tie_rule=rule, view=view,
+                        without_positives=without_positives) if against else None
     return ScoreResult(k=k, tie_rule=rule, view=view, depth=depth, spec=data.spec, names=names,
-                       per_query=per_query, tables=tables, coverage=coverage, against=compared)
+                       per_query=per_query, tables=tables, coverage=coverage, against=compared,
+                       without_positives=without_positives)
 
 
 def _against(data: ReleaseRuns, per_query: pd.DataFrame, names: list[str],
-             wanted: Sequence[str], *, k: int, tie_rule: str, view: str) -> Against:
+             wanted: Sequence[str], *, k: int, tie_rule: str, view: str,
+             without_positives: str) -> Against:
     """Each run vs each of the ``wanted`` published rerankers (paired, per view column)."""
     from rcp_data.scoring.against import compare_run, resolve_models
 
     models = resolve_models(data.spec, data.models, wanted)
-    published = score_queries(data, k=k, tie_rules=(tie_rule,))
+    published = score_queries(data, k=k, tie_rules=(tie_rule,),
+                              without_positives=without_positives)
     return {name: {m: compare_run(per_query, published, data.spec, name, m, view=view)
                    for m in models} for name in names}
 

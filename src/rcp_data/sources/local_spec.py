@@ -183,13 +183,15 @@ class InitResult:
     path: Path
     found: Found
     todos: tuple[str, ...]
+    text: str = ""           # the spec's TOML (what ``out`` "-" prints)
 
 
 def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
                fmt: str | None = None, subset_column: str = "", split: str = "test",
                force: bool = False) -> InitResult:
     """Inspect ``data`` (a folder, or ``irds:ID[,ID...]``) and write the spec of suite ``name``
-    to ``out`` (new, or ``force``);
+    to ``out`` (new, or ``force``; ``"-"``: no file, the text in the result, its data paths
+    relative to the working folder);
     the spec is read back (every key checked) before the file is put in place."""
     from rcp_data.core.specs import load_spec_file
     from rcp_data.sources.local_files import IRDS, inspect_folder, inspect_irds, subset_name
@@ -197,8 +199,9 @@ def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
     if subset_name(name) != name:
         raise UsageError(f"a suite name holds lower-case letters, digits and '_' only, e.g. "
                          f"{subset_name(name)!r}")
-    out = Path(out)
-    if out.exists() and not force:
+    to_stdout = str(out) == "-"
+    out = Path(f"{name}.toml") if to_stdout else Path(out)
+    if out.exists() and not force and not to_stdout:
         raise UsageError(f"{out} exists; give --force to replace it")
     if str(data).startswith(IRDS):
         found = inspect_irds([i for i in str(data)[len(IRDS):].split(",") if i])
@@ -208,6 +211,14 @@ def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
                   if "=" in m and Path(m.split("=", 1)[1]).is_dir()
                   else str(Path(m).resolve()) if Path(m).is_dir() else m for m in answers.dense)
     text = spec_text(name, found, replace(answers, dense=dense), out)
+    if to_stdout:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            check = Path(folder) / out.name
+            check.write_text(text, encoding="utf-8")
+            spec = load_spec_file(check)
+        return InitResult(Path("-"), found, spec.todo, text)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -217,7 +228,7 @@ def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
         tmp.unlink()
         raise
     tmp.replace(out)
-    return InitResult(out, found, spec.todo)
+    return InitResult(out, found, spec.todo, text)
 
 
 __all__ += ["InitResult", "init_suite"]

@@ -39,7 +39,7 @@ from rcp_data.model.layout import (
 )
 from rcp_data.model.manifest import BuildManifest, CalibrationRecord, JudgeRecord
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
-from rcp_data.model.tables import corpus_record, write_parquet
+from rcp_data.model.tables import corpus_record, write_gains, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_build
 from rcp_data.stages.inputs.contract import TOURNAMENT_FILE, BuildInputs
@@ -360,6 +360,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
 def _write_subset(tmp: Path, b: SubsetBuild) -> None:
     write_parquet(b.queries, tmp / subset_file(b.name, "queries"), _queries_schema(b.queries))
     write_parquet(b.qrels, tmp / subset_file(b.name, "qrels"), SCHEMAS["qrels"])
+    write_gains(b.qrels, tmp, b.name)
     write_parquet(b.top_ranked, tmp / subset_file(b.name, "top_ranked"), SCHEMAS["top_ranked"])
     if b.excluded is not None:
         write_parquet(b.excluded, tmp / subset_file(b.name, "excluded"), SCHEMAS["excluded"])

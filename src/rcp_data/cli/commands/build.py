@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rcp_data.cli.options import add_source_option, source_options
+from rcp_data.cli.options import add_source_option, out_folder, source_options
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import shown_suites, suite_key
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(repeatable)")
     p.add_argument("--inputs", type=Path, required=True,
                    help="builder inputs folder (judge/, first_stage/, runs/)")
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=out_folder, required=True,
                    help="release directory to write (new or empty; apart from --inputs)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a release folder built earlier")

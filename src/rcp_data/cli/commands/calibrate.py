@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "enters only if every shown document has a score in [-5, 5] and a "
                         "rank; hard-fallback: also unreadable windows with a complete ranking, "
                         "as hard preferences)")
-    p.add_argument("--out", required=True, type=Path,
+    p.add_argument("--out", required=True, type=out_folder,
                    help="output folder (new or empty; written atomically)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a calibration written earlier")
@@ -52,6 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the Stage A and MAP fits run (default cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the fit as JSON (method, item parameters, diagnostics, --out)")
     p.set_defaults(func=handler)
 
 
@@ -73,6 +76,12 @@ def handler(args: argparse.Namespace) -> int:
                           device=args.device, progress=not args.no_progress, force=args.force,
                           tournament=args.tournament, rule=args.rule)
     d = cal.diagnostics
+    if args.json:
+        from rcp_data.cli.formats import print_json
+
+        print_json({"out": str(args.out), "method": cal.method,
+                    "item_params": cal.params.to_dict(), "diagnostics": d})
+        return 0
     rr = d["reading_rule"]
     if "stage_a" in d:
         a = d["stage_a"]

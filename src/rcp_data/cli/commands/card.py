@@ -107,8 +107,10 @@ def _diagnostics(root: Path, spec) -> list[Path]:
 
 
 def _regenerate(args: argparse.Namespace) -> int:
+    from rcp_data.cli.options import dataset_revision
     from rcp_data.release.regenerate import regenerate
 
+    args.repo, args.revision = dataset_revision(args.dataset, args.repo, args.revision)
     result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite,
                         client=args.hub_client)
     if result.commit is None:
@@ -142,9 +144,14 @@ def register(subparsers) -> None:
                        help="publish a commit updating only the card, task file, releases.json",
                        description="Render the card, task file and releases.json of a "
                        "published release again and commit only those files on --branch, on "
-                       "top of --revision; no tag is moved.")
-    g.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
-    g.add_argument("--revision", required=True, help="the branch head to build on")
+                       "top of the revision named (hf://datasets/OWNER/NAME@REV, or --repo and "
+                       "--revision); no tag is moved.")
+    g.add_argument("dataset", nargs="?", metavar="hf://datasets/OWNER/NAME@REV",
+                   help="the dataset revision to build on (the head of --branch); "
+                   "--repo/--revision are the same, spelled apart")
+    g.add_argument("--repo", metavar="OWNER/NAME",
+                   help="dataset repo id (with --revision: an alias of the hf:// name)")
+    g.add_argument("--revision", help="tag, branch or commit sha, 7+ hex (with --repo)")
     g.add_argument("--branch", default="main", help="the branch to commit on (default main)")
     g.add_argument("--suite", type=suite_key, help="suite name (default: read from the repo)")
     g.set_defaults(func=_regenerate)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from rcp_data.cli.formats import add_format_option, chosen, print_json, records
 from rcp_data.core.specs import suite_key
 
 
@@ -26,18 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="suite spec (default: inferred)")
     p.add_argument("--known-deviations", type=Path, default=None,
                    help="known deviations file (default provenance/known_deviations.json)")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_format_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rcp_data.scoring.compare import compare_files
 
+    fmt = chosen(args)
     result = compare_files(args.tables, args.against, suite=args.suite,
                            known_path=args.known_deviations)
-    if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+    if fmt == "json":
+        print_json(result.to_json())
+    elif fmt == "table":
         print(result.summary())
+    else:
+        sys.stdout.write(records(result.rows, fmt))
     return 0 if result.ok else 1

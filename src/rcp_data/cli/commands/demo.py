@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "release 2), publish both to an embedded local Hub as tagged revisions, list them, "
         "verify both by tag, and stop the Hub.",
     )
-    p.add_argument("--out", type=Path, default=Path("demo-out"),
+    p.add_argument("--out", type=out_folder, default=Path("demo-out"),
                    help="folder to write (new or empty; default demo-out)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a demo written earlier")

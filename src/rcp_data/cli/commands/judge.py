@@ -16,6 +16,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--pool", required=True,
                      help="a release directory or hf://datasets/OWNER/NAME@REV")
     run.add_argument("--store", required=True, type=Path, help="the run's store (append-only)")
-    run.add_argument("--out", required=True, type=Path,
+    run.add_argument("--out", required=True, type=out_folder,
                      help="where judge/tournament.parquet etc. are written")
     run.add_argument("--endpoint", action="append", required=True, metavar="URL",
                      help="an OpenAI-compatible base URL (.../v1); repeat for replicas")
@@ -106,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         description="Parse a store's raw answers again (e.g. after a parser "
                         "fix) into a new store; calls no judge.")
     rp.add_argument("--store", required=True, type=Path, help="the run's store (read only)")
-    rp.add_argument("--out", required=True, type=Path, help="a new store for the re-read")
+    rp.add_argument("--out", required=True, type=out_folder, help="a new store for the re-read")
     rp.set_defaults(func=handle_reparse)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 
 
@@ -26,21 +27,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
     p.add_argument("--rule", choices=("complete", "hard-fallback"),
                    help="refit from the raw answers, reading the Stage A tournament with this "
-                        "rule (default: the rule release N recorded)")
+                        "rule (default, without --fit: the rule release N recorded)")
     p.add_argument("--tournament", type=Path,
                    help="Stage A answers parquet (default: the release's own)")
     p.add_argument("--criteria", type=Path,
                    help="Stage B verdict parquet (default: the release's own)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where a refit runs (default cpu)")
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=out_folder, required=True,
                    help="release directory to write (new or empty; apart from the inputs)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a release folder written earlier")
     p.add_argument("--previous-revision", help="commit sha of release N (when its releases.json "
                    "still says 'this commit')")
     p.add_argument("--summary", default="", help="one-line summary of the release")
-    p.add_argument("--date", help="release date YYYY-MM-DD")
+    p.add_argument("--date", help="release date YYYY-MM-DD (default today)")
     p.add_argument("--json", action="store_true", help="print the diff report as JSON")
     p.set_defaults(func=run)
 

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from rcp_data.cli.formats import add_format_option, chosen, print_json, records
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", required=True, metavar="OWNER/NAME", help="dataset repo id")
     p.add_argument("--branch", default="main",
                    help="the branch whose releases.json is read (default main)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_format_option(p)
     p.set_defaults(func=_list)
 
     p = sub.add_parser("render-md", help="render RELEASES.md from the release histories",
@@ -82,7 +83,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "suite's packaged history or a releases.json file.")
     p.add_argument("source", metavar="SUITE|RELEASES_JSON",
                    help="a suite name (its release/<suite>.json) or a releases.json path")
-    p.add_argument("--text", action="store_true", help="tab-separated instead of Markdown")
+    p.add_argument("--text", action="store_true",
+                   help="the card's tab-separated text table instead of Markdown")
+    add_format_option(p)
     p.set_defaults(func=_table)
 
     parser.set_defaults(func=lambda args: _usage(parser))
@@ -128,11 +131,14 @@ def _publish(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from rcp_data.release.refs import list_releases, render_listing
 
+    fmt = chosen(args)
     listing = list_releases(args.repo, branch=args.branch, client=args.hub_client)
-    if args.json:
+    if fmt == "json":
         print(json.dumps(listing.to_dict(), indent=2))
-    else:
+    elif fmt == "table":
         print(render_listing(listing), end="")
+    else:
+        sys.stdout.write(records(listing.to_dict()["releases"], fmt))
     return 0 if listing.ok else 1
 
 
@@ -151,7 +157,11 @@ def _render_md(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from rcp_data.documents.releases_md import render_release_table, render_release_table_text
+    from rcp_data.documents.releases_md import (
+        release_table_rows,
+        render_release_table,
+        render_release_table_text,
+    )
     from rcp_data.model.history import history_path, read_history
 
     path = Path(args.source)
@@ -159,7 +169,15 @@ def _table(args: argparse.Namespace) -> int:
         path = history_path(args.source)
         if not path.exists():
             raise UsageError(f"{args.source!r} is neither a file nor a suite with a history")
+    fmt = chosen(args)
+    if args.text and fmt != "table":
+        raise UsageError(f"--text and --format {fmt} disagree; give one")
     history = read_history(path)
-    print(render_release_table_text(history) if args.text else render_release_table(history),
-          end="")
+    if fmt == "json":
+        print_json(release_table_rows(history))
+    elif fmt in ("tsv", "csv"):
+        sys.stdout.write(records(release_table_rows(history), fmt))
+    else:
+        print(render_release_table_text(history) if args.text
+              else render_release_table(history), end="")
     return 0

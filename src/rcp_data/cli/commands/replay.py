@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from rcp_data.cli.formats import add_format_option, chosen, metric_tables, print_json
+from rcp_data.cli.options import add_without_positives_option
 from rcp_data.core.specs import TIE_RULES, VIEWS, suite_key
 from rcp_data.model.card_format import CARD_K
 
@@ -16,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="replay RCP-nDCG@k and qrel-nDCG@k tables from a release directory",
         description="Compute per model the mean RCP-nDCG@k and qrel-nDCG@k per subset (or view "
         "column) and their unweighted mean, from the release's qrels, top_ranked, excluded "
-        "and provenance runs. Prints the cards' Markdown tables, or JSON with --json.",
+        "and provenance runs. Prints the cards' Markdown tables, TSV/CSV (--format) or JSON (--json).",
     )
     p.add_argument("path", help="release directory in the published layout, or "
                    "hf://datasets/OWNER/NAME@REV (only the tables a replay reads, never the "
@@ -30,20 +31,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-judge", action="store_true", help="also replay is_judge runs")
     p.add_argument("--suite", type=suite_key, default=None,
                    help="suite spec to read the release with (default: detected)")
-    p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
+    add_without_positives_option(p)
+    add_format_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rcp_data.scoring.api import replay
 
+    fmt = chosen(args)
     # bars as the CLI's output settings say (-q: none; a terminal: ours and the Hub's)
     result = replay(args.path, suite=args.suite, client=args.hub_client, k=args.k,
                     tie_rule=args.tie_rule, view=args.view, include_judge=args.include_judge,
-                    progress=not args.quiet)
-    if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+                    progress=not args.quiet, without_positives=args.without_positives)
+    if fmt == "json":
+        print_json(result.to_json())
+    elif fmt == "table":
         sys.stdout.write(result.markdown())
+    else:
+        sys.stdout.write(metric_tables(result.tables, fmt, first="model"))
     return 0

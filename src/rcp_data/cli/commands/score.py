@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from rcp_data.cli.formats import add_format_option, chosen, metric_tables, print_json
+from rcp_data.cli.options import add_without_positives_option
 from rcp_data.core.specs import TIE_RULES, VIEWS
 from rcp_data.model.card_format import CARD_K
 
@@ -54,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "score", help="score your own rankings (RCP-nDCG@10 and qrel-nDCG@10) on a release",
         description="Score one or more rankings against a dataset revision with the engine "
         "of the card's tables: RCP-nDCG@k and qrel-nDCG@k per subset (or view column) and "
-        "their unweighted mean. Prints the card's table layout, or JSON with --json.",
+        "their unweighted mean. Prints the card's table layout, TSV/CSV (--format) or JSON "
+        "(--json: also the dataset's resolved commit sha).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset",
@@ -80,21 +82,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "every candidate it scores)")
     p.add_argument("--against", nargs="+", default=None, metavar="MODEL",
                    help="published rerankers to compare with (short names or hub ids), or all")
-    p.add_argument("--json", action="store_true", help="print unrounded fractions as JSON")
+    add_without_positives_option(p)
+    add_format_option(p)
     q = p.add_argument_group("with --qrels")
     q.add_argument("--gain", choices=("linear", "exp"), default="linear",
                    help="linear: the grade (default, trec_eval's); exp: 2^grade - 1")
     q.add_argument("--judged-only", action="store_true",
                    help="remove unjudged documents from each run before ranking")
     q.add_argument("--per-query", action="store_true", help="also print each query's value")
-    q.add_argument("--format", choices=("table", "tsv", "csv", "json"), default=None,
-                   help="output format (default table; --json means json)")
     q.add_argument("--correction", choices=("holm", "bonferroni"), default=None,
                    help="adjust the pairs' p-values over the family of pairs")
     p.set_defaults(func=run)
 
 
-QRELS_ONLY = ("gain", "judged_only", "per_query", "format", "correction")
+QRELS_ONLY = ("gain", "judged_only", "per_query", "correction")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,12 +115,16 @@ def run(args: argparse.Namespace) -> int:
 
     result = score(args.dataset, args.runs, names=args.name, client=args.hub_client, k=args.k,
                    tie_rule=args.tie_rule, view=args.view, depth=args.depth,
-                   against=args.against, progress=not args.quiet)
-    if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+                   against=args.against, progress=not args.quiet,
+                   without_positives=args.without_positives)
+    fmt = chosen(args)
+    if fmt == "json":
+        print_json(result.to_json())
+    elif fmt == "table":
         sys.stdout.write(result.text())
+    else:
+        sys.stdout.write(metric_tables({m: t.loc[result.names] for m, t in result.tables.items()},
+                                       fmt, first="run"))
     return 0
 
 
@@ -127,11 +132,13 @@ def run_qrels(args: argparse.Namespace, ks: list[int]) -> int:
     from rcp_data.core.errors import UsageError
     from rcp_data.scoring.qrels_score import DEFAULT_TIE_RULE, score_qrels
 
-    if args.against or args.depth is not None or args.view != "subsets":
-        raise UsageError("--against, --depth and --view need a release (--dataset)")
+    if args.against or args.depth is not None or args.view != "subsets" \
+            or args.without_positives != "skip":
+        raise UsageError("--against, --depth, --view and --queries-without-positives need a "
+                         "release (--dataset)")
     result = score_qrels(args.qrels, args.runs, names=args.name, k=ks, gain=args.gain,
                          judged_only=args.judged_only,
                          tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction)
-    fmt = args.format or ("json" if args.json else "table")
+    fmt = chosen(args)
     sys.stdout.write(result.render(fmt, per_query=args.per_query))
     return 0

@@ -18,7 +18,7 @@ import logging
 import sys
 from pathlib import Path
 
-from rcp_data.cli.options import add_source_option, source_options
+from rcp_data.cli.options import add_source_option, out_folder, source_options
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "qrels/<split>.tsv), TREC (topics.tsv|topics.txt, qrels.txt, corpus.tsv|"
                    ".jsonl) or CSV (corpus.csv, queries.csv, qrels.csv), itself or one "
                    "sub-folder per subset; or irds: and ir_datasets ids (one subset each)")
-    p.add_argument("--out", type=Path, help="spec file to write (default: NAME.toml here)")
+    p.add_argument("--out", type=Path,
+                   help="spec file to write (default: NAME.toml here; '-': stdout)")
     p.add_argument("--force", action="store_true", help="replace --out when it exists")
     p.add_argument("--format", choices=("beir", "trec", "csv"),
                    help="the files' format (default: found from the file names)")
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "dense) and the pools a judge is shown, into DIR/first_stage/ and "
                            "DIR/pools.parquet (the builder-input layout).")
     p.add_argument("--spec", type=Path, required=True, help="the suite's spec file")
-    p.add_argument("--out", type=Path, required=True, help="builder inputs folder to write into")
+    p.add_argument("--out", type=out_folder, required=True, help="builder inputs folder to write into")
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
                    help="the model of a dense retriever the spec fuses (repeatable)")
     add_source_option(p)
@@ -121,6 +122,11 @@ def run_init(args: argparse.Namespace) -> int:
     result = init_suite(args.name, args.data, out, answers, fmt=args.format,
                         subset_column=args.subset_column, split=args.split, force=args.force)
     found = result.found
+    if str(out) == "-":
+        if args.json:
+            raise UsageError("--out - prints the spec; --json cannot print beside it")
+        sys.stdout.write(result.text)
+        return 0
     say(args, f"wrote {out}: suite {args.name}, {len(found.subsets)} subset(s) "
         f"({found.format}), grades {found.grades[0]}..{found.grades[1]}, positive >= "
         f"{positive}")

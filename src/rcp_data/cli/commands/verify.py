@@ -42,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", nargs="?", default=None,
                    help="a local release directory or hf://datasets/OWNER/NAME@REV")
-    p.add_argument("--repo", default=None, help="dataset repo OWNER/NAME on the Hub")
+    p.add_argument("--repo", default=None, help="dataset repo OWNER/NAME on the Hub (with "
+                   "--revision: an alias of hf://datasets/OWNER/NAME@REV)")
     p.add_argument("--revision", default=None, help="tag, branch or commit sha, 7+ hex (with --repo)")
     p.add_argument("--reference", type=Path, default=None,
                    help="the paper's numbers (default: the project's provenance/paper_values.json)")
