@@ -171,3 +171,32 @@ def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):
     for stage in ("A", "B"):
         assert rec["usage"][stage]["documents_cut"] > 0
         assert rec["usage"][stage]["tokens_cut"] >= rec["usage"][stage]["documents_cut"]
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_pool_without_texts_one_line_exit_2_nothing_written(demo_data, server, tmp_path,
+                                                            capsys, case):
+    """A pooled document whose corpus row is gone, or whose text is empty: one line naming
+    the corpus file, the query and the document; exit 2; no store, no tables."""
+    pools = tmp_path / "pools"
+    assert main(["-q", "build", "demo", "--inputs", str(demo_data / "inputs"), "--out",
+                 str(pools), "--until", "pools"]) == 0
+    pool = pd.read_parquet(pools / "provenance/pool/alpha.parquet")
+    first = pool.sort_values(["query-id", "pool_rank"]).iloc[0]
+    corpus_path = pools / "alpha/corpus.parquet"
+    corpus = pd.read_parquet(corpus_path)
+    hit = corpus["id"].astype(str) == str(first["corpus-id"])
+    assert hit.sum() == 1
+    if case == "missing":
+        corpus = corpus[~hit]
+    else:
+        corpus.loc[hit, "text"] = "  "
+        if "title" in corpus.columns:
+            corpus.loc[hit, "title"] = None
+    corpus.to_parquet(corpus_path, index=False)
+    capsys.readouterr()
+    assert _run(pools, server, tmp_path) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert str(first["corpus-id"]) in err and "has no text" in err and "alpha" in err
+    assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
