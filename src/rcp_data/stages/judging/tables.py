@@ -49,7 +49,7 @@ def tournament_table(records: list[dict], query_order: dict[str, int], *,
     split = []
     for r in _ordered(records, "A", query_order):
         values = r["values"] or [None] * len(r["docs"])
-        ranks = _ranks(values)
+        ranks = r.get("ranks") or _ranks(values)  # an imported store states its ranking
         finish = r["finish_reason"] or r["category"] or "none"
         for pos, (doc, v, k) in enumerate(zip(r["docs"], values, ranks, strict=True)):
             cols["query-id"].append(r["query_id"])
@@ -115,8 +115,15 @@ def export_tables(store: Path, out: Path, query_order: list[str], *, with_split:
                   judge: dict | None = None, extra: dict | None = None) -> dict:
     """Write ``out/judge/{tournament,criteria}.parquet``, ``judge.json`` and ``judging.json``
     from the store; return the judging record."""
-    identity = read_identity(store)
-    records = read_records(store)
+    return write_tables(read_records(store), read_identity(store), out, query_order,
+                        with_split=with_split, judge=judge, extra=extra)
+
+
+def write_tables(records: list[dict], identity: dict, out: Path, query_order: list[str], *,
+                 with_split: bool = False, judge: dict | None = None,
+                 extra: dict | None = None) -> dict:
+    """The builder inputs of ``records`` (store records, or an imported store's converted to
+    them) under ``identity``; return the judging record."""
     order = {k: i for i, k in enumerate(query_order)}
     judge_dir = Path(out) / "judge"
     judge_dir.mkdir(parents=True, exist_ok=True)
@@ -185,4 +192,4 @@ def judging_record(judging: dict) -> dict:
 
 
 __all__ = ["criteria_table", "export_tables", "judging_record", "reparse_records",
-           "tournament_table", "usage_by_stage"]
+           "tournament_table", "usage_by_stage", "write_tables"]
