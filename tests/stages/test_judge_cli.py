@@ -154,6 +154,20 @@ def test_simulated_judge_run_calibrate_build(demo_data, server, tmp_path):
     assert j["stages"]["A"]["calls"] == rec["usage"]["A"]["calls"] > 0
     assert "documents_cut" in j["stages"]["B"]
     assert manifest["judge"]["model"] == MODEL
+    runs = [json.loads(x) for x in (tmp_path / "s/runs.jsonl").read_text().splitlines()]
+    assert j["runs"] == len(runs) == 1 and j["wall_seconds"] == runs[0]["seconds"] > 0
+    assert j["stages"]["A"]["seconds_in_calls"] > 0
+    # the release record made from this build carries the prompts' and the rubric's sha256
+    from rcp_data.model.history import new_release_history
+    from rcp_data.model.manifest import BuildManifest
+
+    history = new_release_history(BuildManifest.from_dict(manifest), repo="o/demo",
+                                  suite="demo", synthetic=True)
+    entry = history.releases[-1].judge
+    assert entry == {"model": MODEL, "revision": manifest["judge"]["revision"],
+                     "prompt_a_sha256": j["prompt_a_sha256"],
+                     "prompt_b_sha256": j["prompt_b_sha256"],
+                     "rubric_sha256": j["rubric_sha256"]}
 
 
 def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):

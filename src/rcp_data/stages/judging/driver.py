@@ -217,6 +217,10 @@ class Judging:
             elif isinstance(r, BaseException):
                 raise r
         self.summary.seconds = time.monotonic() - started
+        self.store.log_run({"seconds": round(self.summary.seconds, 3),
+                            "calls": self.summary.calls,
+                            "windows_new": self.summary.windows_new,
+                            "complete": self.summary.complete})
         return self.summary
 
 
