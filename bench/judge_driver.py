@@ -107,6 +107,8 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
 
 
 def main() -> int:
+    from rcp_data.stages.judging.driver import run_async
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[128, 256, 512])
     p.add_argument("--latency", type=float, default=0.2)
@@ -120,7 +122,7 @@ def main() -> int:
     proc, url = start_server(args.latency)
     try:
         for c in args.concurrency:
-            r = asyncio.run(one_run(url, pool, c, args.seconds, args.warmup))
+            r = run_async(one_run(url, pool, c, args.seconds, args.warmup))
             r["ideal_calls_per_s"] = c / args.latency
             r["share_of_ideal"] = round(r["calls_per_s"] / r["ideal_calls_per_s"], 3)
             results["runs"].append(r)
@@ -129,7 +131,7 @@ def main() -> int:
         proc.terminate()
     proc, url = start_server(0.0)
     try:
-        r = asyncio.run(one_run(url, pool, 64, min(args.seconds, 20.0), 2.0))
+        r = run_async(one_run(url, pool, 64, min(args.seconds, 20.0), 2.0))
         results["instant"] = r
         print(json.dumps({"instant": r}), flush=True)
     finally:

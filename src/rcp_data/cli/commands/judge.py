@@ -12,7 +12,6 @@ judge; ``import`` turns a judgement store of the authors' toolkit into the same 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 
@@ -172,7 +171,7 @@ def handle_plan(args: argparse.Namespace) -> int:
 def handle_run(args: argparse.Namespace) -> int:
     from rcp_data.stages.judging.budget import TokenCounter
     from rcp_data.stages.judging.client import ChatClient, ClientSettings
-    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool
+    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool, run_async
     from rcp_data.stages.judging.prompts import load_prompts
     from rcp_data.stages.judging.tables import export_tables
 
@@ -193,8 +192,8 @@ def handle_run(args: argparse.Namespace) -> int:
     _check_budgets(pool, prompts, schedule, counter, run)
     identity = judge_identity(args.model, args.judge_revision, prompts, schedule, pool, run,
                               args.temperature)
-    summary = asyncio.run(judge_pool(pool, prompts, schedule, args.store, identity, client,
-                                     counter, run))
+    summary = run_async(judge_pool(pool, prompts, schedule, args.store, identity, client,
+                                   counter, run))
     synthetic = "SIMULATED" in args.model or release.synthetic
     judge = {"model": args.model, "revision": args.judge_revision,
              "short": args.model.split("/")[-1][:24]}

@@ -28,6 +28,16 @@ RUNS = "runs.jsonl"
 STORE_SCHEMA = "rcp-data.judge-store/1"
 
 
+try:  # orjson (the judge extra): the same JSON line, UTF-8, several times faster
+    import orjson
+
+    def _line(record: dict) -> bytes:
+        return orjson.dumps(record) + b"\n"
+except ImportError:  # pragma: no cover - json is the fallback
+    def _line(record: dict) -> bytes:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def identity_digest(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
@@ -142,8 +152,8 @@ class Store:
         if record["id"] in self.records:
             return
         self.records[record["id"]] = record
-        self._out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
-        self._out.flush()
+        self._out.write(_line(record))
+        self._out.flush()  # one write per record: a kill leaves at most a torn last line
 
     def log_run(self, entry: dict) -> None:
         """One line for a run that ended (wall time, calls)."""
