@@ -214,3 +214,33 @@ def test_pool_without_texts_one_line_exit_2_nothing_written(demo_data, server, t
     assert len(err.splitlines()) == 1, err
     assert str(first["corpus-id"]) in err and "has no text" in err and "alpha" in err
     assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
+
+
+def test_simulated_judge_to_published_and_verified_release(demo_data, server, tmp_path,
+                                                            capsys, hub_repo):
+    """demo pools -> SIMULATED judge run -> calibrate -> build -> publish -> verify, exit 0;
+    the published releases.json and build manifest carry the prompts' and the rubric's
+    sha256, the usage and the cut census."""
+    from support.judge_pipeline import judged_release
+
+    r = judged_release(demo_data, tmp_path, capsys, endpoint=server.url, model=MODEL,
+                       repo=hub_repo, run_args=("--context-tokens", "4096"))
+    assert r["built"]["queries"] == 2
+    rec = json.loads((r["judge"] / "judging.json").read_text())
+    ident = rec["identity"]["prompts"]
+    history = json.loads((r["release"] / "provenance/releases.json").read_text())
+    judge = history["releases"][-1]["judge"]
+    assert judge["model"] == MODEL
+    assert (judge["prompt_a_sha256"], judge["prompt_b_sha256"], judge["rubric_sha256"]) == (
+        ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"])
+    recorded = json.loads(next(r["histories"].glob("*.json")).read_text())
+    assert recorded["releases"][-1]["judge"] == judge
+    manifest = json.loads((r["release"] / "provenance/build_manifest.json").read_text())
+    j = manifest["parameters"]["judging"]
+    from rcp_data.stages.judging.settings import make_schedule, plan_query
+
+    plan = plan_query(20, make_schedule("full"))  # the demo's pools hold 20 documents
+    for stage, total in (("A", plan.total_a), ("B", plan.total_b)):
+        assert j["stages"][stage]["windows"] == rec["usage"][stage]["windows"] == 2 * total
+        assert j["stages"][stage]["calls"] >= 2 * total
+    assert j["stages"]["B"]["documents_cut"] == 0  # 4,096 tokens hold every demo window
