@@ -302,7 +302,7 @@ def _pipeline(tmp_path: Path, capsys, monkeypatch, *, name: str, positive: int, 
     # publish and verify find a spec outside the package through $RCP_DATA_BUILDERS
     monkeypatch.setenv("RCP_DATA_BUILDERS", str(spec_file.parent))
     code, _, err = _run(capsys, "release", "publish", str(release), "--repo", repo,
-                        "--create-repo")
+                        "--create-repo", "--record-to", str(tmp_path / "records"))
     assert code == 0, err
     return spec_file, release, built["tag"]
 
@@ -325,7 +325,8 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
         first = pq.read_table(release / "provenance/first_stage/grammar_01.parquet").to_pandas()
         assert set(first["retriever"]) == {"minilm", "bm25", "rrf_fused"}
         code, out, err = _run(capsys, "verify", "--repo", f"rcp-test/{name}", "--revision", tag,
-                              "--cache-dir", str(work / "verify-cache"))
+                              "--cache-dir", str(work / "verify-cache"), "--histories",
+                              str(work / "records"))
         assert code == 0, out + err
         qrels = pq.read_table(release / "grammar_01/qrels.parquet").to_pandas()
         assert sorted(qrels["score"].unique().tolist()) == [0, 1, 2, 3, 4, 5]
