@@ -244,3 +244,16 @@ def test_simulated_judge_to_published_and_verified_release(demo_data, server, tm
         assert j["stages"][stage]["windows"] == rec["usage"][stage]["windows"] == 2 * total
         assert j["stages"][stage]["calls"] >= 2 * total
     assert j["stages"]["B"]["documents_cut"] == 0  # 4,096 tokens hold every demo window
+    # the card names the judge, the hashes, the usage and the cut census (Table 4's columns)
+    card = (r["release"] / "README.md").read_text()
+    assert "### The judge run" in card and f"`{MODEL}`" in card
+    for h in (ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"]):
+        assert f"`{h}`" in card
+    a = j["stages"]["A"]
+    row = next(x for x in card.splitlines() if x.startswith("| Stage A (tournament) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:] == [f"{a['windows']:,}", f"{a['windows_per_query']:.2f}",
+                         f"{a['placements_per_document']:.2f}", "yes", f"{a['calls']:,}",
+                         f"{a['input_tokens']:,}", f"{a['output_tokens']:,}",
+                         f"{a['seconds_in_calls']:,.1f}", f"{a['invalid_windows']:,}",
+                         f"{a['documents_cut']:,}", f"{a['tokens_cut']:,}"]

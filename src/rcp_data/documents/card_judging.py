@@ -79,4 +79,10 @@ def judging_markdown(judging: Mapping) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["judging_markdown", "judging_of"]
+def judge_run_markdown(manifest: BuildManifest | None) -> str:
+    """The section's body for a release's manifest, "" when its build took no judge run."""
+    judging = judging_of(manifest)
+    return judging_markdown(judging) if judging is not None else ""
+
+
+__all__ = ["judge_run_markdown", "judging_markdown", "judging_of"]
