@@ -131,3 +131,13 @@ def test_llama_judged_pools_published_and_verified(demo_data, llama_server, tmp_
     ident = rec["identity"]["prompts"]
     assert judge["model"] == ALIAS and judge["rubric_sha256"] == ident["rubric_sha256"]
     assert judge["prompt_a_sha256"] == ident["prompt_a_sha256"]
+    card = (r["release"] / "README.md").read_text()
+    assert "### The judge run" in card and f"`{ALIAS}`" in card
+    for h in (ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"]):
+        assert f"`{h}`" in card
+    row = next(x for x in card.splitlines() if x.startswith("| Stage B (rubric) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    b = j["stages"]["B"]
+    assert cells[1] == "8" and cells[5] == f"{b['calls']:,}"
+    assert cells[6:8] == [f"{b['input_tokens']:,}", f"{b['output_tokens']:,}"]
+    assert cells[10:] == [f"{b['documents_cut']:,}", f"{b['tokens_cut']:,}"]
