@@ -5,7 +5,9 @@ judges a generated pool of ``--queries`` queries of 150 documents with ViDoRe's 
 (preset ``stage-b-only``: 100 Stage B windows of 10) for ``--seconds``, at each
 ``--concurrency``. Reported per run: calls/s over the steady state (after ``--warmup`` s), the
 share of the ideal ``concurrency / latency``, the share of sampled time with fewer calls in
-flight than allowed, the driver's CPU per call, and its peak RSS. Then the same against an
+flight than allowed, the driver's and the server's CPU per call (load-independent, unlike the
+rate on a shared machine), the mean time a call took as the driver saw it and the share of
+call slots busy (Little's law), and the driver's peak RSS. Then the same against an
 instant server (latency 0): calls/s and CPU per call.
 
     PYTHONPATH=src python bench/judge_driver.py --concurrency 128 256 512 --seconds 70
@@ -63,7 +65,16 @@ def make_pool(n_queries: int, n_docs: int = 150):
     return JudgePool(queries, texts, "SIMULATED")
 
 
-async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: float) -> dict:
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: float,
+                  server_pid: int | None = None) -> dict:
     from rcp_data.demo.simulated_judge import MODEL
     from rcp_data.stages.judging.budget import TokenCounter
     from rcp_data.stages.judging.client import ChatClient, ClientSettings
@@ -83,6 +94,7 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
                 judging = Judging(pool, prompts, schedule, store, client, TokenCounter(None),
                                   run)
                 cpu0 = time.process_time()
+                srv0 = proc_cpu(server_pid) if server_pid else 0.0
                 task = asyncio.ensure_future(judging.run_all())
                 t0 = time.monotonic()
                 samples, starved = [], 0
@@ -94,6 +106,8 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
                     if now > warmup:
                         starved += in_flight < concurrency
                 cpu = time.process_time() - cpu0
+                srv = (proc_cpu(server_pid) - srv0) if server_pid else float("nan")
+                took = [r["seconds"] for r in store.records.values()]
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -103,10 +117,17 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
     done = samples[-1][1] if samples else 0
     return {"concurrency": concurrency, "calls": done, "calls_per_s": round(rate, 1),
             "starved_share": round(starved / max(len(steady), 1), 4),
-            "cpu_ms_per_call": round(1000 * cpu / max(done, 1), 3)}
+            "cpu_ms_per_call": round(1000 * cpu / max(done, 1), 3),
+            "server_cpu_ms_per_call": round(1000 * srv / max(done, 1), 3),
+            # Little's law: the mean time a call took as the driver saw it (on a loaded machine
+            # more than the server's fixed latency), and the rate that keeps every slot busy
+            "mean_call_s": round(sum(took) / max(len(took), 1), 4),
+            "busy_slot_share": round(rate * (sum(took) / max(len(took), 1)) / concurrency, 3)}
 
 
 def main() -> int:
+    from rcp_data.stages.judging.driver import run_async
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[128, 256, 512])
     p.add_argument("--latency", type=float, default=0.2)
@@ -120,7 +141,7 @@ def main() -> int:
     proc, url = start_server(args.latency)
     try:
         for c in args.concurrency:
-            r = asyncio.run(one_run(url, pool, c, args.seconds, args.warmup))
+            r = run_async(one_run(url, pool, c, args.seconds, args.warmup, proc.pid))
             r["ideal_calls_per_s"] = c / args.latency
             r["share_of_ideal"] = round(r["calls_per_s"] / r["ideal_calls_per_s"], 3)
             results["runs"].append(r)
@@ -129,7 +150,7 @@ def main() -> int:
         proc.terminate()
     proc, url = start_server(0.0)
     try:
-        r = asyncio.run(one_run(url, pool, 64, min(args.seconds, 20.0), 2.0))
+        r = run_async(one_run(url, pool, 64, min(args.seconds, 20.0), 2.0, proc.pid))
         results["instant"] = r
         print(json.dumps({"instant": r}), flush=True)
     finally:

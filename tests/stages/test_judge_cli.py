@@ -154,6 +154,20 @@ def test_simulated_judge_run_calibrate_build(demo_data, server, tmp_path):
     assert j["stages"]["A"]["calls"] == rec["usage"]["A"]["calls"] > 0
     assert "documents_cut" in j["stages"]["B"]
     assert manifest["judge"]["model"] == MODEL
+    runs = [json.loads(x) for x in (tmp_path / "s/runs.jsonl").read_text().splitlines()]
+    assert j["runs"] == len(runs) == 1 and j["wall_seconds"] == runs[0]["seconds"] > 0
+    assert j["stages"]["A"]["seconds_in_calls"] > 0
+    # the release record made from this build carries the prompts' and the rubric's sha256
+    from rcp_data.model.history import new_release_history
+    from rcp_data.model.manifest import BuildManifest
+
+    history = new_release_history(BuildManifest.from_dict(manifest), repo="o/demo",
+                                  suite="demo", synthetic=True)
+    entry = history.releases[-1].judge
+    assert entry == {"model": MODEL, "revision": manifest["judge"]["revision"],
+                     "prompt_a_sha256": j["prompt_a_sha256"],
+                     "prompt_b_sha256": j["prompt_b_sha256"],
+                     "rubric_sha256": j["rubric_sha256"]}
 
 
 def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):
@@ -171,3 +185,75 @@ def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):
     for stage in ("A", "B"):
         assert rec["usage"][stage]["documents_cut"] > 0
         assert rec["usage"][stage]["tokens_cut"] >= rec["usage"][stage]["documents_cut"]
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_pool_without_texts_one_line_exit_2_nothing_written(demo_data, server, tmp_path,
+                                                            capsys, case):
+    """A pooled document whose corpus row is gone, or whose text is empty: one line naming
+    the corpus file, the query and the document; exit 2; no store, no tables."""
+    pools = tmp_path / "pools"
+    assert main(["-q", "build", "demo", "--inputs", str(demo_data / "inputs"), "--out",
+                 str(pools), "--until", "pools"]) == 0
+    pool = pd.read_parquet(pools / "provenance/pool/alpha.parquet")
+    first = pool.sort_values(["query-id", "pool_rank"]).iloc[0]
+    corpus_path = pools / "alpha/corpus.parquet"
+    corpus = pd.read_parquet(corpus_path)
+    hit = corpus["id"].astype(str) == str(first["corpus-id"])
+    assert hit.sum() == 1
+    if case == "missing":
+        corpus = corpus[~hit]
+    else:
+        corpus.loc[hit, "text"] = "  "
+        if "title" in corpus.columns:
+            corpus.loc[hit, "title"] = None
+    corpus.to_parquet(corpus_path, index=False)
+    capsys.readouterr()
+    assert _run(pools, server, tmp_path) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert str(first["corpus-id"]) in err and "has no text" in err and "alpha" in err
+    assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
+
+
+def test_simulated_judge_to_published_and_verified_release(demo_data, server, tmp_path,
+                                                            capsys, hub_repo):
+    """demo pools -> SIMULATED judge run -> calibrate -> build -> publish -> verify, exit 0;
+    the published releases.json and build manifest carry the prompts' and the rubric's
+    sha256, the usage and the cut census."""
+    from support.judge_pipeline import judged_release
+
+    r = judged_release(demo_data, tmp_path, capsys, endpoint=server.url, model=MODEL,
+                       repo=hub_repo, run_args=("--context-tokens", "4096"))
+    assert r["built"]["queries"] == 2
+    rec = json.loads((r["judge"] / "judging.json").read_text())
+    ident = rec["identity"]["prompts"]
+    history = json.loads((r["release"] / "provenance/releases.json").read_text())
+    judge = history["releases"][-1]["judge"]
+    assert judge["model"] == MODEL
+    assert (judge["prompt_a_sha256"], judge["prompt_b_sha256"], judge["rubric_sha256"]) == (
+        ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"])
+    recorded = json.loads(next(r["histories"].glob("*.json")).read_text())
+    assert recorded["releases"][-1]["judge"] == judge
+    manifest = json.loads((r["release"] / "provenance/build_manifest.json").read_text())
+    j = manifest["parameters"]["judging"]
+    from rcp_data.stages.judging.settings import make_schedule, plan_query
+
+    plan = plan_query(20, make_schedule("full"))  # the demo's pools hold 20 documents
+    for stage, total in (("A", plan.total_a), ("B", plan.total_b)):
+        assert j["stages"][stage]["windows"] == rec["usage"][stage]["windows"] == 2 * total
+        assert j["stages"][stage]["calls"] >= 2 * total
+    assert j["stages"]["B"]["documents_cut"] == 0  # 4,096 tokens hold every demo window
+    # the card names the judge, the hashes, the usage and the cut census (Table 4's columns)
+    card = (r["release"] / "README.md").read_text()
+    assert "### The judge run" in card and f"`{MODEL}`" in card
+    for h in (ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"]):
+        assert f"`{h}`" in card
+    a = j["stages"]["A"]
+    row = next(x for x in card.splitlines() if x.startswith("| Stage A (tournament) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:] == [f"{a['windows']:,}", f"{a['windows_per_query']:.2f}",
+                         f"{a['placements_per_document']:.2f}", "yes", f"{a['calls']:,}",
+                         f"{a['input_tokens']:,}", f"{a['output_tokens']:,}",
+                         f"{a['seconds_in_calls']:,.1f}", f"{a['invalid_windows']:,}",
+                         f"{a['documents_cut']:,}", f"{a['tokens_cut']:,}"]

@@ -88,3 +88,56 @@ def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_s
                      "--tournament", str(tmp_path / "out/judge/tournament.parquet"),
                      "--rule", "hard-fallback", "--out", str(tmp_path / "cal"),
                      "--no-progress"]) == 0
+
+
+def test_llama_judged_pools_published_and_verified(demo_data, llama_server, tmp_path, capsys,
+                                                   hub_repo):
+    """demo pools (one query per subset) -> judge run against llama.cpp -> calibrate ->
+    build -> publish -> verify on the local Hub, every step exit 0; the release record and the
+    build manifest name the judge, the prompts' and the rubric's sha256, the usage from the
+    server and the cut census."""
+    from support.judge_pipeline import judged_release
+
+    # Stage A: 4 random windows of 5 and their reversed copies, 1 adaptive window; Stage B:
+    # 4 balanced windows of 5 (every pool document shown once: a release needs each one's
+    # verdict rows)
+    budget = ["--set", "a.window=5", "--set", "a.random_placements=1", "--set",
+              "a.stratified_placements=0", "--set", "a.adaptive_placements=0.25", "--set",
+              "a.adaptive_batches=1", "--set", "b.window=5", "--set", "b.placements=1",
+              "--set", "b.balanced_share=1"]
+    r = judged_release(demo_data, tmp_path, capsys, endpoint=llama_server, model=ALIAS,
+                       repo=hub_repo,
+                       run_args=("--context-tokens", "4096", "--max-output-tokens", "200",
+                                 "--response-format", "json_object", "--score-values",
+                                 "integers", "--concurrency", "1", "--timeout", "300", *budget),
+                       calibrate_args=("--rule", "hard-fallback"))
+    assert r["built"]["queries"] == 2
+    rec = json.loads((r["judge"] / "judging.json").read_text())
+    u = rec["usage"]
+    assert u["A"]["queries"] == u["B"]["queries"] == 2
+    assert u["A"]["windows"] == 18 and u["B"]["windows"] == 8
+    assert u["B"]["placements_per_document"] == 1.0
+    assert u["A"]["input_tokens"] > 0 and u["B"]["output_tokens"] > 0  # the server's usage
+    for stage in ("A", "B"):
+        assert u[stage]["invalid_windows"] == sum(u[stage]["invalid_by_category"].values())
+    manifest = json.loads((r["release"] / "provenance/build_manifest.json").read_text())
+    assert manifest["judge"]["model"] == ALIAS
+    j = manifest["parameters"]["judging"]
+    assert j["judge_model"] == ALIAS and j["wall_seconds"] > 0
+    assert j["stages"]["A"]["calls"] == u["A"]["calls"] >= 18
+    assert j["stages"]["B"]["documents_cut"] == u["B"]["documents_cut"]
+    judge = json.loads((r["release"] / "provenance/releases.json").read_text())["releases"][-1][
+        "judge"]
+    ident = rec["identity"]["prompts"]
+    assert judge["model"] == ALIAS and judge["rubric_sha256"] == ident["rubric_sha256"]
+    assert judge["prompt_a_sha256"] == ident["prompt_a_sha256"]
+    card = (r["release"] / "README.md").read_text()
+    assert "### The judge run" in card and f"`{ALIAS}`" in card
+    for h in (ident["prompt_a_sha256"], ident["prompt_b_sha256"], ident["rubric_sha256"]):
+        assert f"`{h}`" in card
+    row = next(x for x in card.splitlines() if x.startswith("| Stage B (rubric) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    b = j["stages"]["B"]
+    assert cells[1] == "8" and cells[5] == f"{b['calls']:,}"
+    assert cells[6:8] == [f"{b['input_tokens']:,}", f"{b['output_tokens']:,}"]
+    assert cells[10:] == [f"{b['documents_cut']:,}", f"{b['tokens_cut']:,}"]

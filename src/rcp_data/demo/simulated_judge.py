@@ -44,25 +44,29 @@ class SimulatedJudge:
     gamma: tuple = GAMMA
     beta: tuple = BETA
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
+    _drawn: dict = field(default_factory=dict, repr=False)
 
     def planted(self, query: str, key: str) -> float:
         """The planted relevance; a passage not given one gets a fixed value drawn from its
         hash (so any pool, e.g. the demo's, can be judged)."""
         if (query, key) in self.relevance:
             return self.relevance[(query, key)]
-        h = int(hashlib.sha256(f"{query}\x1f{key}".encode()).hexdigest()[:12], 16)
-        return float(np.random.default_rng(h).normal(0.0, 1.5))
+        if (query, key) not in self._drawn:  # drawn once: the same value every time
+            h = int(hashlib.sha256(f"{query}\x1f{key}".encode()).hexdigest()[:12], 16)
+            self._drawn[(query, key)] = float(np.random.default_rng(h).normal(0.0, 1.5))
+        return self._drawn[(query, key)]
 
     def answer(self, prompt: str, seed: int) -> tuple[str, str]:
         """The answer text and finish_reason of one request."""
-        query = re.search(r"^Query: (.*)$", prompt, re.MULTILINE).group(1).strip()
-        body = prompt.split("Passages:\n", 1)[1].rsplit("\n\nAnswer with", 1)[0]
+        head, body = prompt.split("Passages:\n", 1)
+        query = re.search(r"^Query: (.*)$", head, re.MULTILINE).group(1).strip()
+        body = body.rsplit("\n\nAnswer with", 1)[0]
         parts = _PASSAGE.split(body)[1:]
         passages = [parts[i + 1] for i in range(0, len(parts), 2)]
         rel = np.array([self.planted(query, passage_key(p)) for p in passages])
         rng = np.random.default_rng([seed, int(hashlib.sha256(prompt.encode()).hexdigest()[:8],
                                                16)])
-        stage_b = "yes/no questions" in prompt
+        stage_b = "yes/no questions" in head
         bad = rng.random() < self.malformed
         if bad:
             self.stats["malformed"] += 1
@@ -73,7 +77,7 @@ class SimulatedJudge:
                 passages = passages[:-1]
                 rel = rel[:-1]
         if stage_b:
-            ids = re.findall(r"^(C\d+) \(", prompt, re.MULTILINE)
+            ids = re.findall(r"^(C\d+) \(", head, re.MULTILINE)
             g = np.resize(np.asarray(self.gamma), len(ids))
             b = np.resize(np.asarray(self.beta), len(ids))
             p = expit(g * (rel[:, None] - b[None, :]))

@@ -37,6 +37,7 @@ from rcp_data.documents.card_facts import (
     licence,
     paper_relation,
 )
+from rcp_data.documents.card_judging import judge_run_markdown
 from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.rubric_table import rubric_table
@@ -508,6 +509,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
         generated=synthetic_facts(spec, rd), k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
         score_range=SCORE_RANGE,
+        judge_run=judge_run_markdown(rd.manifest),
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
         rubric=rubric_table(item_params, judging if isinstance(judging, dict) else None),
         shown_rule=RULE_LETTERS[shown], other_rule=RULE_LETTERS[other], other_rule_name=other,

@@ -403,6 +403,20 @@ def synthetic_summary(summary: str, synthetic: bool) -> str:
     return SYNTHETIC_SUMMARY + summary
 
 
+JUDGING_HASHES = ("prompt_a_sha256", "prompt_b_sha256", "rubric_sha256")
+
+
+def judge_entry(manifest: BuildManifest) -> dict:
+    """The releases.json ``judge`` of a release from its build manifest: the model and its
+    revision, and the sha256 of the Stage A and Stage B prompts and of the rubric when the
+    build took an ``rcp-data judge`` run's record (``parameters.judging``)."""
+    out = {"model": manifest.judge.model, "revision": manifest.judge.revision}
+    judging = manifest.parameters.get("judging")
+    if isinstance(judging, Mapping):
+        out.update({k: judging[k] for k in JUDGING_HASHES if judging.get(k)})
+    return out
+
+
 def new_release_history(manifest: BuildManifest, *, repo: str, suite: str,
                         previous: History | None = None, summary: str = "",
                         date: str | None = None, previous_revision: str | None = None,
@@ -416,7 +430,7 @@ def new_release_history(manifest: BuildManifest, *, repo: str, suite: str,
     judge, calibration = manifest.judge, manifest.calibration.to_dict()
     return add_release(
         history,
-        judge={"model": judge.model, "revision": judge.revision},
+        judge=judge_entry(manifest),
         calibration=calibration_record(calibration),
         summary=synthetic_summary(summary or f"Judge {judge.model}, 2PL IRT calibration, "
                                              f"{link_name(calibration)} gains.", synthetic),

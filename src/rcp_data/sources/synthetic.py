@@ -11,11 +11,12 @@ the demo layer's (:mod:`rcp_data.demo.suite`): it needs the hidden truth, :class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from rcp_data.core.errors import InputError
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 
@@ -101,6 +102,30 @@ def make_sources(spec: SuiteSpec | None = None, seed: int = SEED) -> tuple[Suite
 
 
 def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
-    """Source reader of the demo suite (``[source] read = "demo"`` in builders/demo.toml)."""
-    seed = int((options or {}).get("seed", SEED))
-    return make_sources(spec, seed)[0]
+    """Source reader of the demo suite (``[source] read = "demo"`` in builders/demo.toml).
+
+    Options: ``seed``; ``queries=N`` keeps the first N queries of each subset (a small pool to
+    judge with a real, slow LLM)."""
+    options = options or {}
+    seed = int(options.get("seed", SEED))
+    source = make_sources(spec, seed)[0]
+    if "queries" not in options:
+        return source
+    try:
+        n = int(options["queries"])
+    except ValueError:
+        n = 0
+    if not 1 <= n <= N_QUERIES:
+        raise InputError(f"the demo source option queries={options['queries']!r}: expected "
+                         f"1 to {N_QUERIES}", field="queries")
+    subsets = {}
+    for name, sub in source.subsets.items():
+        keep = set(sub.queries["id"].iloc[:n])
+        excluded = sub.excluded
+        if excluded is not None:
+            excluded = excluded[excluded["query-id"].isin(keep)].reset_index(drop=True)
+        subsets[name] = replace(
+            sub, queries=sub.queries[sub.queries["id"].isin(keep)].reset_index(drop=True),
+            qrels=sub.qrels[sub.qrels["query-id"].isin(keep)].reset_index(drop=True),
+            excluded=excluded)
+    return replace(source, subsets=subsets, facts={**source.facts, "queries": n})

@@ -6,13 +6,12 @@ tokens and wall time, calling no one. ``run`` asks an OpenAI-compatible endpoint
 (``--store``), and writes the builder inputs ``judge/tournament.parquet``,
 ``judge/criteria.parquet``, ``judge/judge.json`` and ``judge/judging.json`` into ``--out``.
 ``status`` counts a store's windows; ``reparse`` re-reads its raw answers without calling the
-judge.
+judge; ``import`` turns a judgement store of the authors' toolkit into the same tables.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 
@@ -109,6 +108,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rp.add_argument("--store", required=True, type=Path, help="the run's store (read only)")
     rp.add_argument("--out", required=True, type=out_folder, help="a new store for the re-read")
     rp.set_defaults(func=handle_reparse)
+
+    im = sub.add_parser("import", help="turn a store of the authors' toolkit into the tables",
+                        description="Read a judgement store of the authors' toolkit "
+                        "(cohere-ai/rcp-ndcg: identity.json, tournament.jsonl, rubric.jsonl) "
+                        "and write judge/tournament.parquet, judge/criteria.parquet, "
+                        "judge.json and judging.json into --out; calls no judge.")
+    im.add_argument("store", type=Path, help="the rcp-ndcg judgement store folder")
+    im.add_argument("--out", required=True, type=Path,
+                    help="where judge/tournament.parquet etc. are written")
+    im.set_defaults(func=handle_import)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -163,7 +172,7 @@ def handle_plan(args: argparse.Namespace) -> int:
 def handle_run(args: argparse.Namespace) -> int:
     from rcp_data.stages.judging.budget import TokenCounter
     from rcp_data.stages.judging.client import ChatClient, ClientSettings
-    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool
+    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool, run_async
     from rcp_data.stages.judging.prompts import load_prompts
     from rcp_data.stages.judging.tables import export_tables
 
@@ -184,8 +193,8 @@ def handle_run(args: argparse.Namespace) -> int:
     _check_budgets(pool, prompts, schedule, counter, run)
     identity = judge_identity(args.model, args.judge_revision, prompts, schedule, pool, run,
                               args.temperature)
-    summary = asyncio.run(judge_pool(pool, prompts, schedule, args.store, identity, client,
-                                     counter, run))
+    summary = run_async(judge_pool(pool, prompts, schedule, args.store, identity, client,
+                                   counter, run))
     synthetic = "SIMULATED" in args.model or release.synthetic
     judge = {"model": args.model, "revision": args.judge_revision,
              "short": args.model.split("/")[-1][:24]}
@@ -251,4 +260,36 @@ def handle_reparse(args: argparse.Namespace) -> int:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(", ".join(f"{k} {v:,}" for k, v in sorted(changes.items())))
+    return 0
+
+
+def handle_import(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from rcp_data.stages.judging.imported import read_authors_store
+    from rcp_data.stages.judging.tables import write_tables
+
+    records, identity, order = read_authors_store(args.store)
+    if not records:
+        raise UsageError(f"{args.store} holds no judgements")
+    target = args.out / "judge"
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"--out {args.out}: {target} exists and is not empty")
+    splits: dict[str, set[str]] = {}
+    for r in records:
+        splits.setdefault(r["query_id"], set()).add(r["split"])
+    with_split = any(len(v) > 1 for v in splits.values())  # query ids repeat across datasets
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as tmp:
+        rec = write_tables(records, identity, Path(tmp), order, with_split=with_split,
+                           extra={"imported": True})
+        if target.exists():
+            target.rmdir()
+        shutil.move(str(Path(tmp) / "judge"), target)
+    u = rec["usage"]
+    say(args, f"imported {args.store}: Stage A {u['A']['windows']:,} windows "
+        f"({u['A']['invalid_windows']:,} invalid), Stage B {u['B']['windows']:,} windows "
+        f"({u['B']['invalid_windows']:,} invalid) of judge {identity['judge']['model']}; "
+        f"wrote {target}")
     return 0

@@ -8,13 +8,8 @@
   (tolerant parse, validation, categories), :mod:`.budget` (token budgets and cut census);
 - :mod:`.client` (aiohttp, replicas, retries), :mod:`.driver` (the run), :mod:`.store`
   (append-only windows, identity, lock), :mod:`.tables` (the builder-input tables);
-- :mod:`.pool_input`: a release's queries, texts and pools.
-
-Importing a store of the authors' toolkit (``cohere-ai/rcp-ndcg``) is not implemented: its
-documentation names the store's files (``tournament.jsonl``, ``rubric.jsonl``, ``identity.json``,
-``preprocessing.jsonl``, ``prompts/<sha256>.txt``) and says that a ``Judgement`` record holds
-each placement with the judge's score, the judge's ranking and the raw answer, but it does not
-give the record's field names or types, how a record names its schedule phase and place in the
-sequence, or how a rubric record lays out its criteria; reading the package's code for them is
-off limits to this project.
+- :mod:`.pool_input`: a release's queries, texts and pools;
+- :mod:`.imported`: a judgement store of the authors' toolkit (``cohere-ai/rcp-ndcg``) read as
+  this project's records (``judge import``); what that store does not hold (calls behind a
+  record, call times, the cut census, the rubric's text) is listed there.
 """

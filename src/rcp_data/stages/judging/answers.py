@@ -109,9 +109,9 @@ def read_stage_a(text: str | None, w: int, *, finish_reason: str | None = None) 
 
 
 def _bool(v: object) -> int | None:
-    if isinstance(v, bool):
+    if v is True or v is False:
         return int(v)
-    if isinstance(v, int) and v in (0, 1):
+    if type(v) is int and v in (0, 1):
         return v
     return None
 
@@ -124,12 +124,12 @@ def read_stage_b(text: str | None, w: int, criteria: list[str], *,
     entries, problem = _entries(obj, w)
     values: list = [None] * w
     broken = []
+    known = frozenset(criteria)
     for i, v in entries.items():
-        if not isinstance(v, dict):
-            broken.append(i)
-            continue
-        row = [_bool(v.get(c)) for c in criteria]
-        if any(x is None for x in row) or set(map(str, v)) - set(criteria):
+        # every criterion answered true/false (or 0/1), and no other key
+        row = [_bool(v.get(c)) for c in criteria] if isinstance(v, dict) and len(
+            v) == len(known) and known.issuperset(v) else None
+        if row is None or None in row:
             broken.append(i)
             continue
         values[i - 1] = row

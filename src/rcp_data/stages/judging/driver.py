@@ -76,8 +76,12 @@ class Judging:
         self.store, self.client, self.counter, self.run = store, client, counter, run
         self.summary = RunSummary()
         self._sem = asyncio.Semaphore(run.concurrency)
+        # query stages under way at once: enough that their open windows keep every call slot
+        # busy while some of them refit, few enough that the windows waiting stay few
+        self._active = asyncio.Semaphore(max(32, run.concurrency))
         self._budget_cache: dict[tuple[str, str, int], int] = {}
         self._cut_cache: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self._format_cache: dict[tuple[str, int], dict | None] = {}
         self._bar = None
 
     # -- prompts ---------------------------------------------------------------------------
@@ -107,6 +111,12 @@ class Judging:
             tokens += lost
         return self._render(win.stage, q, texts), cut, tokens
 
+    def _format(self, stage: str, w: int) -> dict | None:
+        key = (stage, w)
+        if key not in self._format_cache:
+            self._format_cache[key] = self.prompts.response_format_for(stage, w)
+        return self._format_cache[key]
+
     # -- windows ---------------------------------------------------------------------------
     async def _window(self, q: PoolQuery, win: Window):
         doc_ids = [q.doc_ids[d] for d in win.docs]
@@ -116,17 +126,23 @@ class Judging:
             self.summary.windows_stored += 1
             self._tick(rec)
             return rec["values"] if rec["status"] == "ok" else None
-        prompt, cut, tokens = self.prompt_for(q, win)
         w = len(win.docs)
-        fmt = self.prompts.response_format_for(win.stage, w)
+        fmt = self._format(win.stage, w)
         usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
         busy = 0.0
-        reading = res = None
+        reading = res = prompt = None
+        cut = tokens = 0
         for attempt in range(self.run.attempts):
             if self.run.max_calls is not None and self.summary.calls >= self.run.max_calls:
                 raise _Budget
-            self.summary.calls += 1
             async with self._sem:
+                # the prompt is made once a call slot is free: a window waiting for one
+                # costs a suspended coroutine, not a rendered prompt
+                if self.run.max_calls is not None and self.summary.calls >= self.run.max_calls:
+                    raise _Budget
+                self.summary.calls += 1
+                if prompt is None:
+                    prompt, cut, tokens = self.prompt_for(q, win)
                 started = time.monotonic()
                 res = await self.client.chat(prompt, response_format=fmt,
                                              seed=int(wid[:8], 16) + attempt)
@@ -173,6 +189,10 @@ class Judging:
                 self._bar.set_postfix_str(f"invalid {share:.1%}", refresh=False)
 
     async def _query_stage(self, q: PoolQuery, stage: str, executor) -> None:
+        async with self._active:
+            await self._query_stage_now(q, stage, executor)
+
+    async def _query_stage_now(self, q: PoolQuery, stage: str, executor) -> None:
         n = len(q.doc_ids)
         plan = plan_query(n, self.schedule)
         rng = query_rng(self.schedule.seed, stage, q.key)
@@ -217,6 +237,10 @@ class Judging:
             elif isinstance(r, BaseException):
                 raise r
         self.summary.seconds = time.monotonic() - started
+        self.store.log_run({"seconds": round(self.summary.seconds, 3),
+                            "calls": self.summary.calls,
+                            "windows_new": self.summary.windows_new,
+                            "complete": self.summary.complete})
         return self.summary
 
 
@@ -246,3 +270,13 @@ async def judge_pool(pool: JudgePool, prompts: Prompts, schedule: Schedule, stor
         with Store(store_root, identity) as store:
             return await Judging(pool, prompts, schedule, store, client, counter,
                                  run).run_all()
+
+
+def run_async(coro):
+    """Run ``coro`` on uvloop's event loop when it is installed (the judge extra: a cheaper
+    loop per call), else on asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

@@ -22,7 +22,7 @@ from rcp_data.core.io import write_json
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.tables import write_parquet
 from rcp_data.stages.judging.answers import CATEGORIES, read_answer
-from rcp_data.stages.judging.store import read_identity, read_records
+from rcp_data.stages.judging.store import read_identity, read_records, read_runs
 
 TOURNAMENT = "tournament.parquet"
 CRITERIA = "criteria.parquet"
@@ -49,7 +49,7 @@ def tournament_table(records: list[dict], query_order: dict[str, int], *,
     split = []
     for r in _ordered(records, "A", query_order):
         values = r["values"] or [None] * len(r["docs"])
-        ranks = _ranks(values)
+        ranks = r.get("ranks") or _ranks(values)  # an imported store states its ranking
         finish = r["finish_reason"] or r["category"] or "none"
         for pos, (doc, v, k) in enumerate(zip(r["docs"], values, ranks, strict=True)):
             cols["query-id"].append(r["query_id"])
@@ -115,8 +115,17 @@ def export_tables(store: Path, out: Path, query_order: list[str], *, with_split:
                   judge: dict | None = None, extra: dict | None = None) -> dict:
     """Write ``out/judge/{tournament,criteria}.parquet``, ``judge.json`` and ``judging.json``
     from the store; return the judging record."""
-    identity = read_identity(store)
-    records = read_records(store)
+    runs = read_runs(store)
+    wall = {"runs": len(runs), "wall_seconds": round(sum(r["seconds"] for r in runs), 3)}
+    return write_tables(read_records(store), read_identity(store), out, query_order,
+                        with_split=with_split, judge=judge, extra={**wall, **(extra or {})})
+
+
+def write_tables(records: list[dict], identity: dict, out: Path, query_order: list[str], *,
+                 with_split: bool = False, judge: dict | None = None,
+                 extra: dict | None = None) -> dict:
+    """The builder inputs of ``records`` (store records, or an imported store's converted to
+    them) under ``identity``; return the judging record."""
     order = {k: i for i, k in enumerate(query_order)}
     judge_dir = Path(out) / "judge"
     judge_dir.mkdir(parents=True, exist_ok=True)
@@ -160,14 +169,14 @@ def reparse_records(records: list[dict], criteria: list[str]) -> tuple[list[dict
 
 
 USAGE_COLUMNS = ("windows", "windows_per_query", "placements_per_document", "reversed", "calls",
-                 "input_tokens", "output_tokens", "invalid_windows", "invalid_by_category",
-                 "documents_cut", "tokens_cut")
+                 "input_tokens", "output_tokens", "seconds_in_calls", "invalid_windows",
+                 "invalid_by_category", "documents_cut", "tokens_cut")
 
 
 def judging_record(judging: dict) -> dict:
     """What a build manifest keeps of a judge run's ``judging.json``: the prompts' and the
-    rubric's sha256, the schedule preset and seed, and per stage Table 4's columns, the usage
-    and the cut census."""
+    rubric's sha256, the schedule preset and seed, the wall time of the runs, and per stage
+    Table 4's columns, the usage and the cut census."""
     ident = judging.get("identity", {})
     prompts = ident.get("prompts", {})
     schedule = ident.get("schedule", {})
@@ -179,10 +188,12 @@ def judging_record(judging: dict) -> dict:
         "criteria": prompts.get("criteria"),
         "schedule": {"preset": schedule.get("preset"), "seed": schedule.get("seed")},
         "token_counts": judging.get("tokens"),
+        "wall_seconds": judging.get("wall_seconds"),
+        "runs": judging.get("runs"),
         "stages": {s: {k: u.get(k) for k in USAGE_COLUMNS}
                    for s, u in judging.get("usage", {}).items()},
     }
 
 
 __all__ = ["criteria_table", "export_tables", "judging_record", "reparse_records",
-           "tournament_table", "usage_by_stage"]
+           "tournament_table", "usage_by_stage", "write_tables"]
