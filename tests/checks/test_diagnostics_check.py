@@ -42,7 +42,7 @@ def test_render_writes_listed_pictures_and_numbers(rendered: Path):
 
 
 def test_the_card_shows_the_diagnostics_section(rendered: Path):
-    from rcp_data.documents.card import card_sentence
+    from rcp_data.documents.card_text import card_sentence
     from rcp_data.documents.diagnostics_files import card_section
 
     card = (rendered / "README.md").read_text(encoding="utf-8")

@@ -322,8 +322,8 @@ def test_relation_to_the_paper_counts_cells_as_printed():
     """Hand-made tables: the paper's NanoBEIR values (as fractions), one RCP cell moved by 0.1
     point and one by 0.02 (still printing the same): the paragraph counts what prints alike."""
     from rcp_data.core.io import read_json
-    from rcp_data.documents.card import card_sentence
     from rcp_data.documents.card_facts import paper_relation
+    from rcp_data.documents.card_text import card_sentence
     from rcp_data.model.history import history_path, read_history
     from rcp_data.resources import provenance_dir
 

@@ -216,7 +216,8 @@ def test_card_facts_return_records_and_the_template_holds_the_sentences(demo):
     """The facts of one place of the card are frozen records; the sentences are the template's
     macros (``card_prose.md.j2``), which render each record alone as the card does."""
     from rcp_data.documents import card_facts
-    from rcp_data.documents.card import card_sentence, render_card
+    from rcp_data.documents.card import render_card
+    from rcp_data.documents.card_text import card_sentence
     from rcp_data.model.release import open_release
 
     rd = open_release(demo)

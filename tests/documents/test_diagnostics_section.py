@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rcp_data.documents.card import card_sentence
+from rcp_data.documents.card_text import card_sentence
 from rcp_data.documents.diagnostics_files import diagnostics_card, expected_record
 from rcp_data.model.card_format import METRIC_TITLES
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from rcp_data.documents.card_facts import (
     paper_relation,
 )
 from rcp_data.documents.card_judging import judge_run_markdown
+from rcp_data.documents.card_text import _n, _span, card_environment
 from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.rubric_table import rubric_table
@@ -46,7 +46,6 @@ from rcp_data.documents.taskfile import (
     families,
     has_ocr_view,
     task_name,
-    template_text,
 )
 from rcp_data.model.card_format import (
     CARD_K,
@@ -122,52 +121,6 @@ def link_formula(link: str) -> str:
     if link not in LINK_FORMULAS:
         raise InputError(f"no formula for gain link {link!r}")
     return LINK_FORMULAS[link]
-
-
-def _n(value: int) -> str:
-    return f"{int(value):,}"
-
-
-def _span(low: int, high: int) -> str:
-    """``150`` when every value is the same, else ``198–585``."""
-    return _n(low) if low == high else f"{_n(low)}–{_n(high)}"
-
-
-def _setting(value: float) -> str:
-    """A fit setting as the card prints it: ``2``, ``0.5``, ``1e-4``."""
-    value = float(value)
-    if value.is_integer():
-        return str(int(value))
-    if abs(value) < 1e-3:
-        return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{value:.0e}")
-    return f"{value:g}"
-
-
-def _paragraph(text: str) -> str:
-    """One line of the card from a block of the template wrapped over several lines."""
-    return re.sub(r"\s*\n\s*", " ", text.strip())
-
-
-def card_environment():
-    """The Jinja environment of ``templates/card.md.j2``: strict, no escaping; the filters
-    ``n`` (``1,234``), ``fmt`` (a format spec), ``setting`` (a fit setting) and
-    ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``); it loads the
-    packaged templates by name (``card.md.j2`` imports its sentences from
-    ``card_prose.md.j2``)."""
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False, loader=jinja2.FunctionLoader(template_text))
-    env.filters.update(n=_n, fmt=format, setting=_setting, paragraph=_paragraph)
-    env.globals.update(span=_span, metric_label=metric_label)
-    return env
-
-
-def card_sentence(macro: str, *args) -> str:
-    """One of the card's sentences, rendered alone by its macro in ``card_prose.md.j2``
-    (``card_sentence("paper_relation", paper_relation(...))``)."""
-    module = card_environment().get_template("card_prose.md.j2").module
-    return str(getattr(module, macro)(*args))
 
 
 def suite_tag(spec: SuiteSpec) -> str:

@@ -32,14 +32,11 @@ class RubricTable:
     sha256: str | None      # the recorded rubric sha256, when the manifest has one
 
     def markdown(self) -> str:
-        """``| criterion | asks | γ | β |`` (γ, β to three decimals)."""
-        lines = ["| criterion | asks | γ (discrimination) | β (difficulty) |",
-                 "|---|---|---:|---:|"]
-        for r in self.rows:
-            asks = f"**{r.name}**: {r.question}" if r.name else "*not shipped with the release*"
-            lines.append(f"| {r.id} | {asks.replace('|', chr(92) + '|')} | {r.gamma:.3f} | "
-                         f"{r.beta:.3f} |")
-        return "\n".join(lines)
+        """``| criterion | asks | γ | β |`` (γ, β to three decimals): the template's
+        ``rubric_table`` macro."""
+        from rcp_data.documents.card_text import card_sentence
+
+        return card_sentence("rubric_table", self)
 
 
 def rubric_table(params: ItemParams, judging: dict | None) -> RubricTable:
