@@ -248,13 +248,26 @@ def test_the_small_suite_builds(small_suite, tmp_path, capsys):
     assert got["qrels_rows"] == 2 * 2 * N_PARAGRAPHS
 
 
-def test_dense_for_a_retriever_the_spec_does_not_fuse_is_refused(small_suite, tmp_path, capsys):
+def test_dense_names_one_model_per_retriever(small_suite, tmp_path, capsys):
+    """``--dense`` for a retriever the spec does not declare adds it (in the paper's order);
+    one the spec declares gets the model; two models for one name are refused."""
+    from rcp_data.core.errors import UsageError
+    from rcp_data.core.specs import with_dense
+
+    spec = load_spec_file(small_suite / "small.toml")
+    assert spec.pool.retrievers == ("bm25",)
+    two = with_dense(spec, ["a=m1", "b=m2"])
+    assert two.pool.retrievers == ("a", "bm25", "b") and two.pool.dense == {"a": "m1", "b": "m2"}
+    again = with_dense(two, ["b=m3"])
+    assert again.pool.retrievers == ("a", "bm25", "b") and again.pool.dense["b"] == "m3"
+    with pytest.raises(UsageError, match="two dense models get the retriever name 'a'"):
+        with_dense(spec, ["a=m1", "a=m2"])
     spec_file, _ = _break(small_suite, tmp_path, lambda d, s: None)
     code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs",
                         str(small_suite / "inputs"), "--out", str(tmp_path / "r"),
-                        "--dense", "other=some/model")
-    assert code == 2
-    assert "'other' is not one of the retrievers the suite fuses (bm25)" in err
+                        "--dense", "other=/no/such/model")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "/no/such/model" in err and "cannot load the sentence-transformers model" in err
     assert not (tmp_path / "r").exists()
 
 
@@ -362,34 +375,45 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
     assert abs(mteb_scores["ndcg_float_at_10"] - mine["group-mean"]["rcp_ndcg"]) <= 1e-5
 
 
-def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_path, capsys,
-                                                               monkeypatch):
-    """``suite first-stage`` computes BM25 + MiniLM and the pools; the SYNTHETIC judge judges
-    them; with no first_stage/ in the inputs the build computes the same runs itself
-    (``--dense minilm=MODEL`` for a retriever the spec fuses), so the judged pools match."""
+def test_build_dense_adds_a_retriever_and_the_release_reproduces_it(small_suite, tmp_path,
+                                                                    capsys, monkeypatch):
+    """A BM25-only spec, ``--dense minilm=MODEL``: ``suite first-stage`` computes BM25 +
+    MiniLM and the pools, the SYNTHETIC judge judges them; with no first_stage/ in the inputs
+    the build computes the same runs itself and fuses MiniLM beside BM25 (the judged pools
+    match), records both in the manifest and carries its spec, so that verify and replay of the
+    release re-fuse the three runs with no ``$RCP_DATA_BUILDERS`` and no ``--dense``."""
     import pyarrow.parquet as pq
 
+    from rcp_data.checks.verify import verify_release_dir
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.model.manifest import FirstStageRecord, load_manifest
+    from rcp_data.model.suite import release_spec
     from rcp_data.sources.registry import read_suite
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("RCP_DATA_BUILDERS", raising=False)
     model = _model_dir()
-    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: s.replace(
-        'retrievers = ["bm25"]', 'retrievers = ["minilm", "bm25"]'))
+    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: None)
     given = tmp_path / "given"
-    code, _, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
-                        str(given), "--dense", f"minilm={model}")
+    code, out, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
+                          str(given), "--dense", f"minilm={model}", "--json")
     assert code == 0, err
-    spec = load_spec_file(spec_file)
+    assert json.loads(out)["runs"] == ["minilm", "bm25"]
+    recorded = json.loads((given / "first_stage/first_stage.json").read_text())["runs"]
+    assert [(r["retriever"], r["computed"], r["method"]) for r in recorded] == [
+        ("minilm", True, "dense"), ("bm25", True, "bm25")]
+    from rcp_data.core.specs import with_dense
+
+    spec = with_dense(load_spec_file(spec_file), [f"minilm={model}"])
     inputs = tmp_path / "inputs"
     write_synthetic_inputs(spec, read_suite(spec), inputs, first_stage={
         r: pd.read_parquet(given / "first_stage" / f"{r}.parquet") for r in ("minilm", "bm25")})
     shutil.rmtree(inputs / "first_stage")
+    release = tmp_path / "r"
     code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(inputs),
-                        "--out", str(tmp_path / "r"), "--no-prepare", "--dense",
-                        f"minilm={model}")
+                        "--out", str(release), "--dense", f"minilm={model}")
     assert code == 0, err
-    fs = pq.read_table(tmp_path / "r/provenance/first_stage/grammar_01.parquet").to_pandas()
+    fs = pq.read_table(release / "provenance/first_stage/grammar_01.parquet").to_pandas()
     assert set(fs["retriever"]) == {"minilm", "bm25", "rrf_fused"}
     first = pd.read_parquet(given / "first_stage/minilm.parquet")
     first = first[first["split"] == "grammar_01"].reset_index(drop=True)
@@ -398,9 +422,35 @@ def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_
     assert mine["corpus-id"].tolist() == first["corpus-id"].tolist()
     assert np.abs(mine["score"].to_numpy() - first["score"].to_numpy()).max() < 1e-6
     pools = pd.read_parquet(given / "pools.parquet")
-    built = pq.read_table(tmp_path / "r/provenance/pool/grammar_01.parquet").to_pandas()
+    built = pq.read_table(release / "provenance/pool/grammar_01.parquet").to_pandas()
     assert built["corpus-id"].tolist() == pools.loc[pools["split"] == "grammar_01",
                                                      "corpus-id"].tolist()
+    manifest = load_manifest(release)
+    assert manifest.parameters["retrievers"] == ["minilm", "bm25"]
+    assert manifest.first_stage == (FirstStageRecord("minilm", True, "dense", str(model)),
+                                    FirstStageRecord("bm25", True, "bm25"))
+    # the release carries its spec (listed and hashed), read with the recorded first stage
+    copy = release / "provenance/suite_spec.toml"
+    assert copy.read_bytes() == spec_file.read_bytes()
+    assert "provenance/suite_spec.toml" in {e.path for e in manifest.files}
+    assert load_spec_file(copy).pool.retrievers == ("bm25",)
+    spec_read = release_spec(release)
+    assert spec_read.pool.retrievers == ("minilm", "bm25")
+    assert spec_read.pool.dense == {"minilm": str(model)}
+    report = verify_release_dir(release)
+    assert report.ok, [c for c in report.checks if not c.ok]
+    code, out, err = _run(capsys, "verify", str(release))
+    assert code == 0, out + err
+    # the control: read with the spec as declared (BM25 alone), the fusion does not hold
+    from rcp_data.checks.integrity import check_fusion
+    from rcp_data.model.release import Release
+
+    pool = pq.read_table(release / "provenance/pool/grammar_01.parquet")
+    assert all(c.ok for c in check_fusion(Release(release, spec_read), "grammar_01", pool))
+    assert not all(c.ok for c in check_fusion(Release(release, load_spec_file(copy)),
+                                              "grammar_01", pool))
+    code, out, err = _run(capsys, "replay", str(release), "--json")
+    assert code == 0, err
 
 
 def test_empty_documents_only_where_the_spec_allows_them(small_suite, tmp_path):
