@@ -35,18 +35,19 @@ WORDS = tuple(
     ["river", "stone", "lamp", "orbit", "maple", "copper", "signal", "harbor", "violet", "engine", "quartz", "meadow", "cipher", "lantern", "glacier", "pixel", "ember", "falcon", "canyon", "thunder", "willow", "prism", "atlas", "beacon", "cobalt", "delta", "fable", "garnet", "horizon", "ivory", "jasmine", "kelvin", "lumen", "marble", "nectar", "onyx", "pepper", "quill", "raven", "saffron", "tundra", "umbra", "velvet", "walnut", "xenon", "yarrow", "zephyr", "the", "of", "and", "to", "in", "is", "was", "for", "on", "with", "as", "by", "at", "from"])
 
 
-def passages(n: int, seed: int = 56, start: int = 0):
-    """``n`` SYNTHETIC passages (ids ``p<i>``), about 56 words each, as ``(ids, texts)``."""
+def passages(n: int, seed: int = 56, start: int = 0, words: int = 56):
+    """``n`` SYNTHETIC passages (ids ``p<i>``), about ``words`` words each (56: MS MARCO's
+    mean), as ``(ids, texts)``."""
     import numpy as np
 
     rng = np.random.default_rng(seed + start)
-    lengths = np.clip(rng.normal(56, 18, n).astype(int), 8, 200)
+    lengths = np.clip(rng.normal(words, words / 3, n).astype(int), min(8, words), 200)
     words = np.asarray(WORDS)
     texts = [" ".join(words[rng.integers(0, len(words), k)]) for k in lengths]
     return [f"p{start + i}" for i in range(n)], texts
 
 
-def corpus_reader(n: int, batch: int = 8192):
+def corpus_reader(n: int, batch: int = 8192, words: int = 56):
     """A streamed SYNTHETIC corpus of ``n`` passages (generated batch by batch)."""
     import pyarrow as pa
 
@@ -54,7 +55,7 @@ def corpus_reader(n: int, batch: int = 8192):
 
     def batches():
         for lo in range(0, n, batch):
-            ids, texts = passages(min(batch, n - lo), start=lo)
+            ids, texts = passages(min(batch, n - lo), start=lo, words=words)
             yield pa.record_batch({"id": pa.array(ids), "title": pa.array([""] * len(ids)),
                                    "text": pa.array(texts)})
 
@@ -126,17 +127,18 @@ def throughput(model: str, n: int, batch_sizes: list[int], device: str,
     return rows
 
 
-def rss_child(model: str, n: int, n_queries: int, device: str) -> None:
+def rss_child(model: str, n: int, n_queries: int, device: str, words: int = 56) -> None:
     from rcp_data.stages.dense import dense_run
 
     t0 = time.perf_counter()
-    run = dense_run(corpus_reader(n), queries(n_queries), model, depth=150, device=device)
+    run = dense_run(corpus_reader(n, words=words), queries(n_queries), model, depth=150,
+                    device=device)
     print(json.dumps({"seconds": time.perf_counter() - t0, "rows": len(run)}))
 
 
-def peak_rss(model: str, n: int, n_queries: int, device: str) -> dict:
+def peak_rss(model: str, n: int, n_queries: int, device: str, words: int = 56) -> dict:
     argv = [sys.executable, __file__, "--rss-child", str(n), "--queries-child", str(n_queries),
-            "--model", model, "--device", device]
+            "--model", model, "--device", device, "--rss-words", str(words)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
@@ -182,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="alternating passes per batch size; the best of each counts")
     parser.add_argument("--rss-passages", type=int, default=None,
                         help="passages of the peak-RSS run (default 1M x scale)")
+    parser.add_argument("--rss-words", type=int, default=56,
+                        help="mean words per passage of the peak-RSS run (default 56; fewer "
+                        "make a 1M run feasible on a slow CPU)")
     parser.add_argument("--skip", default="", help="comma-separated: throughput,rss,search")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
@@ -192,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     device = pick_device(args.device)
     model = model_path(args.model)
     if args.rss_child:
-        rss_child(model, args.rss_child, args.queries_child, device)
+        rss_child(model, args.rss_child, args.queries_child, device, args.rss_words)
         return 0
     n_docs = max(1000, int(1_000_000 * args.scale))
     n_queries = max(10, int(1000 * args.scale))
@@ -209,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         n_rss = args.rss_passages or n_docs
         print(f"peak RSS of dense_run over {n_rss:,} passages, {n_queries:,} queries:",
               flush=True)
-        rss = peak_rss(model, n_rss, n_queries, device)
-        rss["passages"] = n_rss
+        rss = peak_rss(model, n_rss, n_queries, device, args.rss_words)
+        rss["passages"], rss["words"] = n_rss, args.rss_words
         results["rss"] = rss
         print(f"  {rss['peak_rss_bytes'] / GIB:.2f} GiB peak RSS, {rss['seconds']:.0f} s "
               f"(target < 4 GiB)")
