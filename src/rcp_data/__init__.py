@@ -40,6 +40,8 @@ _EXPORTS = {
     "replay": "scoring.api",
     "score": "scoring.api",
     "score_qrels": "scoring.qrels_score",
+    "agree": "scoring.agreement.analysis",
+    "AgreeResult": "scoring.agreement.analysis",
     "compare": "scoring.api",
     "verify": "checks.api",
     "build": "release.api",
@@ -64,7 +66,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BuildResult", "Comparison", "HubClient", "HubUnavailable", "InputError", "NotFoundError",
+    "AgreeResult", "agree", "BuildResult", "Comparison", "HubClient", "HubUnavailable", "InputError", "NotFoundError",
     "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "ReplayResult",
     "RunCoverage",
     "SchemaError", "ScoreResult", "UsageError", "VerificationFailed", "VerifyReport",
@@ -89,6 +91,7 @@ if TYPE_CHECKING:  # for type checkers; at run time each name is imported on fir
     from rcp_data.release.api import build, publish
     from rcp_data.release.cut import BuildResult
     from rcp_data.release.publish import PublishResult
+    from rcp_data.scoring.agreement.analysis import AgreeResult, agree
     from rcp_data.scoring.api import compare, replay, score
     from rcp_data.scoring.compare import Comparison
     from rcp_data.scoring.qrels_score import QrelsScore, score_qrels

@@ -146,15 +146,27 @@ def test_both_releases_verify_clean_by_tag_and_sha(published, local_hub, tmp_pat
 
 def test_cli_by_tag_json_and_exit_zero(published, tmp_path, capsys):
     p = published
+    from rcp_data.core.files import hash_files, release_paths
+    from rcp_data.model.manifest import release_digest
+
+    digest1, digest2 = (release_digest(hash_files(p[v], release_paths(p[v])).values())
+                        for v in ("v1", "v2"))
     rc = main(["verify", "--repo", p["repo"], "--revision", p["tag2"], "--json",
                "--cache-dir", str(tmp_path / "c")])
     out = json.loads(capsys.readouterr().out)
+    # no record lists this repository: every check passes, nothing anchors it (exit 3)
+    assert rc == 3 and out["ok"] and out["exit_code"] == 3 and out["anchor"] is None
+    assert out["digest"] == digest2 and not out["anchored"]
+    rc = main(["verify", "--repo", p["repo"], "--revision", p["tag2"], "--json",
+               "--cache-dir", str(tmp_path / "c"), "--digest", digest2])
+    out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["ok"] and out["exit_code"] == 0
+    assert out["anchor"] == "the pinned digest (--digest)"
     assert out["sha"] == p["sha2"] and out["release"] == 2
     assert all(set(c) >= {"name", "what", "expected", "found", "where", "status"}
                for c in out["checks"])
     rc = main(["verify", f"hf://datasets/{p['repo']}@{p['tag1']}", "--cache-dir",
-               str(tmp_path / "c")])
+               str(tmp_path / "c"), "--digest", digest1])
     text = capsys.readouterr().out
     assert rc == 0 and "VERIFIED" in text and p["sha1"] in text
     # a branch resolves to its head (release 2's commit) like a sha

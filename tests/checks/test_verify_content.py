@@ -135,6 +135,13 @@ def test_a_build_manifest_without_a_list_fails_and_none_at_all_is_absent(release
     check = verify(path=release).check("content-manifest")
     assert not check.ok and check.found == "no 'files' list"
     (release / BUILD_MANIFEST).unlink()
+    # a release carrying releases.json is one this project built: its manifest is required,
+    # and its card and task file are still rendered again and compared
+    report = verify(path=release)
+    missing = report.check("content-manifest")
+    assert not missing.ok and missing.found.startswith("missing")
+    assert report.check("card-regenerated").status != "skipped"
+    (release / RELEASES_JSON).unlink()
     report = verify(path=release)
     assert report.check("content-manifest").status == "absent"
     assert report.check("card-regenerated").status == "skipped"

@@ -23,17 +23,22 @@ from support.demo_fixture import copy_demo, refit_release_2
 from support.tamper import (
     edit_json,
     edit_one_cell,
+    other_bytes_served,
     parquet_bytes,
     read_table_bytes,
     tamper_commit,
 )
 
+from rcp_data.checks.reports import NOT_ANCHORED
 from rcp_data.checks.verify import verify
+from rcp_data.core.errors import NotFoundError
+from rcp_data.core.files import hash_files, release_paths
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.specs import load_spec
 from rcp_data.model.card_format import card_configs, config_data_files
 from rcp_data.model.history import read_history
 from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, TASK_FILE
+from rcp_data.model.manifest import record_content, release_digest
 from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 from rcp_data.release.regenerate import regenerate
@@ -61,7 +66,8 @@ def hub(local_hub, tmp_path_factory, demo_data) -> dict:
     return {"repo": repo, "client": client, "api": HfApi(endpoint=local_hub.url),
             "records": records, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
             "sha2": r2.commit, "head": head, "files": [f["path"] for f in files],
-            "work": base, "hub_root": local_hub.root}
+            "work": base, "hub_root": local_hub.root, "digest1": r1.digest,
+            "digest2": r2.digest, "v2": v2}
 
 
 def _read(p: dict, path: str, revision: str | None = None) -> bytes:
@@ -406,8 +412,8 @@ def test_emptied_qrels_and_non_utf8_card_are_failed_checks(hub):
 
 # -- --quick ------------------------------------------------------------------------------------
 def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, monkeypatch):
-    """The local Hub stores every file as a plain git blob; here its listing reports the corpus
-    files as LFS files (their real sha256), as the real Hub does for parquet."""
+    """The corpus files as LFS files in the Hub's listing (their real sha256), as the real Hub
+    and the local Hub store parquet; the test's listing can then be made to lie about one."""
     from rcp_data.core.files import sha256_file
     from rcp_data.core.hub_client import RemoteFile
 
@@ -419,7 +425,8 @@ def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, m
 
     def with_lfs(self, repo, sha):
         return {p: RemoteFile(f.path, f.size, f.blob_id, sums.get(p) if sha == hub["sha2"]
-                              else None) for p, f in real(self, repo, sha).items()}
+                              and p in sums else f.lfs_sha256)
+                for p, f in real(self, repo, sha).items()}
 
     monkeypatch.setattr(HubClient, "files", with_lfs)
     report = verify(repo=hub["repo"], revision=hub["tag2"], client=client, quick=True)
@@ -430,12 +437,17 @@ def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, m
                   if p.is_file()}
     assert not downloaded & set(corpus) and downloaded >= set(hub["files"]) - set(corpus)
     assert report.check("top-ranked-in-corpus").ok and report.check("card-regenerated").ok
-    # an LFS sha256 that is not the manifest's fails, and the corpus is not read
+    # a listed LFS sha256 that is not the manifest's proves nothing: the file is downloaded,
+    # and its bytes (the manifest's) are not the oid the Hub lists
     sums[corpus[0]] = "f" * 64
     report = verify(repo=hub["repo"], revision=hub["tag2"], client=client, quick=True)
     assert report.exit_code == 1
-    assert report.check("content-hashes").details[0].startswith(
-        f"{corpus[0]}: the Hub's LFS sha256 ffffffffffff…")
+    (detail,) = report.check("hub-listing").details
+    assert detail.startswith(f"{corpus[0]}: sha256 ") and "the Hub lists LFS oid ffffffffffff…" \
+        in detail
+    assert report.check("content-hashes").ok
+    assert report.check("hub-listing").found.endswith(f"{len(corpus) - 1} proven by their "
+                                                      "listed LFS oid, not read")
 
 
 # -- the record the tags are checked against ------------------------------------------------------
@@ -481,3 +493,172 @@ def test_a_record_without_the_release_is_a_diff_not_a_pass_in_silence(hub, tmp_p
                    histories=folder).check("record")
     assert check.ok and check.status == "diff"
     assert check.details[0].startswith("the record has no sha for release 2")
+
+
+# -- issue 28: the anchor, the Hub's own listing, failing closed ----------------------------------
+def test_the_published_digest_is_the_digest_of_the_verified_bytes_and_anchors_each_revision(hub):
+    # the digest publish printed is recomputed here, independently, from the local release
+    v2 = hub["v2"]
+    lines = [f"{e.sha256} {e.size} {e.path}\n" for e in
+             sorted(hash_files(v2, release_paths(v2)).values(), key=lambda e: e.path)]
+    import hashlib
+    assert hub["digest2"] == hashlib.sha256(
+        ("rcp-data.release-digest/1\n" + "".join(lines)).encode()).hexdigest()
+    assert release_digest(hash_files(v2, release_paths(v2)).values()) == hub["digest2"]
+    record = read_history(hub["records"] / "demo.json")
+    assert [r.digest for r in record.releases] == [hub["digest1"], hub["digest2"]]
+    for rev, digest in ((hub["tag1"], hub["digest1"]), (hub["tag2"], hub["digest2"]),
+                        (hub["head"], hub["digest2"])):
+        report = _verify(hub, rev)
+        assert report.exit_code == 0 and report.digest == digest, report.text()
+        assert report.anchor.endswith("'s digest and commit"), report.anchor
+        assert f"  digest   {digest}" in report.text() and "VERIFIED" in report.text()
+        pinned = verify(repo=hub["repo"], revision=rev, client=hub["client"], digest=digest)
+        assert pinned.exit_code == 0 and pinned.anchor == "the pinned digest (--digest)"
+    # the head (a card regeneration) holds release 2 with its own commit's card, so the digest
+    # is of release 2 as its commit holds it
+    assert hub["sha2"] in _verify(hub, hub["head"]).digest_of
+    # no anchor: every check passes, but it is not VERIFIED, and it exits 3
+    bare = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"])
+    assert bare.ok and bare.exit_code == 3 and bare.anchor is None
+    assert bare.check("anchor").status == "absent"
+    assert bare.text().endswith(f"{NOT_ANCHORED} (SYNTHETIC data)")
+    assert "VERIFIED" not in bare.text()
+    # a pinned digest that is not the release's fails (1)
+    wrong = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+                   digest=hub["digest1"])
+    assert wrong.exit_code == 1 and not wrong.check("anchor").ok
+
+
+def _forged_release_2(hub) -> str:
+    """A consistent forgery of release 2: release 2's files with one query's text edited and
+    the content list recorded again, as ONE commit on a branch off release 1's commit."""
+    import shutil
+
+    forged = hub["work"] / f"forged-{uuid.uuid4().hex[:6]}"
+    shutil.copytree(hub["v2"], forged)
+    path = next(p for p in hub["files"] if p.endswith("/queries.parquet"))
+    table = read_table_bytes((forged / path).read_bytes())
+    texts = table.column("text").to_pylist()
+    texts[0] += " (forged)"
+    table = table.set_column(table.schema.get_field_index("text"), "text",
+                             pa.array(texts, pa.string()))
+    (forged / path).write_bytes(parquet_bytes(table))
+    record_content(forged)
+    add = {p: (forged / p).read_bytes() for p in release_paths(forged)}
+    at_v1 = set(hub["client"].files(hub["repo"], hub["sha1"]))
+    return tamper_commit(hub["api"], hub["repo"], hub["sha1"], "forged-v2", add,
+                         tuple(sorted(p for p in at_v1 - set(add) if p != ".gitattributes")))
+
+
+def test_a_consistent_forgery_with_the_tag_moved_exits_3_unanchored_and_1_anchored(hub):
+    forged = _forged_release_2(hub)
+    api: HfApi = hub["api"]
+    api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
+    api.create_tag(hub["repo"], tag=hub["tag2"], revision=forged, repo_type=REPO_TYPE)
+    try:
+        bare = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"])
+        assert bare.sha == forged
+        assert bare.ok, bare.text()                     # consistent with itself ...
+        assert bare.exit_code == 3 and NOT_ANCHORED in bare.text()   # ... but never 0
+        assert bare.digest != hub["digest2"]
+        recorded = _verify(hub, hub["tag2"])            # the record names release 2's sha
+        assert recorded.exit_code == 1 and not recorded.check("record").ok
+        pinned = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+                        digest=hub["digest2"])
+        assert pinned.exit_code == 1
+        assert pinned.check("anchor").found == f"digest {bare.digest}"
+    finally:
+        api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
+        api.create_tag(hub["repo"], tag=hub["tag2"], revision=hub["sha2"], repo_type=REPO_TYPE)
+
+
+@pytest.mark.parametrize("path", [CARD_FILE, "provenance/releases.json", "alpha/qrels.parquet"])
+def test_other_bytes_under_the_same_commit_fail_naming_the_file(hub, tmp_path, path):
+    """The Hub's store rewritten in place: same commit, same listing, other bytes served."""
+    client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")
+    with other_bytes_served(hub["hub_root"], hub["repo"], hub["sha2"], path):
+        report = verify(repo=hub["repo"], revision=hub["sha2"], client=client,
+                        histories=hub["records"])
+    assert report.exit_code == 1
+    listing = report.check("hub-listing")
+    assert not listing.ok and len(listing.details) == 1
+    assert listing.details[0].startswith(f"{path}: ")
+    lfs = path.endswith(".parquet")
+    assert ("the Hub lists LFS oid" if lfs else "git blob id") in listing.details[0]
+    assert not report.check("anchor").ok           # the recorded digest is not these bytes
+
+
+def test_quick_hashes_every_file_it_downloads(hub, tmp_path):
+    """--quick leaves out only a corpus proven by its listed oid; a file it reads whose bytes
+    are not that oid fails."""
+    client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")
+    path = next(p for p in hub["files"] if p.endswith("/top_ranked.parquet"))
+    with other_bytes_served(hub["hub_root"], hub["repo"], hub["sha2"], path):
+        report = verify(repo=hub["repo"], revision=hub["sha2"], client=client, quick=True,
+                        histories=hub["records"])
+    assert report.exit_code == 1
+    listing = report.check("hub-listing")
+    assert [d.split(":")[0] for d in listing.details] == [path]
+    assert "proven by their listed LFS oid, not read" in listing.found
+
+
+def test_a_release_with_releases_json_and_no_manifest_fails(hub):
+    sha = _tamper(hub, "no-manifest", delete=(BUILD_MANIFEST,))
+    report = _verify(hub, sha)
+    assert report.exit_code == 1
+    content = report.check("content-manifest")
+    assert not content.ok and content.found.startswith("missing")
+    # the card and the task file are still rendered again and compared
+    assert report.check("card-regenerated").status != "skipped"
+    text = _read(hub, TASK_FILE).decode("utf-8")
+    sha = tamper_commit(hub["api"], hub["repo"], hub["head"], "no-manifest-taskfile",
+                        {TASK_FILE: (text + "import os\nos.system('echo hi')\n").encode()},
+                        (BUILD_MANIFEST,))
+    report = _verify(hub, sha)
+    regen = report.check("task-file-regenerated")
+    assert not regen.ok and any("os.system" in d for d in regen.details)
+
+
+@pytest.mark.parametrize("name", [CARD_FILE, TASK_FILE])
+def test_blank_lines_or_the_final_newline_changed_fail(hub, name):
+    text = _read(hub, name).decode("utf-8")
+    assert text.endswith("\n") and not text.endswith("\n\n")
+    check = "card-regenerated" if name == CARD_FILE else "task-file-regenerated"
+    for label, new in (("blank-lines", text + "\n\n"), ("no-final-newline", text[:-1]),
+                       ("crlf-final", text[:-1] + "\r\n")):
+        sha = _tamper(hub, f"{Path(name).stem}-{label}", {name: new.encode()})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, (name, label)
+        regen = report.check(check)
+        assert not regen.ok and regen.details, (name, label)
+        # the comparison a stripped-whitespace check makes would pass: it is byte for byte
+        assert new.strip() == text.strip()
+
+
+def test_a_gitattributes_that_changes_checkout_bytes_fails(hub):
+    for label, line in (("eol", "*.md eol=crlf"),
+                        ("encoding", "*.py working-tree-encoding=UTF-16"),
+                        ("filter", "*.parquet filter=rot13")):
+        sha = _tamper(hub, f"gitattributes-{label}",
+                      {".gitattributes": (f"{line}\n").encode()})
+        report = _verify(hub, sha)
+        assert report.exit_code == 1, label
+        checkout = report.check("checkout")
+        assert checkout.details == [f".gitattributes, line 1: {line.split()[1]} changes the "
+                                    f"bytes a checkout yields ({line!r})"], label
+    # the Hub's own LFS routing is fine
+    sha = _tamper(hub, "gitattributes-lfs",
+                  {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"})
+    assert _verify(hub, sha).check("checkout").ok
+
+
+def test_histories_naming_a_missing_folder_exits_2(hub, tmp_path, capsys):
+    from rcp_data.cli import main
+
+    with pytest.raises(NotFoundError, match="--histories folder not found"):
+        verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
+               histories=tmp_path / "nowhere")
+    assert main(["verify", "--repo", hub["repo"], "--revision", hub["tag2"], "--histories",
+                 str(tmp_path / "nowhere")]) == 2
+    assert "--histories folder not found" in capsys.readouterr().err

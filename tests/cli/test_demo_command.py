@@ -15,6 +15,14 @@ def test_demo_command_builds_publishes_and_verifies(tmp_path, capsys):
     assert "published release 2 as v2-rcp-data-synthetic-judge-7b" in text
     assert "tags and releases.json agree" in text
     assert text.count("VERIFIED") == 2
+    # both releases recorded (sha and digest) in the demo's own record, which anchors them
+    record = json.loads((out / "records/demo.json").read_text())
+    digests = [r["digest"] for r in record["releases"]]
+    assert len(digests) == 2 and all(len(d) == 64 for d in digests)
+    for number, digest in enumerate(digests, 1):
+        assert f"  digest   {digest}" in text
+        assert f"release {number}'s digest and commit" in text
+    assert "not anchored" not in text
     assert "demo finished: both releases verified" in text
     # release 2 is a recalibration: same qrels rows, new gains; history says so
     h2 = json.loads((out / "release-v2/provenance/releases.json").read_text())

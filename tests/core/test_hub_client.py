@@ -146,11 +146,13 @@ def test_the_cli_builds_one_client_and_passes_it(tmp_path, local_hub, hub_repo, 
     monkeypatch.setattr(HubClient, "from_env", classmethod(counting))
     monkeypatch.setenv("HF_ENDPOINT", local_hub.url)
     v1 = make_release_dir(tmp_path / "v1", hub_repo)
-    for argv in (["release", "publish", str(v1), "--repo", hub_repo, "--create-repo"],
+    records = tmp_path / "records"
+    for argv in (["release", "publish", str(v1), "--repo", hub_repo, "--create-repo",
+                  "--record-to", str(records)],
                  ["release", "list", "--repo", hub_repo],
                  ["card", "regenerate", "--repo", hub_repo, "--revision", "main"],
                  ["verify", "--repo", hub_repo, "--revision", TAG1,
-                  "--cache-dir", str(tmp_path / "cache")],
+                  "--cache-dir", str(tmp_path / "cache"), "--histories", str(records)],
                  ["replay", f"hf://datasets/{hub_repo}@{TAG1}"]):
         built.clear()
         clients_seen.clear()

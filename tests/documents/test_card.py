@@ -306,6 +306,7 @@ def test_relation_to_the_paper_counts_cells_as_printed():
     """Hand-made tables: the paper's NanoBEIR values (as fractions), one RCP cell moved by 0.1
     point and one by 0.02 (still printing the same): the paragraph counts what prints alike."""
     from rcp_data.core.io import read_json
+    from rcp_data.documents.card import card_sentence
     from rcp_data.documents.card_facts import paper_relation
     from rcp_data.model.history import history_path, read_history
     from rcp_data.resources import provenance_dir
@@ -321,10 +322,13 @@ def test_relation_to_the_paper_counts_cells_as_printed():
     tables["rcp_ndcg"].loc[first, "NanoFEVERRetrieval"] += 0.001
     tables["rcp_ndcg"].loc[first, "NanoQuoraRetrieval"] += 0.0002
     history = read_history(history_path("nanobeir"))
-    text = paper_relation(spec, tables, history, synthetic=False)
+    relation = paper_relation(spec, tables, history, synthetic=False)
+    assert relation.case == "compared" and relation.rerankers == len(tables["rcp_ndcg"].index)
+    text = card_sentence("paper_relation", relation)
     assert "qrel-nDCG@10: 182 of 182 cells and 14 of 14 means print as the paper's" in text
     assert "RCP-nDCG@10: 181 of 182 cells and 14 of 14 means print as the paper's" in text
     assert "differ by at most 0.1 (FEVER 1)" in text
     assert "the unrounded replay is at most 0.10 points" in text
     assert "replayed from release 1 (commit `4517f2cb9e342479725bf0931a329998b4d35038`)" in text
-    assert "SYNTHETIC" in paper_relation(spec, tables, history, synthetic=True)
+    assert "SYNTHETIC" in card_sentence("paper_relation",
+                                        paper_relation(spec, tables, history, synthetic=True))

@@ -202,3 +202,25 @@ def test_paper_rule_sentence_follows_the_spec(demo):
                   r"(\d+\.\d\d) points on RCP-nDCG@10 and (\d+\.\d\d) points on qrel-nDCG@10\. "
                   r"Mean is the", texts["pool-order"])
     assert m, texts["pool-order"][:2000]
+
+
+def test_card_facts_return_records_and_the_template_holds_the_sentences(demo):
+    """The facts of one place of the card are frozen records; the sentences are the template's
+    macros (``card_prose.md.j2``), which render each record alone as the card does."""
+    from rcp_data.documents import card_facts
+    from rcp_data.documents.card import card_sentence, render_card
+    from rcp_data.model.release import open_release
+
+    rd = open_release(demo)
+    spec = rd.spec
+    facts = card_facts.CardFacts.of(spec)
+    records = [card_facts.first_stage(spec, facts, synthetic=True, has_runs=True),
+               card_facts.licence(spec, facts, synthetic=True)]
+    assert all(dataclasses.is_dataclass(r) and r.__dataclass_params__.frozen for r in records)
+    card = render_card(demo)
+    stage = card_sentence("first_stage", records[0])
+    assert stage.startswith("**First stage and fusion.**") and f"1. {stage}\n" in card
+    assert card_sentence("licence", records[1]) in card
+    prose = (TEMPLATE.parent / "card_prose.md.j2").read_text(encoding="utf-8")
+    for macro in ("first_stage", "instructions", "examples", "paper_relation", "licence"):
+        assert f"macro {macro}(" in prose

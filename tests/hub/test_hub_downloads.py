@@ -189,17 +189,21 @@ def test_card_read_step_skips_the_corpus_and_renders_the_published_card(big, tmp
 
 def test_offline_after_one_verify(big, tmp_path, capsys):
     from rcp_data.cli import main
+    from rcp_data.core.files import hash_files, release_paths
+    from rcp_data.model.manifest import release_digest
 
     root, sha, tag, total, _corpus = big
+    digest = release_digest(hash_files(root, release_paths(root)).values())
     hf_home = tmp_path / "hf"
     online = rcp(["verify", "--repo", REPO, "--revision", tag], hf_home)
-    assert online.returncode == 0, online.stdout + online.stderr
+    assert online.returncode == 3, online.stdout + online.stderr   # nothing anchors it
+    assert "consistent, not anchored: pass --digest or --histories" in online.stdout
     assert snapshot_bytes(snapshot(hf_home, sha))[1] == total   # verify takes everything, once
     dead = _closed_port_url()
-    offline = rcp(["verify", "--repo", REPO, "--revision", sha], hf_home, offline=True,
-                  endpoint=dead)
+    offline = rcp(["verify", "--repo", REPO, "--revision", sha, "--digest", digest], hf_home,
+                  offline=True, endpoint=dead)
     assert offline.returncode == 0, offline.stdout + offline.stderr
-    assert "VERIFIED" in offline.stdout
+    assert "VERIFIED" in offline.stdout and f"  digest   {digest}" in offline.stdout
     replay = rcp(["replay", f"hf://datasets/{REPO}@{sha}", "--json"], hf_home, offline=True,
                  endpoint=dead)
     assert replay.returncode == 0, replay.stderr

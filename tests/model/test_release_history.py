@@ -204,3 +204,24 @@ def test_releases_md_is_generated_from_the_histories(tmp_path: Path, capsys):
     assert main(["release", "render-md", "--out", str(stale), "--histories",
                  str(histories_dir())]) == 0
     assert stale.read_text() == text
+
+
+def test_record_release_stores_the_digest_beside_the_sha_and_refuses_a_malformed_one():
+    import hashlib
+
+    from rcp_data.core.files import FileEntry
+    from rcp_data.model.manifest import release_digest
+
+    entries = [FileEntry("b.parquet", 3, "1" * 64), FileEntry("README.md", 5, "2" * 64),
+               FileEntry(".gitattributes", 9, "3" * 64)]   # the Hub's housekeeping: left out
+    digest = release_digest(entries)
+    assert digest == hashlib.sha256(
+        b"rcp-data.release-digest/1\n" + f"{'2' * 64} 5 README.md\n{'1' * 64} 3 b.parquet\n"
+        .encode()).hexdigest()
+    recorded = record_release(_one(), _one().releases[0], SHA_A, digest)
+    assert recorded.releases[0].digest == digest and recorded.releases[0].revision == SHA_A
+    assert record_release(_one(), _one().releases[0], SHA_A).releases[0].digest is None
+    with pytest.raises(InputError, match="'digest' must be a release digest"):
+        record_release(_one(), _one().releases[0], SHA_A, "abc")
+    with pytest.raises(InputError, match="given twice"):
+        release_digest([*entries, entries[0]])

@@ -340,7 +340,7 @@ def _pipeline(tmp_path: Path, capsys, server, *, name: str, positive: int, repo:
     built = json.loads(out)
     assert built["queries"] == 2 * N_SUBSETS and built["qrels_rows"] == 2 * 700
     code, _, err = _run(capsys, "release", "publish", str(release), "--repo", repo,
-                        "--create-repo")
+                        "--create-repo", "--record-to", str(tmp_path / "records"))
     assert code == 0, err
     return spec_file, release, built["tag"]
 
@@ -366,14 +366,16 @@ def _minilm_reranker_run(pools: Path, out: Path) -> None:
                                                 "short": "minilm"}]), encoding="utf-8")
 
 
-def _fresh_verify(repo: str, tag: str, cache: Path) -> subprocess.CompletedProcess:
+def _fresh_verify(repo: str, tag: str, cache: Path, histories: Path
+                  ) -> subprocess.CompletedProcess:
     """``rcp-data verify`` of a Hub release in a new process, with no ``$RCP_DATA_BUILDERS``
     and the spec file nowhere it could look (only the release carries it)."""
     env = {k: v for k, v in os.environ.items() if k != "RCP_DATA_BUILDERS"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(rcp_data.__file__).parents[1]),
                                          env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "rcp_data", "verify", "--repo", repo,
-                           "--revision", tag, "--cache-dir", str(cache)], env=env,
+                           "--revision", tag, "--cache-dir", str(cache), "--histories",
+                           str(histories)], env=env,
                           capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -402,7 +404,8 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch, 
         assert [(r.retriever, r.computed, r.method) for r in manifest.first_stage] == [
             ("minilm", True, "dense"), ("bm25", True, "bm25")]
         assert manifest.judge.model == "rcp-data/SIMULATED-judge"
-        done = _fresh_verify(f"rcp-test/{name}", tag, work / "verify-cache")
+        done = _fresh_verify(f"rcp-test/{name}", tag, work / "verify-cache",
+                             work / "records")
         assert done.returncode == 0, done.stdout + done.stderr
         assert "provenance/suite_spec.toml" in {e.path for e in manifest.files}
         qrels = pq.read_table(release / "grammar_01/qrels.parquet").to_pandas()

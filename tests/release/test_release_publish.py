@@ -21,10 +21,11 @@ from support.release_dirs import first_history, make_release_dir, second_history
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.cli import main
 from rcp_data.core.errors import RefusedError
-from rcp_data.core.files import Snapshot
+from rcp_data.core.files import Snapshot, hash_files, release_paths
 from rcp_data.core.hub_client import HubClient
 from rcp_data.model import layout
 from rcp_data.model.history import SCHEMA, fill_known_shas, read_history, release_tag
+from rcp_data.model.manifest import release_digest
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_parquet
 from rcp_data.release.publish import PublishResult, execute_plan, plan_publish, publish
@@ -383,9 +384,11 @@ def test_rerun_finishes_a_publish_killed_between_commit_and_tag(tmp_path, api, h
     assert tags == {}
     capsys.readouterr()
     assert _publish_cli(v1, hub_repo) == 0
+    digest = release_digest(hash_files(v1, release_paths(v1)).values())
     assert capsys.readouterr().out == (
         f"{hub_repo}: tagged release 1 as {TAG1} at {commits[0]} (the commit of an earlier, "
-        "interrupted publish of this release)\n")
+        "interrupted publish of this release)\n"
+        f"release digest {digest} (commit {commits[0]}; pin it with rcp-data verify --digest)\n")
     assert _state(api, hub_repo) == (commits, branches, {TAG1: commits[0]})  # no new commit
 
 

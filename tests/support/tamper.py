@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +89,27 @@ def edit_json(data: bytes) -> bytes:
     obj = json.loads(data)
     obj["tampered"] = True
     return (json.dumps(obj, indent=2) + "\n").encode()
+
+
+@contextmanager
+def other_bytes_served(hub_root: Path, repo: str, commit: str, path: str) -> Iterator[bytes]:
+    """The local Hub serves other bytes (one byte flipped, the size kept) for ``path`` under
+    the same commit, blob id and LFS oid: the object in its store is rewritten in place (the LFS
+    object, or the blob file it serves a regular file from). Yields the bytes served; the
+    object is restored afterwards."""
+    from rcp_data.hub.gitstore import GitStore
+
+    store = GitStore(hub_root)
+    bare = store.repo_path(REPO_TYPE, repo)
+    entry = store.entry(bare, commit, path)
+    assert entry is not None, path
+    target = store.content_file(bare, entry)
+    original = target.read_bytes()
+    forged = bytearray(original)
+    forged[len(forged) // 2] ^= 0x01
+    target.chmod(0o644)
+    target.write_bytes(bytes(forged))
+    try:
+        yield bytes(forged)
+    finally:
+        target.write_bytes(original)

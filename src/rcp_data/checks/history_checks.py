@@ -41,7 +41,7 @@ from rcp_data.model.layout import REGENERATED_FILES, RELEASES_JSON
 
 log = logging.getLogger(__name__)
 
-FILLED_LATER = ("revision", "data_revision", "status", "superseded_by")
+FILLED_LATER = ("revision", "data_revision", "status", "superseded_by", "digest")
 _RELEASE_TAG = re.compile(r"^v(\d+)-")
 
 
@@ -51,7 +51,8 @@ class HubView:
 
     ``chain``: the commit and its ancestors, oldest first; ``tags``: ``{tag: sha}``;
     ``tree(sha)``: ``{path: RemoteFile}`` of a commit; ``read_releases(sha)``: the text of
-    releases.json at a commit.
+    releases.json at a commit; ``read_file(path, sha)``: the bytes of a file at a commit (None
+    when the commit has no such file).
     """
 
     repo: str
@@ -61,6 +62,7 @@ class HubView:
     tree: Callable[[str], Mapping[str, RemoteFile]]
     read_releases: Callable[[str], bytes]
     _histories: dict[str, History | None] = field(default_factory=dict)
+    read_file: Callable[[str, str], bytes | None] | None = None
 
     @classmethod
     def from_client(cls, client: HubClient, repo: str, sha: str,
@@ -75,9 +77,14 @@ class HubView:
         def read_releases(commit: str) -> bytes:
             return client.download_file(repo, RELEASES_JSON, commit).read_bytes()
 
+        def read_file(path: str, commit: str) -> bytes | None:
+            if path not in tree(commit):
+                return None
+            return client.download_file(repo, path, commit).read_bytes()
+
         chain = list(reversed(client.commits(repo, sha)))
         return cls(repo, sha, tags if tags is not None else client.tags(repo), chain, tree,
-                   read_releases)
+                   read_releases, read_file=read_file)
 
     @property
     def shas(self) -> list[str]:

@@ -8,12 +8,14 @@ A release this project built lists every file (path, size, sha256) in
   only the manifest itself, the files regenerations rewrite (card, task file, releases.json)
   and the Hub's ``.gitattributes`` are outside the list;
 - every listed file has the recorded size and sha256 (``content-hashes``): hashed from the
-  downloaded bytes by default; with ``quick``, an LFS file's sha256 as the Hub lists it stands
-  in for the download.
+  downloaded bytes (the read :mod:`rcp_data.checks.listing` made, against the Hub's listing);
+  only a file that was not downloaded (``--quick``'s corpus) is proven by the sha256 the Hub
+  lists for it: a listed hash never stands in for a file that was read.
 
 A revision without a build manifest (published before the release policy) has no list: the
-checks are reported absent. A build manifest without a list fails: every release this
-project builds carries one.
+checks are reported absent, unless the revision carries ``provenance/releases.json`` (a
+release this project built), whose manifest is required: a deleted manifest fails. A build
+manifest without a list fails: every release this project builds carries one.
 """
 
 from __future__ import annotations
@@ -54,16 +56,18 @@ def _short(sha: str) -> str:
 def check_content(root: Path, manifest: BuildManifest | None, *,
                   unreadable: str | None = None,
                   hosted: Mapping[str, HostedFile] | None = None,
-                  quick: bool = False,
-                  hashed: Mapping[str, FileEntry] | None = None) -> ContentResult:
+                  not_read: frozenset[str] = frozenset(),
+                  hashed: Mapping[str, FileEntry] | None = None,
+                  required: bool = False) -> ContentResult:
     """The content checks of a release directory ``root``.
 
     ``manifest``: the build manifest (None: the revision has none, or, with ``unreadable``
     saying why, it holds one that does not read: a failed check). ``hosted``: the Hub's
     listing of the revision (``None`` for a local directory: the directory's own files are
-    the revision). ``quick``: an LFS file's listed sha256 stands in for hashing its bytes.
-    ``hashed``: files of ``root`` the caller has just hashed (:func:`hash_files`), not read
-    again.
+    the revision). ``not_read``: files not downloaded, proven by the LFS sha256 the Hub lists
+    for them (every other file is hashed). ``hashed``: files of ``root`` the caller has just
+    hashed (:func:`hash_files`), not read again. ``required``: the revision carries
+    releases.json, so a missing manifest fails.
     """
     root = Path(root)
     what_list = "the build manifest lists every file of the release with a digest over the list"
@@ -71,6 +75,12 @@ def check_content(root: Path, manifest: BuildManifest | None, *,
         return ContentResult([Check.failed("content-manifest", what_list,
                                            "a well-formed build manifest", unreadable,
                                            BUILD_MANIFEST)])
+    if manifest is None and required:
+        return ContentResult([Check.failed(
+            "content-manifest", what_list, f"{BUILD_MANIFEST} (a revision carrying "
+            "provenance/releases.json is a release this project built, and every such release "
+            "carries its manifest)", "missing: the files are not proven byte for byte",
+            BUILD_MANIFEST)])
     if manifest is None:
         return ContentResult([Check(
             "content-manifest", True, what_list, expected=f"{BUILD_MANIFEST} with 'files'",
@@ -102,13 +112,14 @@ def check_content(root: Path, manifest: BuildManifest | None, *,
         "(besides the manifest, README.md, the task file, releases.json and .gitattributes)",
         expected=f"{len(listed)} listed files", found=f"{len(extra)} extra, {len(missing)} "
         "missing", where=BUILD_MANIFEST, details=details))
-    result = _hashes(root, [e for e in entries if e.path in have], hosted, quick, hashed or {})
+    result = _hashes(root, [e for e in entries if e.path in have], hosted, not_read,
+                     hashed or {})
     checks.append(result.checks[0])
     return ContentResult(checks, result.hashed_bytes, result.by_lfs)
 
 
 def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFile] | None,
-            quick: bool, hashed: Mapping[str, FileEntry]) -> ContentResult:
+            not_read: frozenset[str], hashed: Mapping[str, FileEntry]) -> ContentResult:
     """Size and sha256 of every listed file against the manifest (the files not in
     ``hashed`` are hashed now, on every core)."""
     wrong: list[str] = []
@@ -116,7 +127,7 @@ def _hashes(root: Path, entries: list[FileEntry], hosted: Mapping[str, HostedFil
     to_hash: list[FileEntry] = []
     for e in entries:
         info = hosted.get(e.path) if hosted is not None else None
-        if quick and info is not None and info.lfs_sha256:
+        if e.path in not_read and info is not None and info.lfs_sha256:
             by_lfs += 1
             _compare(e, info.size, info.lfs_sha256, "the Hub's LFS sha256", wrong)
         elif not (root / e.path).is_file():

@@ -141,11 +141,10 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
             tables = summarize(pq_, spec, view=view, tie_rule=rule)
             views[(k, rule, view)] = tables
             for metric, table in tables.items():
-                for model in table.index:
-                    for col in table.columns:
-                        v = float(table.at[model, col])
-                        if not np.isnan(v):
-                            cells[CellKey(metric, k, rule, view, str(model), str(col))] = 100 * v
+                values = table.to_numpy(dtype=np.float64)   # one array, not a lookup a cell
+                for i, j in zip(*np.nonzero(~np.isnan(values)), strict=True):
+                    cells[CellKey(metric, k, rule, view, str(table.index[i]),
+                                  str(table.columns[j]))] = 100 * float(values[i, j])
     return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views)
 
 
@@ -228,8 +227,10 @@ def paper_applies(spec: SuiteSpec, history: History | None, release: ReleaseReco
 
 
 def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, applies: bool,
-                reason: str) -> list[Check]:
-    """The paper's numbers: a failure when they apply, else a diff for information."""
+                reason: str, root: Path | None = None) -> list[Check]:
+    """The paper's numbers: a failure when they apply, else a diff for information. With the
+    release's ``root``, also the agreement numbers it allows recomputing
+    (:mod:`rcp_data.checks.paper_agreement`)."""
     from rcp_data.scoring.compare import compare_tables, load_known_deviations, load_tables
 
     checks = []
@@ -267,6 +268,16 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
             status=("ok" if not off else status_bad),
             details=[f"{r['year']} {r['field']}: paper {r['paper']}, replay {r['computed']}"
                      for r in off]))
+    entries = raw.get("agreement", {}).get("entries", [])
+    if root is not None and entries:
+        from rcp_data.checks.paper_agreement import check_paper_agreement
+
+        try:
+            checks += check_paper_agreement(entries, root, spec, per_query[CARD_K], applies,
+                                            reason, str(reference))
+        except (InputError, UsageError) as exc:
+            checks.append(Check("paper-agreement", False, "agreement numbers vs the paper's",
+                                found=exc.message, where=str(reference)))
     if not checks:
         checks.append(Check("paper-tables", True, "the paper's numbers for this suite",
                             expected=f"{key!r} in {reference}", found="absent",
@@ -328,7 +339,7 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
                             status="skipped"))
     else:
         checks += check_paper(reference, replayed.tableset, replayed.per_query, spec, applies,
-                              reason)
+                              reason, root=root)
     return checks, replayed
 
 

@@ -17,6 +17,10 @@ from rcp_data.core.errors import RefusedError
 from rcp_data.model.history import History
 
 MAX_DETAILS = 20
+#: What verify says of a revision whose checks all pass but that nothing outside it vouches for.
+NOT_ANCHORED = "consistent, not anchored: pass --digest or --histories"
+#: verify's exit code for that revision (a failed check, 1, wins).
+EXIT_NOT_ANCHORED = 3
 STATUSES = ("ok", "failed", "absent", "diff", "skipped")
 VERIFY_SCHEMA = "rcp-data.verify/1"
 
@@ -73,6 +77,10 @@ class VerifyReport:
     checks: list[Check] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     synthetic: bool = False          # the revision holds generated data
+    digest: str | None = None        # the release's content digest (model.manifest)
+    digest_of: str = ""              # which commit's release the digest is of, in words
+    anchor: str | None = None        # what outside the repository vouches for it, in words
+    needs_anchor: bool = False       # a Hub revision: without an anchor it exits 3
 
     @property
     def failed(self) -> list[Check]:
@@ -83,8 +91,17 @@ class VerifyReport:
         return not self.failed
 
     @property
+    def anchored(self) -> bool:
+        """Whether something outside the repository vouches for it (or it needs nothing:
+        a local directory)."""
+        return self.anchor is not None or not self.needs_anchor
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        """0 verified; 1 a check failed (wins); 3 every check passed, nothing anchors it."""
+        if not self.ok:
+            return 1
+        return 0 if self.anchored else EXIT_NOT_ANCHORED
 
     def check(self, name: str) -> Check | None:
         """The first check called ``name`` (None when there is none)."""
@@ -108,6 +125,10 @@ class VerifyReport:
             "release": self.release,
             "tag": self.tag,
             "synthetic": self.synthetic,
+            "digest": self.digest,
+            "digest_of": self.digest_of,
+            "anchor": self.anchor,
+            "anchored": self.anchored,
             "ok": self.ok,
             "exit_code": self.exit_code,
             "counts": self.counts(),
@@ -124,6 +145,11 @@ class VerifyReport:
             rel = f", release {self.release} ({self.tag})" if self.release else ""
             data = " (SYNTHETIC data: generated, not a benchmark)" if self.synthetic else ""
             head.append(f"  suite    {self.suite}{rel}{data}")
+        if self.digest:
+            head.append(f"  digest   {self.digest}" + (f" ({self.digest_of})"
+                                                       if self.digest_of else ""))
+        if self.needs_anchor or self.anchor:
+            head.append(f"  anchor   {self.anchor or 'none'}")
         lines = head + [""]
         order = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
         for c in sorted(self.checks, key=lambda c: order.get(c.status, 5)):
@@ -139,7 +165,8 @@ class VerifyReport:
                     lines.append(f"           {label + ':':9} {value}")
             lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        verdict = "VERIFIED" if self.ok else f"FAILED ({len(self.failed)} check(s))"
+        verdict = ("VERIFIED" if self.anchored else NOT_ANCHORED) if self.ok else \
+            f"FAILED ({len(self.failed)} check(s))"
         if self.synthetic:
             verdict += " (SYNTHETIC data)"
         lines += ["", f"{len(self.checks)} checks: {counts}. {verdict}"]
@@ -171,4 +198,4 @@ class CheckReport:
                                f"  - {shown}")
 
 
-__all__ = ["MAX_DETAILS", "STATUSES", "VERIFY_SCHEMA", "Check", "CheckReport", "VerifyReport"]
+__all__ = ["EXIT_NOT_ANCHORED", "MAX_DETAILS", "NOT_ANCHORED", "STATUSES", "VERIFY_SCHEMA", "Check", "CheckReport", "VerifyReport"]

@@ -7,10 +7,13 @@ revision must reproduce*):
 1. **Pin.** A tag or branch is resolved to its commit sha and everything is downloaded strictly
    by that sha into the client's cache (``--cache-dir``); the requested tag must agree with
    ``provenance/releases.json`` at that revision (:mod:`rcp_data.checks.pin`).
-2. **Files.** Every file reads as the layout says (:mod:`rcp_data.checks.readable`); the revision
-   holds exactly the files the build manifest lists, with their sizes and sha256
-   (:mod:`rcp_data.checks.manifest`; ``quick``: an LFS file's listed sha256 stands in for its
-   download, and a corpus so proven is not downloaded).
+2. **Files.** Every downloaded file is read once and must be the file the Hub lists for the
+   commit (git blob id, or LFS sha256 and size; :mod:`rcp_data.checks.listing`), and no
+   ``.gitattributes`` may change the bytes a checkout yields; every file reads as the layout
+   says (:mod:`rcp_data.checks.readable`); the revision holds exactly the files the build
+   manifest lists, with their sizes and sha256 (:mod:`rcp_data.checks.manifest`; ``quick``: a
+   corpus proven by its listed LFS sha256 is not downloaded; every file that is downloaded is
+   hashed). A revision carrying releases.json must carry its manifest.
 3. **History.** The Hub's commits and tags behind the revision (:mod:`rcp_data.checks.history_checks`).
 4. **Integrity** (:mod:`rcp_data.checks.integrity`) and **judge provenance**
    (:mod:`rcp_data.checks.judge_checks`), with the item parameters and link of the release
@@ -18,13 +21,18 @@ revision must reproduce*):
 5. **Numbers** (:mod:`rcp_data.checks.numbers`): the replay against every card table and, for the
    release the paper used, the paper.
 6. **Generated files** (:mod:`rcp_data.checks.regenerated`): card and task file rendered again
-   must equal the revision's, byte for byte (releases this project built).
+   must equal the revision's, byte for byte (every revision carrying releases.json, with or
+   without its manifest).
 7. **Sources** (``sources``; :mod:`rcp_data.checks.sources_check`): queries, qrels and corpus
    against the upstream, where it is readable.
+8. **Anchor** (:mod:`rcp_data.checks.anchor`): the release's content digest against a pinned
+   ``--digest`` or a record (``release/<suite>.json``, ``--histories``).
 
 Every problem of a file is a failed check naming it, never a traceback. Exit codes: 0 every
-check holds, 1 a check failed, 2 the verification could not run (the Hub unreachable, the repo
-or revision missing, the local path missing). Nothing is written to the Hub, and nothing outside
+check holds and something outside the repository vouches for the revision (a local directory
+needs nothing), 1 a check failed, 2 the verification could not run (the Hub unreachable, the
+repo or revision missing, the local path or the ``--histories`` folder missing), 3 every check
+holds but nothing anchors the revision ("consistent, not anchored"). Nothing is written to the Hub, and nothing outside
 the download cache (``quick`` builds its corpus stand-ins in a temporary folder it removes) but,
 for a local directory that passes, the receipt of its bytes in rcp-data's own cache
 (:mod:`rcp_data.checks.receipts`; ``release publish`` of the same bytes does not repeat the
@@ -43,9 +51,11 @@ from typing import TypeVar
 
 import pyarrow as pa
 
+from rcp_data.checks.anchor import check_anchor, digest_of_release
 from rcp_data.checks.history_checks import HubView, check_history, project_records
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.judge_checks import check_judge
+from rcp_data.checks.listing import check_checkout, check_listing
 from rcp_data.checks.manifest import HostedFile, check_content
 from rcp_data.checks.numbers import (
     Replayed,
@@ -74,13 +84,19 @@ from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
 from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
-from rcp_data.core.hub_client import HubClient, HubUnavailable, PinnedRevision, parse_hf_path
+from rcp_data.core.hub_client import (
+    HubClient,
+    HubUnavailable,
+    PinnedRevision,
+    RemoteFile,
+    parse_hf_path,
+)
 from rcp_data.core.io import read_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.card_format import card_configs
-from rcp_data.model.history import History, ReleaseRecord
+from rcp_data.model.history import History, ReleaseRecord, same_commit
 from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON
-from rcp_data.model.manifest import recorded_content
+from rcp_data.model.manifest import is_digest, recorded_content
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.suite import release_spec
 
@@ -95,12 +111,14 @@ READ_ERRORS = (RcpDataError, pa.ArrowException, OSError, UnicodeDecodeError, Val
 
 @dataclass(frozen=True)
 class Options:
-    """How far a verification goes: ``quick`` (LFS sha256 for LFS files, no LFS corpus
-    download), ``sources`` (compare with the upstream), ``source_options`` (its reader's)."""
+    """How far a verification goes: ``quick`` (a corpus proven by its listed LFS sha256 is not
+    downloaded), ``sources`` (compare with the upstream), ``source_options`` (its reader's),
+    ``digest`` (the release digest pinned, as ``--digest``)."""
 
     quick: bool = False
     sources: bool = False
     source_options: dict | None = None
+    digest: str | None = None
 
 
 def _stage(checks: list[Check], name: str, what: str, fn: Callable[..., T], *args,
@@ -193,10 +211,14 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        hosted: dict[str, HostedFile] | None = None,
                        view: HubView | None = None, options: Options | None = None,
                        report_root: Path | None = None,
-                       hashed: Mapping[str, FileEntry] | None = None) -> VerifyReport:
+                       hashed: Mapping[str, FileEntry] | None = None,
+                       listing: Mapping[str, RemoteFile] | None = None,
+                       not_read: frozenset[str] = frozenset()) -> VerifyReport:
     """Verify a release directory (a pinned snapshot when ``pin`` is given).
 
-    ``hosted``: the Hub's listing of the revision (which files it holds; LFS sha256s);
+    ``listing``: the Hub's listing of the commit (blob ids, LFS sha256s): every downloaded file
+    is read once against it (``not_read``: files proven by their listed LFS sha256, not
+    downloaded); ``hosted``: the same listing as the content checks take it;
     ``view``: its commits and tags (None for a local directory: no history checks);
     ``link_checked``: every gain is already known to be the link of its theta (the
     pre-publish release check), so the integrity checks do not compute it again.
@@ -210,6 +232,15 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     paths = sorted(hosted) if hosted is not None else release_paths(root)
+    if listing is not None:
+        listed = check_listing(root, listing, not_read=not_read)
+        checks.append(listed.check)
+        hashed = {**listed.found, **(hashed or {})}
+        checks.append(check_checkout(root, sorted(listing)))
+        seconds["listing"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+    else:
+        checks.append(check_checkout(root, paths))
     readable, _bad = check_readable(root, paths)
     checks += readable
     try:
@@ -220,6 +251,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         return _report(root, report_root, target, pin, None, None, checks, seconds)
     rel = Release(root, spec, pin=pin)   # the release, opened once for every stage below
     history, release, pre_policy = _pin_checks(root, spec, pin, histories, hub_tags, checks)
+    records = _stage(checks, "record", "the project's record reads", project_records,
+                     spec.name, histories) or []
     seconds["pin"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -228,17 +261,15 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                       lambda: rel.manifest)
     unreadable = checks[-1].found if len(checks) > n_checks else None
     content = check_content(root, manifest, unreadable=unreadable, hosted=hosted,
-                            quick=options.quick, hashed=hashed)
+                            not_read=not_read, hashed=hashed,
+                            required=(root / RELEASES_JSON).exists())
     checks += content.checks
     seconds["content"] = time.perf_counter() - t0
-    built = manifest is not None
 
     t0 = time.perf_counter()
     if view is not None and history is not None and release is not None and not pre_policy:
         checks += _stage(checks, "history", "the Hub's commits and tags behind this revision",
-                         check_history, view, history, release,
-                         _stage(checks, "record", "the project's record reads",
-                                project_records, spec.name, histories) or []) or []
+                         check_history, view, history, release, records) or []
     else:
         why = ("a local directory has no commits or tags" if view is None else
                "a revision published before the release policy: its tag is checked against "
@@ -272,7 +303,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     seconds["integrity"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    regenerate = built and history is not None and not pre_policy
+    regenerate = history is not None and not pre_policy   # a release this project built
     numbers = _stage(checks, "replay", "provenance-runs replayed", number_checks, root, spec,
                      card_text, history, release, pin.sha if pin else None,
                      reference or default_reference(), pre_policy=pre_policy,
@@ -291,9 +322,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                          built_with=manifest.tool_version if manifest else None) or []
     elif not regenerate:
         checks.append(Check("card-regenerated", True, "card and task file rendered again",
-                            found="skipped: not a release this project built (no build "
-                                  "manifest or releases.json); the card's tables are compared "
-                                  "cell by cell", where=CARD_FILE, status="skipped"))
+                            found="skipped: not a release this project built (no "
+                                  "releases.json); the card's tables are compared cell by "
+                                  "cell", where=CARD_FILE, status="skipped"))
     seconds["regenerate"] = time.perf_counter() - t0
 
     if options.sources:
@@ -304,7 +335,54 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                          rel, options.source_options,
                          corpus=not _stand_ins(root)) or []
         seconds["sources"] = time.perf_counter() - t0
-    return _report(root, report_root, target, pin, spec, release, checks, seconds)
+    anchored = _anchor(root, pin, view, release, pre_policy, records, hashed, hosted,
+                       not_read, options, checks)
+    return replace(_report(root, report_root, target, pin, spec, release, checks, seconds),
+                   **anchored)
+
+
+def _release_commit(pin: PinnedRevision | None, view: HubView | None,
+                    release: ReleaseRecord | None, pre_policy: bool) -> str | None:
+    """The commit of the release the revision holds (its own commit, or the earlier one a
+    regeneration was made on), where it can be told."""
+    if pin is None or release is None:
+        return None
+    if view is not None and not pre_policy:
+        return view.introduced(release.release)
+    if pre_policy:
+        known = release.revision or release.data_revision
+        return pin.sha if known is not None and same_commit(known, pin.sha) else None
+    if release.revision is None or same_commit(release.revision, pin.sha):
+        return pin.sha
+    return release.revision
+
+
+def _anchor(root: Path, pin: PinnedRevision | None, view: HubView | None,
+            release: ReleaseRecord | None, pre_policy: bool,
+            records: list[tuple[str, History]], hashed: Mapping[str, FileEntry] | None,
+            hosted: Mapping[str, HostedFile] | None, not_read: frozenset[str],
+            options: Options, checks: list[Check]) -> dict:
+    """The release digest and the anchor check (appended); the report's anchor fields."""
+    found = dict(hashed or {})
+    paths = sorted(hosted) if hosted is not None else release_paths(root)
+    missing = [p for p in paths if p not in found and p not in not_read
+               and (root / p).is_file()]
+    found.update(hash_files(root, missing))
+    for p in not_read:   # proven by their listed LFS sha256, equal to the manifest's
+        info = (hosted or {}).get(p)
+        if info is not None and info.lfs_sha256:
+            found[p] = FileEntry(p, info.size, info.lfs_sha256)
+    found = {p: e for p, e in found.items() if p in set(paths)}
+    commit = _release_commit(pin, view, release, pre_policy)
+    read_at = view.read_file if view is not None else None
+    digest, of = digest_of_release(found, sha=pin.sha if pin else None, release_commit=commit,
+                                   read_at=read_at)
+    check, anchor = check_anchor(digest, pinned=options.digest, repo=pin.repo if pin else None,
+                                 release=release, release_commit=commit, records=records,
+                                 needed=pin is not None)
+    checks.append(check)
+    return {"digest": digest, "digest_of": of, "anchor": anchor,
+            "needs_anchor": pin is not None}
 
 
 def _stand_ins(root: Path) -> bool:
@@ -381,16 +459,23 @@ def _with_stand_ins(client: HubClient, pin: PinnedRevision, snapshot: Path, skip
 def verify(*, repo: str | None = None, revision: str | None = None, path: str | Path | None = None,
            reference: str | Path | None = None, cache_dir: str | Path | None = None,
            histories: str | Path | None = None, client: HubClient | None = None,
-           quick: bool = False, sources: bool = False, source_options: dict | None = None
-           ) -> VerifyReport:
+           quick: bool = False, sources: bool = False, source_options: dict | None = None,
+           digest: str | None = None) -> VerifyReport:
     """Verify ``repo`` at ``revision`` (tag, branch or sha) on the Hub, or a ``path``
     (a local release directory or ``hf://datasets/OWNER/NAME@REV``).
 
     ``client``: the Hub (default: built from the environment); ``cache_dir``, when given,
     replaces its download cache. ``histories``: a folder of ``<suite>.json`` records (as
     ``publish --record-to`` writes) the tags are checked against, besides the packaged ones.
-    ``quick``, ``sources``, ``source_options``: see :class:`Options`."""
-    options = Options(quick=quick, sources=sources, source_options=source_options)
+    ``quick``, ``sources``, ``source_options``, ``digest``: see :class:`Options`. A
+    ``histories`` folder that does not exist is a :class:`NotFoundError` (exit 2): a record
+    asked for is never silently left out."""
+    if digest is not None and not is_digest(digest.strip().lower()):
+        raise UsageError(f"--digest must be a release digest (64 hex digits), got {digest!r}")
+    if histories is not None and not Path(histories).is_dir():
+        raise NotFoundError(f"--histories folder not found: {histories}")
+    options = Options(quick=quick, sources=sources, source_options=source_options,
+                      digest=digest)
     if path is not None and (repo or revision):
         raise UsageError("give either --repo with --revision, or a PATH, not both")
     if path is not None:
@@ -409,17 +494,18 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     if client.offline:   # the cache holds the files; the Hub's tags, listing and history not
         log.info("offline: the files are checked; the Hub's tags, file listing and commit "
                  "history are not")
-        tags, hosted, view, skipped = None, None, None, []
+        tags, hosted, listing, view, skipped = None, None, None, None, []
     else:
         tags = client.tags(repo)
-        hosted = {p: HostedFile(p, f.size, f.lfs_sha256)
-                  for p, f in client.files(repo, pin.sha).items()}
+        listing = client.files(repo, pin.sha)
+        hosted = {p: HostedFile(p, f.size, f.lfs_sha256) for p, f in listing.items()}
         view = HubView.from_client(client, repo, pin.sha, tags)
         skipped = _lfs_proven_corpus(client, pin, hosted) if quick and not sources else []
     root = client.download(repo, pin.sha, ignore_patterns=skipped or None)
     kwargs = dict(pin=pin, reference=_path(reference), target=f"{repo}@{revision}",
                   hub_tags=tags, histories=_path(histories), hosted=hosted, view=view,
-                  options=options, report_root=root)
+                  options=options, report_root=root, listing=listing,
+                  not_read=frozenset(skipped))
     if not skipped:
         return verify_release_dir(root, **kwargs)
     with tempfile.TemporaryDirectory(prefix="rcp-verify-quick-") as tmp:

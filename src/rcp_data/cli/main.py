@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "recalibrate",
     "replay",
     "score",
+    "agree",
     "compare",
     "card",
     "hub",

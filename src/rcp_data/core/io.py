@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rcp_data.core.errors import InputError, NotFoundError, SchemaError
 
@@ -29,9 +29,35 @@ if TYPE_CHECKING:  # the data libraries are imported where a table is read
 log = logging.getLogger(__name__)
 
 
+# -- text --------------------------------------------------------------------------------------
+# A user's text file may begin with a UTF-8 byte-order mark (some editors and Windows tools
+# write one). Every reader of text input goes through these, which drop it, so that the first
+# row is never lost or misread; a BOM anywhere else is kept as the character it is.
+TEXT_ENCODING = "utf-8-sig"
+BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(raw: bytes) -> bytes:
+    """``raw`` without a leading UTF-8 byte-order mark (the first line of a file read as bytes)."""
+    return raw[len(BOM):] if raw.startswith(BOM) else raw
+
+
+def open_text(path: str | Path) -> TextIO:
+    """A text file opened for reading as UTF-8, a leading byte-order mark dropped, newlines as
+    written (for the csv module)."""
+    return Path(path).open(encoding=TEXT_ENCODING, newline="")
+
+
+def read_text(path: str | Path) -> str:
+    """A text file's content as UTF-8, a leading byte-order mark dropped."""
+    return Path(path).read_text(encoding=TEXT_ENCODING)
+
+
 # -- JSON ----------------------------------------------------------------------------------------
 def loads_json(text: str | bytes, *, source: str) -> object:
     """Parse JSON text; malformed text is an :class:`InputError` naming ``source``."""
+    if isinstance(text, str) and text.startswith("\ufeff"):
+        text = text[1:]                       # a byte-order mark (see TEXT_ENCODING)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -44,7 +70,7 @@ def read_json(path: str | Path) -> object:
     """Parse a JSON file; a missing or malformed file is an :class:`InputError` naming it."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError as exc:
         raise NotFoundError("file not found", path=str(path)) from exc
     except UnicodeDecodeError as exc:
@@ -350,6 +376,7 @@ __all__ = [
     "atomic_dir", "atomic_path", "atomic_write_bytes", "atomic_write_text", "check_schema",
     "naming_the_file",
     "clean_stale_temporaries", "pid_alive",
+    "BOM", "TEXT_ENCODING", "open_text", "read_text", "without_bom",
     "dumps_json", "loads_json", "read_json", "read_parquet", "read_parquet_schema",
     "SchemaDiff", "schema_diff",
     "types_compatible", "write_json",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError, shown
+from rcp_data.core.io import read_text
 from rcp_data.core.typed_tables import from_table, key_of, table_values, value_of
 
 if TYPE_CHECKING:
@@ -477,7 +478,7 @@ class _Views:
 
 def _read_toml(path: Path) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_text(path))
     except FileNotFoundError as exc:
         raise InputError("suite spec not found", path=str(path)) from exc
     except tomllib.TOMLDecodeError as exc:

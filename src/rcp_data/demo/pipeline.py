@@ -4,9 +4,12 @@
    (:func:`rcp_data.release.cut.build_release_dir`, as ``rcp-data build`` does);
 2. re-read the judge's Stage A answers that release 1 ships with the stricter ``complete``
    rule, refit Stage A and the 2PL MAP, and build release 2 from it: same data, new gains;
-3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions;
+3. start an embedded local Hub, publish release 1 and release 2 as tagged revisions, recording
+   each (commit sha and content digest) in the demo's own record folder (``records/``, as
+   ``release publish --record-to`` does);
 4. regenerate the card (a commit that writes in the shas known now; no tag moves);
-5. list the releases (Hub refs beside releases.json), verify both releases by tag;
+5. list the releases (Hub refs beside releases.json), verify both releases by tag against that
+   record (``--histories``: the anchor outside the repository);
 6. stop the Hub.
 
 Everything is written to a temporary folder beside ``out`` and moved into place at the end
@@ -94,12 +97,14 @@ def _run_demo(out: Path, say: Callable[[str], None]) -> int:
         from rcp_data.release.publish import publish
         from rcp_data.release.refs import list_releases, render_listing
 
+        records = out / "records"
         v1, build_v2 = build_demo_releases(out, say=say)
-        r1 = publish(v1, DEMO_REPO, client=client, create_repo=True)
-        say(f"published release 1 as {r1.tag} at {r1.commit}")
+        r1 = publish(v1, DEMO_REPO, client=client, create_repo=True, record_to=records)
+        say(f"published release 1 as {r1.tag} at {r1.commit} (digest {r1.digest})")
         v2 = build_v2(r1.commit)
-        r2 = publish(v2, DEMO_REPO, client=client)
-        say(f"published release 2 as {r2.tag} at {r2.commit}")
+        r2 = publish(v2, DEMO_REPO, client=client, record_to=records)
+        say(f"published release 2 as {r2.tag} at {r2.commit} (digest {r2.digest}); both "
+            f"recorded in {records}")
         from rcp_data.release.regenerate import regenerate
 
         regen = regenerate(DEMO_REPO, "main", client=client)
@@ -110,7 +115,7 @@ def _run_demo(out: Path, say: Callable[[str], None]) -> int:
         from rcp_data.checks.verify import verify
 
         for tag in (r1.tag, r2.tag):
-            report = verify(repo=DEMO_REPO, revision=tag, client=client)
+            report = verify(repo=DEMO_REPO, revision=tag, client=client, histories=records)
             say(report.text())
             code = max(code, report.exit_code)
         say("demo finished: " + ("both releases verified" if code == 0 else

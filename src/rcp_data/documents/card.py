@@ -28,14 +28,13 @@ from rcp_data.core.io import atomic_write_text
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.documents.card_facts import (
     CardFacts,
+    FirstStage,
     citation_text,
     copied_self_documents,
     deep_queries,
-    example_text,
-    first_stage_step,
-    instruction_line,
-    judge_lines,
-    licence_lines,
+    first_stage,
+    instructions,
+    licence,
     paper_relation,
 )
 from rcp_data.documents.releases_md import render_release_table
@@ -99,6 +98,7 @@ TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in
 METRICS_SHOWN = tuple((metric, metric_label(metric)) for metric in CARD_METRICS)
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "top_ranked", "excluded")
+MAX_EXAMPLES = 4                 # excluded copies the card shows by id
 
 
 LINK_FORMULAS = {
@@ -145,14 +145,23 @@ def _paragraph(text: str) -> str:
 def card_environment():
     """The Jinja environment of ``templates/card.md.j2``: strict, no escaping; the filters
     ``n`` (``1,234``), ``fmt`` (a format spec), ``setting`` (a fit setting) and
-    ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``)."""
+    ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``); it loads the
+    packaged templates by name (``card.md.j2`` imports its sentences from
+    ``card_prose.md.j2``)."""
     import jinja2
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
+                             autoescape=False, loader=jinja2.FunctionLoader(template_text))
     env.filters.update(n=_n, fmt=format, setting=_setting, paragraph=_paragraph)
     env.globals.update(span=_span, metric_label=metric_label)
     return env
+
+
+def card_sentence(macro: str, *args) -> str:
+    """One of the card's sentences, rendered alone by its macro in ``card_prose.md.j2``
+    (``card_sentence("paper_relation", paper_relation(...))``)."""
+    module = card_environment().get_template("card_prose.md.j2").module
+    return str(getattr(module, macro)(*args))
 
 
 def suite_tag(spec: SuiteSpec) -> str:
@@ -477,18 +486,17 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         sections.append({"heading": heading, "tables": tables})
     paper_view = spec.paper_view if spec.paper_view in spec.card_views else spec.card_views[0]
     paper_tables = results[(paper_view, spec.paper_tie_rule)].tables
-    body = card_environment().from_string(template_text("card.md.j2")).render(
+    body = card_environment().get_template("card.md.j2").render(
         spec=spec, f=f, facts=facts_card, repo=repo, task_file=TASK_FILE,
         releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
         generated=synthetic_facts(spec, rd), k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
         score_range=SCORE_RANGE,
-        judge_lines=judge_lines(facts_card),
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
         current=current,
         superseded=[r for r in history.releases if r.status == "superseded"],
         protocol=protocol_facts(spec, facts, rd),
         layout=layout_facts(root, spec, facts),
-        instructions=instruction_line(spec, facts_card, rd),
+        instructions=instructions(spec, facts_card, rd),
         pool=pool_facts(spec, facts, rd, facts_card, synthetic=synthetic),
         notes=data_notes(spec, facts, rd, synthetic=synthetic),
         results=sections,
@@ -497,7 +505,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         tie_effects=tie_effects(spec, results),
         view_gaps=view_gaps(spec, results),
         rerankers=model_order(spec, models),
-        licence=licence_lines(spec, facts_card, synthetic=synthetic),
+        licence=licence(spec, facts_card, synthetic=synthetic),
         citation=citation_text(facts_card, spec),
     )
     data = card_data(root, spec, history, synthetic=synthetic)
@@ -547,7 +555,7 @@ class ProtocolFacts:
     with_exclusions: list[SubsetFacts]       # subsets with excluded documents
     copies: list[tuple[str, str, str]]       # (subset, query, document) filed under another id
     copy_subsets: list[str]
-    copy_examples: str
+    examples_shown: int                      # copies shown by id, the others counted
     outside: list[SubsetFacts]               # subsets with positives outside the pool
     outside_total: int
     unjudged: int
@@ -564,7 +572,7 @@ def protocol_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> Pr
         with_exclusions=with_ex,
         copies=copies,
         copy_subsets=list(dict.fromkeys(s for s, _q, _d in copies)),
-        copy_examples=example_text(copies),
+        examples_shown=MAX_EXAMPLES,
         outside=[x for x in facts if x.positives_outside_pool],
         outside_total=sum(x.positives_outside_pool for x in facts),
         unjudged=sum(x.unjudged_rows for x in facts),
@@ -652,7 +660,7 @@ class StageAFacts:
 class PoolFacts:
     """The numbers of *How the pool was built*."""
 
-    first_stage: str
+    first_stage: FirstStage
     rule: str                       # the spec's pool rule
     size: int
     per_query: str                  # documents per query, e.g. ``30–40``
@@ -670,8 +678,7 @@ def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_fact
                     for s in spec.provenance_splits
                     if rd.has_provenance("judge_criteria", s))
     return PoolFacts(
-        first_stage=first_stage_step(spec, card_facts, synthetic=synthetic,
-                                     has_runs=has_first),
+        first_stage=first_stage(spec, card_facts, synthetic=synthetic, has_runs=has_first),
         rule=spec.pool.rule,
         size=spec.pool.size,
         per_query=_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts)),

@@ -1,7 +1,8 @@
 """The card's facts that are not tables: from the suite spec's ``[card]``, the data, the history.
 
-Each function returns text for one place of ``templates/card.md.j2``; none branches on a
-suite's name. Facts of the published suite (its retrievers, a second judge, the upstream
+Each function returns a frozen record of facts for one place of ``templates/card.md.j2``,
+whose macros (``templates/card_prose.md.j2``) hold every sentence; none branches on a suite's
+name. Facts of the published suite (its retrievers, a second judge, the upstream
 licence) come from the spec's ``[card]`` (``builders/<suite>.toml`` with ``_card.toml``);
 examples of each suite's quirks come from the release's own tables; the comparison with the
 paper from the replay and ``provenance/paper_values.json``.
@@ -30,14 +31,6 @@ from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
 from rcp_data.model.release import Release
-
-MAX_EXAMPLES = 4
-
-
-def retriever_markdown(r: RetrieverCard) -> str:
-    """A first-stage retriever as the card names it: linked, with its settings."""
-    name = f"[{r.name}]({r.url})" if r.url else r.name
-    return f"{name} ({r.settings})" if r.settings else name
 
 
 @dataclass(frozen=True)
@@ -74,67 +67,61 @@ class CardFacts:
 
 
 # -- the first stage -----------------------------------------------------------------------------
-def first_stage_step(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool,
-                     has_runs: bool) -> str:
-    """Step 1 of *How the pool was built*: the retrievers, named and linked, and the fusion."""
-    keys = ", ".join(f"`{r}`" for r in spec.pool.retrievers)
-    named = [retriever_markdown(facts.retrievers[r]) for r in spec.pool.retrievers
-             if r in facts.retrievers]
-    fusion = (f"fused with unweighted reciprocal rank fusion (k = {spec.pool.rrf_k}) in the "
-              f"order {keys}")
-    kept = ("; `provenance-first-stage` holds each run and the fused ranking (`rrf_fused`)."
-            if has_runs else ".")
-    if synthetic:
-        published = (f" The published suite's first stage is {_join(named)}." if named else "")
-        return (f"**First stage and fusion.** The runs stored as {keys} were generated from "
-                f"fixed seeds (SYNTHETIC): no retriever ran.{published} The runs are {fusion}"
-                f"{kept}")
-    if len(named) != len(spec.pool.retrievers):
-        return f"**First stage and fusion.** The runs of {keys} are {fusion}{kept}"
-    return (f"**First stage and fusion.** {_join(named)} each rank the corpus; their runs "
-            f"({keys}) are {fusion}{kept}")
+@dataclass(frozen=True)
+class FirstStage:
+    """Step 1 of *How the pool was built*: the fused retrievers (spec keys, in fusion order),
+    those the spec's ``[card]`` names, the fusion constant, whether the runs are shipped."""
+
+    keys: tuple[str, ...]
+    named: tuple[RetrieverCard, ...]
+    rrf_k: int
+    has_runs: bool
+    synthetic: bool
+
+    @property
+    def all_named(self) -> bool:
+        return len(self.named) == len(self.keys)
 
 
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-# -- the judge -----------------------------------------------------------------------------------
-def judge_lines(facts: CardFacts) -> list[str]:
-    """Bullets of the judge section: another judge whose gains are left out, a judge note."""
-    lines = []
-    if facts.judge_note:
-        lines.append(f"This judge is {facts.judge_note}.")
-    if facts.second_judge:
-        lines.append(f"The published suite was also judged by a second LLM "
-                     f"({facts.second_judge}); its gains are in no release of this repository.")
-    return lines
+def first_stage(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool,
+                has_runs: bool) -> FirstStage:
+    """The first stage as the spec declares it and the card describes it."""
+    return FirstStage(
+        keys=tuple(spec.pool.retrievers),
+        named=tuple(facts.retrievers[r] for r in spec.pool.retrievers if r in facts.retrievers),
+        rrf_k=spec.pool.rrf_k, has_runs=has_runs, synthetic=synthetic)
 
 
 # -- query instructions --------------------------------------------------------------------------
-def instruction_line(spec: SuiteSpec, facts: CardFacts, rd: Release) -> str | None:
-    """What the card says about query instructions: those the build recorded (carried in the
-    task file, so mteb applies them), else what the spec says of the upstream tasks."""
+@dataclass(frozen=True)
+class Instructions:
+    """What the card says about query instructions: those the build recorded (``recorded``
+    subsets, carried in the task file so mteb applies them), else what the spec says of the
+    upstream tasks (``upstream``: how many tasks were compared, 0 when not stated)."""
+
+    recorded: int
+    n_subsets: int
+    mteb_version: str | None
+    upstream: bool
+    checked: int
+    with_column: bool
+
+
+def instructions(spec: SuiteSpec, facts: CardFacts, rd: Release) -> Instructions | None:
+    """The query-instruction facts of a release, or None when the card says nothing of them."""
     recorded = (rd.manifest.source_fact("instructions") if rd.manifest else None) or {}
     version = rd.manifest.source_fact("mteb") if rd.manifest else None
-    with_column = [s for s in spec.subset_names if rd.has(s, "queries") and "instruction"
-                   in pq.read_schema(rd.root / subset_file(s, "queries")).names]
-    ship = ("`{subset}-queries` has an `instruction` column" if with_column
-            else "no `-instruction` config is shipped")
-    if recorded:
-        n = sum(1 for s in spec.subset_names if s in recorded)
-        of = f" (mteb {version})" if version else ""
-        return (f"**Query instructions.** Each query's instruction is its upstream mteb task's "
-                f"`prompt[\"query\"]`{of}, recorded at build time for {n} of "
-                f"{len(spec.subset_names)} subsets. The task file gives each task that prompt, "
-                f"so mteb applies it; {ship}.")
-    if facts.instructions.source == "mteb":
-        checked = facts.instructions.checked
-        count = f" (compared for all {checked} tasks of the published suite)" if checked else ""
-        return (f"**Query instructions.** The upstream mteb tasks define each query's "
-                f"instruction (`prompt[\"query\"]`){count}. This build recorded none, so its "
-                f"task file carries none; {ship}.")
-    return None
+    upstream = facts.instructions.source == "mteb"
+    if not recorded and not upstream:
+        return None
+    with_column = any(rd.has(s, "queries") and "instruction"
+                      in pq.read_schema(rd.root / subset_file(s, "queries")).names
+                      for s in spec.subset_names)
+    return Instructions(
+        recorded=sum(1 for s in spec.subset_names if s in recorded),
+        n_subsets=len(spec.subset_names), mteb_version=str(version) if version else None,
+        upstream=upstream, checked=int(facts.instructions.checked or 0),
+        with_column=with_column)
 
 
 # -- examples of the suite's quirks (from the data) ----------------------------------------------
@@ -163,31 +150,64 @@ def deep_queries(rd: Release) -> dict[str, list[str]]:
     return out
 
 
-def example_text(pairs: list[tuple[str, str, str]]) -> str:
-    shown = ", ".join(f"`{q}` → `{d}`" for _s, q, d in pairs[:MAX_EXAMPLES])
-    more = f" and {len(pairs) - MAX_EXAMPLES} more" if len(pairs) > MAX_EXAMPLES else ""
-    return shown + more
-
-
 # -- relation to the paper -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class PaperRelease:
+    """Which release of this repository the paper's tables were replayed from."""
+
+    number: int | None = None
+    revision: str | None = None
+    current: int | None = None           # this card's release when it is another one
+    current_summary: str = ""
+    known: bool = False
+
+
+@dataclass(frozen=True)
+class MetricAgreement:
+    """How one metric's replayed cells compare with the paper's printed table."""
+
+    label: str
+    same: int                            # cells that print as the paper's
+    cells: int
+    same_means: int
+    means: int
+    off_max: float | None                # the largest rounded difference of the others
+    off_where: tuple[tuple[str, int], ...]   # (column label, cells) of the others
+    worst: float                         # the largest unrounded distance, in points
+
+
+@dataclass(frozen=True)
+class PaperRelation:
+    """The *Relation to the paper* facts: ``case`` is ``synthetic``, ``no-board`` (the paper
+    prints no leaderboard of this suite), ``no-overlap`` (no reranker in common) or
+    ``compared`` (``metrics`` filled)."""
+
+    case: str
+    title: str
+    rule_letter: str
+    rerankers: int
+    metrics: tuple[MetricAgreement, ...]
+    release: PaperRelease
+
+
 def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
-                   synthetic: bool) -> str:
-    """The *Relation to the paper* paragraph: the paper's release, and how the replayed cells
-    compare with the paper's printed table (``replayed``: ``{metric: DataFrame}`` of fractions,
-    under the paper's tie rule and view)."""
+                   synthetic: bool) -> PaperRelation:
+    """How the replayed cells compare with the paper's printed table (``replayed``:
+    ``{metric: DataFrame}`` of fractions, under the paper's tie rule and view)."""
     from rcp_data.scoring.compare import CellKey, TableSet, compare_tables, load_tables
 
-    rule = f"rule ({RULE_LETTERS[spec.paper_tie_rule]})"
+    def relation(case: str, rows: list[dict] | None = None,
+                 metrics: tuple[MetricAgreement, ...] = ()) -> PaperRelation:
+        return PaperRelation(case, spec.title, RULE_LETTERS[spec.paper_tie_rule],
+                             len({r["model"] for r in rows or []}), metrics,
+                             _paper_release(history))
+
     if synthetic:
-        return ("**Relation to the paper.** This release is SYNTHETIC: its judge and rerankers "
-                "are generated, so none of its numbers is comparable with the paper's. "
-                + _paper_release_text(spec, history))
+        return relation("synthetic")
     paper_file = resources.provenance_dir() / "paper_values.json"
     boards = (read_json(paper_file).get("leaderboards") or {}) if paper_file.exists() else {}
     if not spec.paper_key or spec.paper_key not in boards:
-        return ("**Relation to the paper.** The paper prints no leaderboard for this suite "
-                "(`rcp-data verify` compares what it does print). "
-                + _paper_release_text(spec, history))
+        return relation("no-board")
     cells = {}
     for metric, table in replayed.items():
         for model in table.index:
@@ -200,95 +220,91 @@ def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
     paper = load_tables(paper_file, spec)
     rows = [r for r in compare_tables(mine, paper, spec).rows if r["tables"] is not None]
     if not rows:
-        return ("**Relation to the paper.** No reranker of this release is in the paper's "
-                f"{spec.title} table. " + _paper_release_text(spec, history))
-    parts = []
+        return relation("no-overlap")
+    metrics = []
     for metric in ("qrel_ndcg", "rcp_ndcg"):          # qrel-nDCG first
-        label = metric_label(metric)
         mrows = [r for r in rows if r["metric"] == metric]
         if not mrows:
             continue
         body = [r for r in mrows if r["column"] != "mean"]
         means = [r for r in mrows if r["column"] == "mean"]
-        same = [r for r in body if _prints_as(r)]
-        same_means = [r for r in means if _prints_as(r)]
-        text = (f"{label}: {len(same)} of {len(body)} cells and {len(same_means)} of "
-                f"{len(means)} means print as the paper's")
         off = [r for r in mrows if not _prints_as(r)]
-        if off:
-            where = pd.Series([spec.column_label(r["column"]) if r["column"] != "mean"
-                               else "Mean" for r in off]).value_counts()
-            listed = ", ".join(f"{c} {n}" for c, n in where.items())
-            text += (f"; the others differ by at most "
-                     f"{max(abs(round(r['tables'], 1) - r['reference']) for r in off):.1f} "
-                     f"({listed})")
-        worst = max(abs(r["tables"] - r["reference"]) for r in mrows)
-        text += f"; the unrounded replay is at most {worst:.2f} points from the printed value"
-        parts.append(text)
-    return (f"**Relation to the paper.** Against the paper's {spec.title} table ({rule}, "
-            f"{len({r['model'] for r in rows})} rerankers): " + ". ".join(parts) + ". "
-            + _paper_release_text(spec, history))
+        where = pd.Series([spec.column_label(r["column"]) if r["column"] != "mean"
+                           else "Mean" for r in off]).value_counts()
+        metrics.append(MetricAgreement(
+            label=metric_label(metric), same=sum(map(_prints_as, body)), cells=len(body),
+            same_means=sum(map(_prints_as, means)), means=len(means),
+            off_max=(max(abs(round(r["tables"], 1) - r["reference"]) for r in off)
+                     if off else None),
+            off_where=tuple((str(c), int(n)) for c, n in where.items()),
+            worst=max(abs(r["tables"] - r["reference"]) for r in mrows)))
+    return relation("compared", rows, tuple(metrics))
 
 
 def _prints_as(row: dict) -> bool:
     return abs(round(row["tables"], 1) - row["reference"]) < 1e-6
 
 
-def _paper_release_text(spec: SuiteSpec, history: History) -> str:
+def _paper_release(history: History) -> PaperRelease:
     paper = history.paper
     current = history.current
     if not paper or current is None:
-        return "No release of this repository is recorded as the one the paper used."
+        return PaperRelease()
     number = paper.get("release")
-    rev = paper.get("revision")
-    text = f"The paper's tables were replayed from release {number}" + (
-        f" (commit `{rev}`)." if rev else ".")
-    if number is not None and current.release != number:
-        text += (f" This card is release {current.release}: {current.summary}".rstrip()
-                 if current.summary else f" This card is release {current.release}.")
-    return text
+    other = number is not None and current.release != number
+    return PaperRelease(number=number, revision=paper.get("revision"),
+                        current=current.release if other else None,
+                        current_summary=(current.summary or "").rstrip() if other else "",
+                        known=True)
 
 
 # -- licence and citations -----------------------------------------------------------------------
-def licence_lines(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> list[str]:
-    """Paragraphs of *Licence and attribution*."""
-    lines = []
+@dataclass(frozen=True)
+class Restricted:
+    """An upstream source licensed more narrowly than the suite."""
+
+    source: str
+    subsets: tuple[str, ...]
+    terms: str
+
+
+@dataclass(frozen=True)
+class Licence:
+    """The facts of *Licence and attribution*: the spec's own description and links (a suite
+    of one's own), how the licence is stated (``kind``: ``declared`` by the spec, ``generated``
+    data, or derived from an ``upstream`` dataset) and what the citation names beside RCP-nDCG
+    (``cite_with``: ``mteb``, ``upstream``, ``benchmark`` or ``""``)."""
+
+    description: str
+    links: tuple[str, ...]
+    kind: str
+    license: str
+    upstream: UpstreamCard | None
+    restricted: tuple[Restricted, ...]
+    synthetic_build: bool
+    cite_with: str
+
+
+def licence(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> Licence:
+    """The licence facts of the suite's spec and of this build."""
     up = facts.upstream
     own = spec.card   # a suite of one's own (rcp-data suite init): what it is, where it is from
-    if own.description:
-        lines.append(own.description.strip())
-    if own.links:
-        lines.append("Source: " + ", ".join(f"<{u}>" for u in own.links) + ".")
     if not spec.synthetic and not up:
-        lines.append(f"Licence: `{spec.license}` (as the suite's spec declares it).")
+        kind = "declared"
     elif spec.synthetic or not up:
-        lines.append(f"Licence: `{spec.license}`. The data is SYNTHETIC and derives from no "
-                     "upstream dataset.")
+        kind = "generated"
     else:
-        restricted = [f"{r.source} ({', '.join(f'`{s}`' for s in r.subsets)}) "
-                      f"is licensed for {r.terms}" for r in up.restricted]
-        text = (f"Licence: `{spec.license}`. The data derives from {up.name}, declared "
-                f"{up.license} in {up.declared_in}. The original sources keep their "
-                "own terms, which can be narrower")
-        text += (": " + "; ".join(restricted) + "." if restricted else ".")
-        text += (" Corpus, queries and labels are redistributed unchanged at the pinned "
-                 "upstream revisions. Check the upstream terms before any commercial use.")
-        lines.append(text)
-        if synthetic:
-            lines.append("In this SYNTHETIC build the judge outputs and reranker scores are "
-                         "generated; the upstream terms apply to the upstream data it holds.")
-        else:
-            lines.append("The `provenance-runs` scores come from third-party reranker models "
-                         "and APIs, and the gains from an LLM judge's outputs, so those "
-                         "providers' terms apply as well.")
-    cite = "Please cite RCP-nDCG ([arXiv:2609.35739](https://arxiv.org/abs/2609.35739))"
+        kind = "upstream"
+    cite_with = ""
     if facts.citations and not spec.synthetic:
-        cite += " together with MTEB and the upstream datasets" if any(
-            "mteb" in k for k in facts.citations) else " together with the upstream datasets"
+        cite_with = "mteb" if any("mteb" in k for k in facts.citations) else "upstream"
     elif own.citation:
-        cite += " together with the benchmark"
-    lines.append(cite + ":")
-    return lines
+        cite_with = "benchmark"
+    restricted = tuple(Restricted(r.source, tuple(r.subsets), r.terms)
+                       for r in (up.restricted if up and kind == "upstream" else ()))
+    return Licence(description=own.description.strip(), links=tuple(own.links), kind=kind,
+                   license=spec.license, upstream=up if kind == "upstream" else None,
+                   restricted=restricted, synthetic_build=synthetic, cite_with=cite_with)
 
 
 def citation_text(facts: CardFacts, spec: SuiteSpec) -> str:
@@ -316,6 +332,7 @@ def bib_entries() -> dict[str, str]:
     return out
 
 
-__all__ = ["CardFacts", "bib_entries", "citation_text", "copied_self_documents",
-           "deep_queries", "example_text", "first_stage_step", "instruction_line",
-           "judge_lines", "licence_lines", "paper_relation", "retriever_markdown"]
+__all__ = ["CardFacts", "FirstStage", "Instructions", "Licence", "MetricAgreement",
+           "PaperRelation", "PaperRelease", "Restricted", "bib_entries", "citation_text",
+           "copied_self_documents", "deep_queries", "first_stage", "instructions", "licence",
+           "paper_relation"]

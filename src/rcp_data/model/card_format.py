@@ -96,10 +96,21 @@ def format_percent(v: float | None) -> str:
     return "–" if v is None or math.isnan(v) else f"{100.0 * v:.1f}"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def escape_cell(text: str, *, markdown: bool = True) -> str:
+    """``text`` as one table cell that cannot end its row or add one: every control character
+    as its Python escape (``\\n``, ``\\t``, ``\\x1b``) and, in Markdown, a bar as ``\\|``."""
+    out = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return out.replace("|", "\\|") if markdown else out
+
+
 def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | None = None,
                           first_header: str = "Reranker") -> str:
     """A card table: short names (spec), %, one decimal, labels from the spec, Mean last."""
-    labels = [("Mean" if c == "mean" else spec.column_label(str(c))) for c in table.columns]
+    labels = [escape_cell("Mean" if c == "mean" else spec.column_label(str(c)))
+              for c in table.columns]
     lines = []
     if title:
         lines += [f"**{title}**", ""]
@@ -107,7 +118,7 @@ def render_markdown_table(table: pd.DataFrame, spec: SuiteSpec, *, title: str | 
     lines.append("|---|" + "---:|" * len(labels))
     for model in table.index:
         cells = [format_percent(table.at[model, c]) for c in table.columns]
-        lines.append("| " + " | ".join([spec.short_name(str(model)), *cells]) + " |")
+        lines.append("| " + " | ".join([escape_cell(spec.short_name(str(model))), *cells]) + " |")
     return "\n".join(lines)
 
 
@@ -130,7 +141,8 @@ class CardTable:
 def _split_row(line: str) -> list[str]:
     if "\t" in line and not line.lstrip().startswith("|"):
         return [c.strip() for c in line.split("\t")]
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    cells = re.split(r"(?<!\\)\|", line.strip().removeprefix("|").removesuffix("|"))
+    return [c.strip().replace("\\|", "|") for c in cells]
 
 
 def _is_table_line(line: str) -> bool:
@@ -208,5 +220,5 @@ def parse_card_tables(text: str) -> list[CardTable]:
 
 __all__ = ["CARD_K", "CARD_METRICS", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
            "RULE_TITLES", "CardTable", "card_body", "card_configs", "card_front_matter",
-           "config_data_files", "format_percent", "metric_label", "parse_card_tables",
+           "config_data_files", "escape_cell", "format_percent", "metric_label", "parse_card_tables",
            "render_markdown_table", "table_title", "view_heading"]

@@ -25,7 +25,7 @@ from rcp_data.core.errors import InputError
 from rcp_data.core.gains import get_link, link_name
 from rcp_data.core.io import atomic_write_text, dumps_json, loads_json, read_json
 from rcp_data.core.specs import suite_key
-from rcp_data.model.manifest import BuildManifest
+from rcp_data.model.manifest import BuildManifest, is_digest
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,14 @@ class ReleaseRecord:
     def synthetic(self) -> bool:
         """Built from generated data (``"synthetic": true`` on the release)."""
         return self.extra.get("synthetic") is True
+
+    @property
+    def digest(self) -> str | None:
+        """The release's content digest (:func:`rcp_data.model.manifest.release_digest`) as
+        recorded at publish time (``"digest"``, beside the commit sha in a record); None when
+        not recorded."""
+        value = self.extra.get("digest")
+        return value if isinstance(value, str) else None
 
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "<releases>", row: int | None = None
@@ -286,6 +294,9 @@ def validate_history(history: History, *, for_commit: bool = False) -> list[str]
                                 f"superseded it in 'superseded_by', got {r.superseded_by!r}")
         elif r.superseded_by is not None:
             problems.append(f"{where}: a current release has superseded_by null")
+        if "digest" in r.extra and not is_digest(r.extra["digest"]):
+            problems.append(f"{where}: 'digest' must be a release digest (64 lowercase hex), "
+                            f"got {r.extra['digest']!r}")
         if r.date is not None and not (isinstance(r.date, str) and _DATE_RE.match(r.date)):
             problems.append(f"{where}: date {r.date!r} must be YYYY-MM-DD or null")
         if for_commit and r.release != last and not is_sha(r.revision, full=True):
@@ -441,16 +452,21 @@ def fill_known_shas(history: History, refs: object) -> History:
     return replace(history, releases=tuple(releases))
 
 
-def record_release(history: History, published: ReleaseRecord, revision: str) -> History:
-    """History with a release the toolkit just published (its commit ``revision`` now known).
+def record_release(history: History, published: ReleaseRecord, revision: str,
+                   digest: str | None = None) -> History:
+    """History with a release the toolkit just published (its commit ``revision`` now known,
+    and its content ``digest``, stored beside it as the release's ``"digest"``).
 
     Replaces an entry of the same number (it must carry the same tag) or appends it; every
     other release marked current becomes superseded by it.
     """
     if not is_sha(revision, full=True):
         raise InputError(f"not a full commit sha: {revision!r}")
+    extra = dict(published.extra)
+    if digest is not None:
+        extra["digest"] = digest
     entry = replace(published, revision=revision,
-                    data_revision=published.data_revision or revision)
+                    data_revision=published.data_revision or revision, extra=extra)
     releases = []
     for r in history.releases:
         if r.release == entry.release:

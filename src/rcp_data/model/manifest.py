@@ -61,6 +61,48 @@ def content_digest(entries: Iterable[FileEntry]) -> str:
     return h.hexdigest()
 
 
+#: The first line of what :func:`release_digest` hashes (its recipe's version).
+RELEASE_DIGEST_SCHEMA = "rcp-data.release-digest/1"
+
+
+def release_digest(entries: Iterable[FileEntry]) -> str:
+    """The content digest of one release: the anchor ``release publish`` prints and records
+    (``--record-to``, the packaged ``release/<suite>.json``) and ``verify --digest`` pins.
+
+    ``entries``: every file of the release commit, each with its size and sha256: the files the
+    build manifest lists, the manifest itself, the card (``README.md``), the task file and
+    ``provenance/releases.json``. The Hub's housekeeping (``.gitattributes``) is left out,
+    whatever is passed (the Hub writes it; verify checks it apart).
+
+    The exact bytes hashed (sha256, hex digest returned):
+
+    1. the line ``rcp-data.release-digest/1\n`` (ASCII);
+    2. for each file, in the order of its path's UTF-8 bytes (Python's ``str`` order), the line
+       ``'<sha256> <size> <path>\n'``: the file's sha256 as 64 lowercase hex digits, one
+       space, its size in bytes in decimal, one space, its POSIX path relative to the release
+       root, encoded UTF-8, and one ``\n``.
+
+    The lines of the listed files are those of the manifest's ``files_digest``
+    (:func:`content_digest`), so the digest covers the manifest's file list and every byte of
+    every file of the commit. A path given twice is an :class:`InputError`.
+    """
+    h = hashlib.sha256(f"{RELEASE_DIGEST_SCHEMA}\n".encode("ascii"))
+    seen: set[str] = set()
+    for e in sorted(entries, key=lambda e: e.path):
+        if e.path in HUB_HOUSEKEEPING:
+            continue
+        if e.path in seen:
+            raise InputError(f"{e.path} is given twice to the release digest")
+        seen.add(e.path)
+        h.update(f"{e.sha256} {e.size} {e.path}\n".encode())
+    return h.hexdigest()
+
+
+def is_digest(value: object) -> bool:
+    """Whether ``value`` is a release digest as written (64 lowercase hex digits)."""
+    return isinstance(value, str) and bool(_SHA256.match(value))
+
+
 def record_content(root: str | Path) -> BuildManifest:
     """Write the content list of ``root`` into its build manifest (atomically); return the
     manifest. Call it after the last write of a data file."""
@@ -410,7 +452,8 @@ def load_manifest(root: str | Path) -> BuildManifest | None:
 
 
 
-__all__ = ["FIRST_STAGE_METHODS", "MANIFEST_SCHEMA", "BuildManifest", "CalibrationRecord",
-           "CorpusFileRecord", "FirstStageRecord", "JudgeRecord", "content_digest",
-           "first_stage_records", "is_listed", "load_manifest", "read_manifest",
-           "record_content", "recorded_content", "release_content"]
+__all__ = ["FIRST_STAGE_METHODS", "MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA", "BuildManifest",
+           "CalibrationRecord", "CorpusFileRecord", "FirstStageRecord", "JudgeRecord",
+           "content_digest", "first_stage_records", "is_digest", "is_listed", "load_manifest",
+           "read_manifest", "record_content", "recorded_content", "release_content",
+           "release_digest"]

@@ -22,6 +22,11 @@ Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``)
    and tag is finished by the next run: a branch head that is this publisher's own commit of
    exactly this release (its message names the release and a publish run) is tagged.
 
+The release's content digest (:func:`rcp_data.model.manifest.release_digest`) is computed from
+the verified bytes (the files uploaded), returned (:attr:`PublishResult.digest`, printed by the
+CLI) and recorded beside the commit sha (``record_to``): the anchor ``rcp-data verify`` checks
+a revision against, which the Hub cannot forge.
+
 It never force-pushes, squashes, deletes or moves a tag. Re-running a published release changes
 nothing and succeeds. The Hub is the :class:`HubClient` passed in (default: built from the
 environment); the token is never printed or written. Hub errors are translated once, by the
@@ -69,6 +74,7 @@ from rcp_data.model.history import (
     write_history,
 )
 from rcp_data.model.layout import RELEASES_JSON
+from rcp_data.model.manifest import release_digest
 
 if TYPE_CHECKING:  # huggingface_hub is imported when a commit is built
     from huggingface_hub import CommitOperationAdd, HfApi
@@ -217,6 +223,7 @@ class PublishResult:
     recorded: Path | None = None
     messages: tuple[str, ...] = ()
     record_error: str | None = None   # published, but the record asked for could not be made
+    digest: str | None = None         # the release's content digest (of the verified bytes)
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -447,7 +454,8 @@ def record_target(record_to: str | Path, suite: str | None) -> Path:
 
 
 def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
-    """Add the published release (with its now known sha) to the history file ``path``.
+    """Add the published release (with its now known sha and its digest) to the history file
+    ``path``.
 
     A file that does not exist yet starts from the packaged history of the same repo, else
     from the release's own ``provenance/releases.json`` (its older releases with their shas);
@@ -465,7 +473,7 @@ def record(result: PublishResult, plan: PublishPlan, path: Path) -> Path:
         raise InputError(f"the history tracks {history.repo}, not {plan.repo}", path=str(path))
     if not history.releases:  # a repo the project does not track: the release's own record
         history = replace(plan.history, releases=plan.history.releases[:-1])
-    write_history(record_release(history, plan.release, result.commit), path)
+    write_history(record_release(history, plan.release, result.commit, result.digest), path)
     log.info("recorded release %d (%s) in %s", plan.release.release, result.commit, path)
     return path
 
@@ -553,7 +561,7 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
     report = check_before_publishing(root, verified, reverify=reverify)
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified, snapshot=snapshot)
-    result = execute_plan(plan, client)
+    result = replace(execute_plan(plan, client), digest=release_digest(verified.values()))
     if record_to is not None and result.status == "published":
         path = record_target(record_to, report.suite)
         try:

@@ -141,7 +141,7 @@ def against_json(results: dict[str, dict[str, dict[str, dict[str, PairedDiff]]]]
 def against_markdown(results: dict[str, dict[str, dict[str, dict[str, PairedDiff]]]],
                      spec: SuiteSpec, *, resamples: int = RESAMPLES, seed: int = SEED) -> str:
     """One table per metric: run vs reranker on the Mean column (points, CI, p)."""
-    from rcp_data.model.card_format import METRIC_TITLES
+    from rcp_data.model.card_format import METRIC_TITLES, escape_cell
 
     parts = []
     for metric in METRICS:
@@ -157,7 +157,8 @@ def against_markdown(results: dict[str, dict[str, dict[str, dict[str, PairedDiff
                     continue
                 p = "–" if cell.p is None else f"{cell.p:.3g}"
                 sep = "yes" if cell.p is not None and cell.p < ALPHA else "no"
-                lines.append(f"| {run} | {spec.short_name(model)} | {100 * cell.diff:+.2f} | "
+                lines.append(f"| {escape_cell(run)} | {escape_cell(spec.short_name(model))} | "
+                             f"{100 * cell.diff:+.2f} | "
                              f"[{100 * cell.ci95[0]:+.2f}, {100 * cell.ci95[1]:+.2f}] | {p} | "
                              f"{sep} |")
         parts.append("\n".join(lines))

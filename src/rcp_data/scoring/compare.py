@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rcp_data import resources
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
-from rcp_data.core.io import loads_json, read_json
+from rcp_data.core.io import loads_json, read_json, read_text
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
 from rcp_data.model.card_format import parse_card_tables
 from rcp_data.model.suite import which_suite
@@ -144,7 +144,7 @@ def load_tables(path: str | Path | ReplayResult, spec: SuiteSpec | str | None = 
                               spec if spec is not None else path.spec)
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError as exc:
         raise NotFoundError("file not found", path=str(path)) from exc
     except IsADirectoryError:

@@ -32,9 +32,10 @@ import pandas as pd
 
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import TIE_RULES
+from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED, paired_test
 from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
-from rcp_data.scoring.runs_in import default_name, read_ranking
+from rcp_data.scoring.runs_in import check_run_name, read_ranking, run_names
 from rcp_data.stages.inputs.qrels_files import read_qrels
 
 GAINS = ("linear", "exp")
@@ -149,8 +150,8 @@ class QrelsScore:
 
     def render(self, fmt: str = "table", *, per_query: bool = False) -> str:
         if fmt == "tsv":
-            return "".join(f"{r}\t{m}\t{q}\t{v!r}\n" for r, m, q, v in self.rows(
-                per_query=per_query))
+            return "".join(f"{r}\t{m}\t{escape_cell(q, markdown=False)}\t{v!r}\n"
+                           for r, m, q, v in self.rows(per_query=per_query))
         if fmt == "csv":
             import csv
             import io
@@ -183,8 +184,8 @@ class QrelsScore:
                                                                      strict=True)]))
         if per_query:
             lines += ["", "per query:"]
-            lines += [f"{r}  {m}  {q}  {v:.4f}" for r, m, q, v in self.rows(per_query=True)
-                      if q != MEAN_ID]
+            lines += [f"{r}  {m}  {escape_cell(q, markdown=False)}  {v:.4f}"
+                      for r, m, q, v in self.rows(per_query=True) if q != MEAN_ID]
         if self.comparisons:
             adj = f", p adjusted ({self.correction})" if self.correction else ""
             lines += ["", f"paired comparisons (a minus b; paired t-test{adj}; 95% CI from "
@@ -327,14 +328,9 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
 
 def _named_runs(runs, names) -> dict:
     if isinstance(runs, Mapping):
-        return dict(runs)
+        return {check_run_name(n): run for n, run in runs.items()}
     items = [runs] if isinstance(runs, str | Path) else list(runs)
-    if names is not None and len(names) != len(items):
-        raise UsageError(f"{len(names)} names for {len(items)} runs; give one name per run")
-    labels = list(names) if names is not None else [default_name(p) for p in items]
-    if len(set(labels)) != len(labels):
-        raise UsageError(f"two runs share a name ({', '.join(labels)}); name them with --name")
-    return dict(zip(labels, items, strict=True))
+    return dict(zip(run_names(items, names), items, strict=True))
 
 
 def _compare(per_query: Mapping[str, Mapping[str, np.ndarray]], measures: Sequence[str],

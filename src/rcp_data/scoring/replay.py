@@ -597,9 +597,11 @@ class ReplayResult:
         metrics = {}
         for metric in METRICS:
             table = self.tables[metric]
+            values = table.to_numpy(dtype=np.float64)     # one array, not a lookup a cell
+            columns = [str(c) for c in table.columns]
             metrics[metric] = {
-                str(m): {str(c): _num(table.at[m, c]) for c in table.columns}
-                for m in table.index
+                str(m): {c: _num(v) for c, v in zip(columns, row, strict=True)}
+                for m, row in zip(table.index, values, strict=True)
             }
         return {"k": self.k, "tie_rule": self.tie_rule, "view": self.view, "metrics": metrics}
 

@@ -3,7 +3,8 @@
 Every reader returns one long table ``query-id, corpus-id, score`` (strings, strings, float64)
 with an optional ``subset`` column (mteb predictions name their subset; a parquet table may):
 
-- TREC run file: ``qid Q0 docid rank score [tag]`` per line (the project's one run parser);
+- TREC run file: ``qid Q0 docid rank score tag``, six fields a line (the project's one run
+  parser);
 - parquet: columns ``query-id``, ``corpus-id``, ``score`` and optionally ``subset``;
 - mteb's prediction folder (``mteb.evaluate(..., prediction_folder=DIR)``): every
   ``*_predictions.json`` in it, ``{hf_subset: {split: {query-id: {corpus-id: score}}}}``; only
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import read_parquet
+from rcp_data.core.errors import InputError, NotFoundError, UsageError
+from rcp_data.core.io import read_parquet, read_text
 from rcp_data.stages.inputs.run_files import read_run_file
 
 COLUMNS = ["query-id", "corpus-id", "score"]
@@ -87,14 +90,17 @@ def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
     seen: dict[str, Path] = {}
     for file in prediction_files(Path(path)):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            data = json.loads(read_text(file))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"not an mteb prediction file ({exc})", path=str(file)) from exc
         if not isinstance(data, dict):
             raise InputError("not an mteb prediction file (no JSON object)", path=str(file))
         for subset, splits in data.items():
-            if subset == "mteb_model_meta" or not isinstance(splits, dict):
+            if subset == "mteb_model_meta":
                 continue
+            if not isinstance(splits, dict):
+                raise InputError(f"not an mteb prediction file: subset {subset!r} holds "
+                                 f"{_kind(splits)}, not {{split: predictions}}", path=str(file))
             part = split if split else (next(iter(splits)) if len(splits) == 1 else None)
             if part not in splits:
                 continue
@@ -102,13 +108,43 @@ def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
                 raise InputError(f"subset {subset!r} is predicted in two files ({seen[subset]} "
                                  "and this one); score them as two runs", path=str(file))
             seen[subset] = file
-            rows = [(q, d, s) for q, docs in splits[part].items() for d, s in docs.items()]
-            frame = pd.DataFrame(rows, columns=COLUMNS)
+            frame = pd.DataFrame(_prediction_rows(splits[part], subset, part, str(file)),
+                                 columns=COLUMNS)
             frame.insert(0, "subset", subset)
             frames.append(_clean(frame, str(file)))
     if not frames:
         raise InputError(f"the predictions hold no subset with split {split!r}", path=str(path))
     return pd.concat(frames, ignore_index=True)
+
+
+def _prediction_rows(queries: object, subset: str, split: str, source: str
+                     ) -> list[tuple[str, str, float]]:
+    """``(query, document, score)`` of one subset's split, ``{query-id: {corpus-id: score}}``;
+    any other shape is an InputError naming the file, the subset, split and query."""
+    where = f"subset {subset!r}, split {split!r}"
+    if not isinstance(queries, dict):
+        raise InputError(f"not an mteb prediction file: {where} holds {_kind(queries)}, not "
+                         "{query-id: {corpus-id: score}}", path=source)
+    rows = []
+    for q, docs in queries.items():
+        if not isinstance(docs, dict):
+            raise InputError(f"not an mteb prediction file: {where}, query {q!r} holds "
+                             f"{_kind(docs)}, not {{corpus-id: score}}", path=source)
+        for d, s in docs.items():
+            if isinstance(s, bool) or not isinstance(s, int | float):
+                raise InputError(f"not an mteb prediction file: {where}, query {q!r}, "
+                                 f"document {d!r} has score {_kind(s)}, not a number",
+                                 path=source, field="score")
+            rows.append((q, d, s))
+    return rows
+
+
+def _kind(value: object) -> str:
+    """A JSON value as a message shows it: ``a list``, ``an object``, else its JSON text."""
+    if isinstance(value, list | dict):
+        return "a list" if isinstance(value, list) else "an object"
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def default_name(path: str | Path) -> str:
@@ -117,4 +153,38 @@ def default_name(path: str | Path) -> str:
     return p.name if p.is_dir() else p.stem
 
 
-__all__ = ["default_name", "read_mteb_predictions", "read_ranking"]
+# A run's name labels its row in every output (the Markdown tables, TSV, CSV, the plain table):
+# a control character (newline, tab, ...) or a Markdown cell bar in it would split a row or add
+# one, so such a name is refused, whichever way it came (--name, a file's name, a mapping key).
+_UNSAFE_IN_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f|]")
+
+
+def check_run_name(name: object, *, from_file: bool = False) -> str:
+    """``name`` if it can label a table row; a :class:`UsageError` saying what is in it
+    (``from_file``: the name is a file's, :func:`default_name`)."""
+    text = str(name)
+    bad = _UNSAFE_IN_NAME.search(text)
+    if bad is None and text.strip():
+        return text
+    what = "is empty" if bad is None else f"holds {bad.group()!r}"
+    origin = " (the file's name)" if from_file else ""
+    raise UsageError(f"run name {text!r}{origin} {what}: a run's name labels a table row, so it "
+                     "may hold no control character or '|'; pass --name")
+
+
+def run_names(paths: Sequence[str | Path], names: Sequence[str] | None) -> list[str]:
+    """The name of each run: ``names`` (one per run, in order) or each file's
+    :func:`default_name`; distinct, each fit to label a table row (:func:`check_run_name`)."""
+    if names and len(names) != len(paths):
+        raise UsageError(f"--name was given {len(names)} time(s) for {len(paths)} run(s); "
+                         "give one --name per run, in the same order")
+    labels = [check_run_name(n) for n in names] if names else [
+        check_run_name(default_name(p), from_file=True) for p in paths]
+    repeated = sorted({n for n in labels if labels.count(n) > 1})
+    if repeated:
+        raise UsageError(f"two runs are named {repeated[0]!r}; pass --name to tell them apart")
+    return labels
+
+
+__all__ = ["check_run_name", "default_name", "read_mteb_predictions", "read_ranking",
+           "run_names"]

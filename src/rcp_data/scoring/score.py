@@ -290,6 +290,10 @@ def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
     data.spec.view_columns(view)                     # refuse a bad view before scoring
     if not runs:
         raise UsageError("name at least one run")
+    from rcp_data.scoring.runs_in import check_run_name
+
+    for name in runs:
+        check_run_name(name)
     sources = sources or {n: n for n in runs}
     aligned, coverage = align_runs(data, runs, sources, depth=depth)
     per_query = _zero_missing(score_queries(aligned, k=k, tie_rules=(rule,)), coverage)
@@ -317,20 +321,14 @@ def score_files(data: ReleaseRuns, paths: Sequence[str | Path] | Mapping[str, st
                 names: Sequence[str] | None = None, **kwargs) -> ScoreResult:
     """Read the run files (TREC, parquet, mteb predictions) and score them; ``paths`` may be
     ``{name: path}`` instead of ``names``. ``kwargs`` as :func:`score_runs`'."""
-    from rcp_data.scoring.runs_in import default_name, read_ranking
+    from rcp_data.scoring.runs_in import read_ranking, run_names
 
     if isinstance(paths, Mapping):
         names, paths = list(paths), list(paths.values())
     elif isinstance(paths, str | Path):
         paths = [paths]
     paths = list(paths)
-    names = list(names or [default_name(p) for p in paths])
-    if len(names) != len(paths):
-        raise UsageError(f"--name was given {len(names)} time(s) for {len(paths)} run(s); "
-                         "give one --name per run, in the same order")
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise UsageError(f"two runs are named {repeated[0]!r}; pass --name to tell them apart")
+    names = run_names(paths, names)
     runs = {n: read_ranking(p, split=data.spec.split) for n, p in zip(names, paths, strict=True)}
     sources = {n: str(p) for n, p in zip(names, paths, strict=True)}
     return score_runs(data, runs, sources=sources, **kwargs)

@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.io import open_text, read_text
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusFacts, CorpusReader, SubsetSource, SuiteSource
 
@@ -141,7 +142,7 @@ def read_delimited(path: Path, columns: tuple[str, ...], *, delimiter: str,
 
 def read_trec_topics(path: Path) -> Table:
     """TREC topics: ``<top> <num> Number: 301 <title> text ... </top>`` blocks."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     rows = []
     for match in re.finditer(r"<top>(.*?)</top>", text, flags=re.S):
         block = match.group(1)
@@ -159,7 +160,7 @@ def read_trec_topics(path: Path) -> Table:
 
 def _open(path: Path):
     try:
-        return path.open(encoding="utf-8", newline="")
+        return open_text(path)
     except FileNotFoundError as exc:
         raise InputError("file not found", path=str(path)) from exc
     except UnicodeDecodeError as exc:   # pragma: no cover - raised on read, below

@@ -112,6 +112,9 @@ def _publish(args: argparse.Namespace) -> int:
                      reverify=args.reverify)
     for msg in result.messages:
         say(args, msg)
+    if result.digest:  # the anchor to keep: a result, on stdout
+        print(f"release digest {result.digest} (commit {result.commit}; pin it with "
+              f"rcp-data verify --digest)")
     if result.record_error:  # the release is out, but the record asked for is not
         print(f"rcp-data release: error: {result.record_error}", file=sys.stderr)
         return 1

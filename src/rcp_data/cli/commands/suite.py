@@ -95,6 +95,7 @@ def _ask(args: argparse.Namespace, question: str) -> str | None:
 
 
 def run_init(args: argparse.Namespace) -> int:
+    from rcp_data.core.io import read_text
     from rcp_data.sources.local_spec import SpecAnswers, init_suite
 
     positive = args.grade_positive
@@ -107,7 +108,7 @@ def run_init(args: argparse.Namespace) -> int:
                 raise UsageError(f"grade_positive must be an integer, got {text!r}") from exc
     citation = args.citation
     if args.citation_file:
-        citation = args.citation_file.read_text(encoding="utf-8").strip()
+        citation = read_text(args.citation_file).strip()
     answers = SpecAnswers(
         grade_positive=positive, tie_rule=args.tie_rule, judge_preset=args.judge_preset,
         pool_size=args.pool_size, dense=tuple(args.dense), repo=args.repo,

@@ -1,9 +1,11 @@
 """``rcp-data verify``: integrity, provenance and published numbers of a pinned revision.
 
 ``rcp-data verify (--repo OWNER/NAME --revision REV | PATH) [--reference FILE] [--json]
-[--cache-dir DIR] [--histories DIR] [--quick] [--sources [--source-option K=V ...]]``. Exit 0
-when every check holds, 1 when one failed (a malformed file included), 2 when the verification
-could not run (the Hub unreachable, an unknown repo or revision, a missing path).
+[--cache-dir DIR] [--histories DIR] [--digest D] [--quick] [--sources [--source-option K=V
+...]]``. Exit 0 when every check holds and a pinned digest or a record anchors a Hub revision,
+1 when a check failed (a malformed file included), 2 when the verification could not run (the
+Hub unreachable, an unknown repo or revision, a missing path or --histories folder), 3 when
+every check holds but nothing outside the repository anchors the revision.
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Writes nothing to the Hub and nothing outside the download cache, but for a local "
         "directory that passes a receipt of its bytes in $RCP_DATA_CACHE (else "
         "~/.cache/rcp-data), which 'release publish' of the same bytes uses instead of "
-        "repeating the checks. Exit 0 all hold, 1 a check failed (a malformed file included), "
-        "2 could not run.",
+        "repeating the checks. Every downloaded file must be the file the Hub lists for the "
+        "commit (git blob id or LFS sha256), and the release's content digest is printed; a "
+        "Hub revision is anchored by --digest, or by a record of the release (the packaged "
+        "release/, --histories). Exit 0 all hold and anchored, 1 a check failed (a malformed "
+        "file included), 2 could not run, 3 all hold but not anchored (\"consistent, not "
+        "anchored\").",
     )
     p.add_argument("path", nargs="?", default=None,
                    help="a local release directory or hf://datasets/OWNER/NAME@REV")
@@ -46,10 +52,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="folder of release records (<suite>.json, as publish --record-to writes) "
                    "the Hub's tags are checked against besides the project's packaged release/; "
                    "also the record of a revision that carries no releases.json")
+    p.add_argument("--digest", metavar="D", default=None,
+                   help="the release's content digest (as 'release publish' prints and records "
+                   "it): the bytes must give exactly D, as pip's --hash pins a wheel")
     p.add_argument("--quick", action="store_true",
-                   help="an LFS file's sha256 as the Hub lists it stands in for hashing its "
-                   "download, and a corpus so proven is not downloaded (its ids are read "
-                   "remotely); the default downloads and hashes every file")
+                   help="a corpus file whose LFS sha256 as the Hub lists it is the manifest's "
+                   "is not downloaded (its ids are read remotely); every file downloaded is "
+                   "still hashed. The default downloads and hashes every file")
     p.add_argument("--sources", action="store_true",
                    help="also compare queries, qrels, exclusions and corpus texts with the "
                    "upstream source, where the suite's reader can read it here")
@@ -67,7 +76,7 @@ def handler(args: argparse.Namespace) -> int:
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
                         reference=args.reference, histories=args.histories,
                         client=args.hub_client, quick=args.quick, sources=args.sources,
-                        source_options=options)
+                        source_options=options, digest=args.digest)
     except RcpDataError as exc:
         if not args.json:
             raise

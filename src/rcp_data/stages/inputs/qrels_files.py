@@ -11,37 +11,43 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import read_parquet
+from rcp_data.core.io import open_text, read_parquet
 from rcp_data.stages.inputs.run_files import text_lines
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
 GRADE_ALIASES = ("grade", "score", "relevance")
 
 
-def read_qrels(path: str | Path) -> pd.DataFrame:
+def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
     """``query-id, corpus-id`` (text) and ``grade`` (int64), one row per judged pair, in file
-    order. A malformed row is an :class:`InputError` naming the file, row and field."""
+    order. A malformed row is an :class:`InputError` naming the file, row and field.
+    ``keep_rows``: also a ``row`` column, each pair's row (line) in the file, for messages."""
     path = Path(path)
     if not path.is_file():
         raise NotFoundError("qrels file not found", path=str(path))
     if path.suffix == ".parquet":
         table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
         frame = table.to_pandas()
-        return _from_table(frame, str(path), first_row=1)
-    with path.open("r", encoding="utf-8", errors="strict", newline="") as fh:
+        return _rows(_from_table(frame, str(path), first_row=1), keep_rows)
+    with open_text(path) as fh:
         try:
             head = fh.readline()
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 text ({exc.reason})", path=str(path), row=1) from None
     if path.suffix == ".csv" or head.startswith("query-id"):
         delimiter = "," if path.suffix == ".csv" else "\t"
-        with path.open("r", encoding="utf-8", newline="") as fh:
+        with open_text(path) as fh:
             rows = list(csv.reader(fh, delimiter=delimiter))
         if not rows:
             raise InputError("empty qrels table", path=str(path))
         frame = pd.DataFrame(rows[1:], columns=[c.strip() for c in rows[0]], dtype=object)
-        return _from_table(frame, str(path), first_row=2)
-    return _read_trec(path)
+        return _rows(_from_table(frame, str(path), first_row=2), keep_rows)
+    return _rows(_read_trec(path), keep_rows)
+
+
+def _rows(frame: pd.DataFrame, keep: bool) -> pd.DataFrame:
+    frame = frame.rename(columns={"_row": "row"})
+    return frame if keep else frame.drop(columns="row")
 
 
 def _read_trec(path: Path) -> pd.DataFrame:
@@ -102,7 +108,7 @@ def _unique(frame: pd.DataFrame, path: str) -> pd.DataFrame:
         raise InputError(f"document {frame['corpus-id'].iat[i]!r} is judged twice for query "
                          f"{frame['query-id'].iat[i]!r}", path=path, row=int(frame["_row"].iat[i]),
                          field="corpus-id")
-    return frame.drop(columns="_row").reset_index(drop=True)
+    return frame.reset_index(drop=True)
 
 
 __all__ = ["QRELS_COLUMNS", "read_qrels"]

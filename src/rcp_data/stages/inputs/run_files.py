@@ -1,4 +1,4 @@
-"""Run files: a ranking as a TREC run (``qid Q0 docid rank score [tag]``) or a parquet table
+"""Run files: a ranking as a TREC run (``qid Q0 docid rank score tag``) or a parquet table
 (``query-id``, ``corpus-id``, ``score``, optional ``rank`` and ``split``)."""
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import read_parquet
+from rcp_data.core.io import read_parquet, without_bom
 
 # Builder-input tables may carry the provenance split (ViDoRe: the domain) when query ids
 # repeat across splits; rows are then matched by (split, query-id).
 SPLIT_COLUMN = "split"
+# A TREC run line has exactly six fields (trec_eval's format); a line with more or fewer is
+# refused, not read by position: a shifted column would score the wrong field.
+TREC_RUN_FIELDS = 6
 
 
 def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "corpus-id")
@@ -30,9 +33,13 @@ def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "co
 
 def text_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
     """``(line number, line, whitespace-separated fields)`` of every non-blank line of a text
-    file (TREC runs and qrels); a line that is not UTF-8 is an InputError naming it."""
+    file (TREC runs and qrels), a leading byte-order mark dropped (as every text reader does:
+    :data:`rcp_data.core.io.TEXT_ENCODING`); a line that is not UTF-8 is an InputError naming
+    it."""
     with Path(path).open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
+            if n == 1:
+                raw = without_bom(raw)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -59,9 +66,9 @@ def read_run_file(path: Path) -> pd.DataFrame:
         return frame
     rows = []
     for n, line, parts in text_lines(path):
-        if len(parts) < 5:
-            raise InputError(f"expected 'qid Q0 docid rank score [tag]', got {line.strip()!r}",
-                             path=str(path), row=n)
+        if len(parts) != TREC_RUN_FIELDS:
+            raise InputError(f"expected {TREC_RUN_FIELDS} fields 'qid Q0 docid rank score tag', "
+                             f"got {len(parts)}: {line.strip()!r}", path=str(path), row=n)
         try:
             score = float(parts[4])
         except ValueError as exc:

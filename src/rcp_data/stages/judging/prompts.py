@@ -18,6 +18,7 @@ from pathlib import Path
 from string import Template
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.io import read_text
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "none")
 SCORE_VALUES = ("bounded", "integers")  # the schema's score items: [-5, 5] numbers or -5..5
@@ -61,7 +62,7 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
     order (the verdict table's columns); an error names the file, the entry and the field."""
     source = str(path) if path else "default"
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8") if path
+        raw = json.loads(read_text(path) if path
                          else _package_text("rubric_default.json"))
     except FileNotFoundError as exc:
         raise InputError("rubric file not found", path=source) from exc

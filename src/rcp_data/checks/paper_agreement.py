@@ -1,0 +1,214 @@
+"""The paper's agreement numbers (``paper_values.json``'s ``agreement`` entries) recomputed on a
+release: E.4, C.6, Table 20 (pool panel), G.1 and H.1, where the release's own tables allow it.
+
+Recomputed (suite = the spec's ``paper_key``; subsets: the paper view's, e.g. ViDoRe's native
+ones; TREC-DL per year):
+
+- ``failure_any_pct``: share of queries on which the paper rule's qrel-nDCG@10 saturates,
+  floors or compresses (G.1, C.6);
+- ``sensitivity_{qrel,rcp}_mean_over_subsets_pct``, ``kendall_rcp_vs_qrel`` (C.6);
+- ``separated_*:pool``, ``same_winner_rcp_cal_a:pool``, ``decisive_*`` and
+  ``kendall_rcp_vs_nist_14`` (Table 20, H.1), the exponential-gain row included;
+- ``concordance_rcp_theta``, ``spearman_*`` (ceiling; the floor within its tolerance),
+  ``grade_g_above_unjudged_pool_page``, ``auc_grade_1_rcp_gain`` (E.4).
+
+Entries marked ``recomputable: false`` say why not (top-150 panel, CAL-B, raw BT, Count-nDCG,
+the first-stage runs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rcp_data.checks.reports import Check
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.card_format import CARD_K
+
+TRECDL_YEARS = {"dl19": "trec_dl_2019", "dl20": "trec_dl_2020"}
+
+
+def _wide(part: pd.DataFrame, metric: str, models: list[str]) -> np.ndarray:
+    wide = part.pivot_table(index="query-id", columns="model", values=metric, aggfunc="first",
+                            dropna=False)
+    return wide[models].to_numpy(dtype=np.float64)
+
+
+def _subset_groups(spec: SuiteSpec, present: list[str]) -> dict[str, list[str]]:
+    """``{entry subset: release subsets}``: ``*`` the paper view's subsets, TREC-DL's years."""
+    view = spec.paper_view or "subsets"
+    members = [m for _, _, ms in spec.view_columns(view) for m in ms if m in present]
+    groups = {"*": members or present}
+    years = {y: s for y, s in TRECDL_YEARS.items() if s in present}
+    if years:
+        groups.update({y: [s] for y, s in years.items()})
+        groups["both"] = list(years.values())
+    return groups
+
+
+def _ranking_values(per_query: pd.DataFrame, spec: SuiteSpec, groups: dict[str, list[str]],
+                    exp_values: dict[str, np.ndarray]) -> dict[tuple[str, str], object]:
+    from rcp_data.scoring.agreement import rankings as rk
+
+    rule = spec.paper_tie_rule
+    out: dict[tuple[str, str], object] = {}
+    for key, subsets in groups.items():
+        by_rule = {}
+        for r in {rule, "group-mean"}:
+            pq_ = per_query[(per_query["tie_rule"] == r) & per_query["subset"].isin(subsets)]
+            if pq_.empty:
+                continue
+            models = sorted(pd.unique(pq_["model"]))
+            per_sub = [(s, pq_[pq_["subset"] == s]) for s in subsets]
+            by_rule[r] = {m: [_wide(p, m, models) for _, p in per_sub]
+                          for m in ("rcp_ndcg", "qrel_ndcg")}
+        if rule not in by_rule:
+            continue
+        rcp, qrel = by_rule[rule]["rcp_ndcg"], by_rule[rule]["qrel_ndcg"]
+        modes = [rk.failure_modes(v) for v in qrel]
+        kept = sum(int(m["kept"].sum()) for m in modes)
+        out[(key, "failure_any_pct")] = 100 * sum(int(m["any"].sum()) for m in modes) / kept
+        out[(key, "sensitivity_qrel_mean_over_subsets_pct")] = 100 * float(np.mean(
+            [rk.separation(v).separated.mean() for v in qrel]))
+        out[(key, "sensitivity_rcp_mean_over_subsets_pct")] = 100 * float(np.mean(
+            [rk.separation(v).separated.mean() for v in rcp]))
+        boards_r = np.mean([rk.leaderboard(v) for v in rcp], axis=0)
+        boards_q = np.mean([rk.leaderboard(v) for v in qrel], axis=0)
+        out[(key, "kendall_rcp_vs_qrel")] = rk.kendall_tau_b(boards_r, boards_q)
+        out[(key, "kendall_rcp_vs_nist_14")] = rk.kendall_tau_b(boards_r, boards_q)
+        r_all, q_all = np.vstack(rcp), np.vstack(qrel)
+        s_r, s_q = rk.separation(r_all), rk.separation(q_all)
+        dec = rk.decisive_agreement(s_r, s_q)
+        out[(key, "separated_qrel_linear:pool")] = int(s_q.separated.sum())
+        out[(key, "separated_rcp_cal_a:pool")] = int(s_r.separated.sum())
+        out[(key, "same_winner_rcp_cal_a:pool")] = f"{dec.agree}/{dec.decisive}"
+        out[(key, "decisive_qrel_linear_both_years")] = dec.decisive
+        out[(key, "agree_rcp_both_years")] = dec.agree
+        if "group-mean" in by_rule:
+            q_gm = np.vstack(by_rule["group-mean"]["qrel_ndcg"])
+            out[(key, "decisive_qrel_linear_group_mean")] = int(rk.separation(q_gm)
+                                                                .separated.sum())
+        if all(s in exp_values for s in subsets):
+            out[(key, "separated_qrel_exp:pool")] = int(rk.separation(
+                np.vstack([exp_values[s] for s in subsets])).separated.sum())
+    return out
+
+
+def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], data
+                  ) -> dict[tuple[str, str], object]:
+    from rcp_data.model.release import Release
+    from rcp_data.scoring.agreement import labels as lab
+    from rcp_data.scoring.agreement.analysis import _candidates
+
+    release = Release(root, spec)
+    out: dict[tuple[str, str], object] = {}
+    for key, subsets in groups.items():
+        graded, pool = [], []
+        offset = 0
+        for s in subsets:
+            sub = data.subsets[s]
+            q = release.table(s, "qrels", ["query-id", "corpus-id", "score", "theta", "gain"])
+            if release.has(s, "excluded"):
+                ex = release.table(s, "excluded").explode("excluded-corpus-ids")
+                gone = pd.MultiIndex.from_arrays([ex["query-id"], ex["excluded-corpus-ids"]])
+                q = q[~pd.MultiIndex.from_frame(q[["query-id", "corpus-id"]]).isin(gone)]
+            qpos = pd.Series(np.arange(sub.n_queries) + offset,
+                             index=pd.Index(sub.query_ids.astype(str)))
+            q = q[q["query-id"].isin(qpos.index)].assign(
+                q=lambda f, qpos=qpos: qpos.reindex(f["query-id"]).to_numpy())
+            cand = _candidates(sub).assign(q=lambda f, o=offset: f["q"] + o)
+            graded.append(q.dropna(subset=["theta"]))
+            pool.append(cand.merge(q[["query-id", "corpus-id", "score", "gain", "theta"]],
+                                   how="left", on=["query-id", "corpus-id"]))
+            offset += sub.n_queries
+        g = pd.concat(graded, ignore_index=True)
+        p = pd.concat(pool, ignore_index=True)
+        if not len(g):
+            continue
+        qi, grade, theta = g["q"].to_numpy(int), g["score"].to_numpy(float), g["theta"].to_numpy()
+        out[(key, "concordance_rcp_theta")] = lab.concordance(theta, grade, qi, offset).rate
+        rho = lab.pooled_spearman(theta, grade, qi)
+        out[(key, "spearman_rcp_theta")] = rho.observed.value
+        out[(key, "spearman_ceiling")] = rho.ceiling
+        out[(key, "spearman_floor")] = rho.floor
+        pg = p["score"].fillna(0).to_numpy(float)
+        have = p["theta"].notna().to_numpy()
+        for level in (1, 2):
+            sel = have & ((pg == level) | (pg <= 0))
+            if (pg[sel] == level).any():
+                out[(key, f"grade_{level}_above_unjudged_pool_page")] = lab.ordered_pairs(
+                    p["theta"].to_numpy()[sel], (pg[sel] == level).astype(int),
+                    p["q"].to_numpy(int)[sel], offset).rate
+        out[(key, "auc_grade_1_rcp_gain")] = lab.pooled_auc(
+            p["gain"].fillna(0).to_numpy(), pg >= 1, p["q"].to_numpy(int), offset).value
+    return out
+
+
+def _exp_values(data, spec: SuiteSpec) -> dict[str, np.ndarray]:
+    """Per subset ``(Q, R)`` qrel-nDCG@10 with exponential gain under the paper rule."""
+    from rcp_data.scoring.agreement.analysis import qrel_values
+
+    return {s: qrel_values(sub, k=CARD_K, rule=spec.paper_tie_rule, gain="exp")
+            for s, sub in data.subsets.items()}
+
+
+def recompute(root: Path, spec: SuiteSpec, per_query: pd.DataFrame
+              ) -> dict[tuple[str, str], object]:
+    """``{(entry subset, statistic): value}`` of every agreement number the release allows."""
+    from rcp_data.scoring.replay import load_release
+
+    data = load_release(root, spec)
+    groups = _subset_groups(spec, list(data.subsets))
+    out = _ranking_values(per_query, spec, groups, _exp_values(data, spec))
+    out.update(_label_values(root, spec, groups, data))
+    return out
+
+
+def _tolerance(entry: dict) -> float:
+    if "tolerance" in entry:
+        return float(entry["tolerance"])
+    printed = str(entry["printed"])
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    return 0.5 * 10 ** -decimals + 1e-9
+
+
+def check_paper_agreement(entries: list[dict], root: Path, spec: SuiteSpec,
+                          per_query: pd.DataFrame, applies: bool, reason: str,
+                          where: str) -> list[Check]:
+    """The suite's recomputable agreement entries against the release: a failure when the
+    paper applies to this revision, else a diff."""
+    key = spec.paper_key or spec.name
+    mine = [e for e in entries if e["suite"] == key]
+    if not mine:
+        return []
+    todo = [e for e in mine if e.get("recomputable", True)]
+    values = recompute(root, spec, per_query)
+    rows, missing = [], []
+    for e in todo:
+        got = values.get((e["subset"], e["statistic"]))
+        if got is None:
+            missing.append(e)
+            continue
+        if isinstance(e["value"], str):
+            ok = got == e["value"]
+        else:
+            ok = abs(float(got) - float(e["value"])) <= _tolerance(e)
+        rows.append((e, got, ok))
+    off = [r for r in rows if not r[2]]
+    status_bad = "failed" if applies else "diff"
+    skipped = len(mine) - len(todo)
+    return [Check(
+        "paper-agreement", applies and not off or not applies,
+        f"agreement numbers vs the paper's (E.4, C.6, Table 20, G.1, H.1; {reason})",
+        expected=f"{len(todo)} recomputable values within half their last printed digit",
+        found=(f"{len(rows) - len(off)} equal, {len(off)} differ, {len(missing)} not in this "
+               f"release; {skipped} the release cannot recompute"),
+        where=where, status="ok" if not off else status_bad,
+        details=[f"{e['section']} {e['subset']} {e['statistic']}: paper {e['printed']}, "
+                 f"release {got if isinstance(got, str) else round(float(got), 4)}"
+                 for e, got, _ in off])]
+
+
+__all__ = ["check_paper_agreement", "recompute"]

@@ -1,0 +1,233 @@
+"""The label layer: how a score orders documents the humans graded (paper B.2, E.4).
+
+- :func:`ordered_pairs`: per group, the pairs of documents with different labels and how many
+  the score orders like the labels, ties of the score counting 1/2 (a Mann-Whitney count);
+- :func:`concordance`: within-query concordance (pairs of one query, different grades);
+- :func:`pooled_auc`: the AUC of a grade threshold over all documents of all queries, with a
+  query-clustered bootstrap (the cross-query pair counts are kept as a query x query matrix);
+- :func:`pooled_spearman`: Spearman of a score with the grade over all graded documents, with
+  its ceiling (each query's values reassigned in grade order) and floor (shuffled within each
+  query);
+- :func:`count_share`: Count's gain of a document, its passed criteria over C times its
+  Stage B windows (Eq. 5).
+
+Scores are any monotone stand-in of the gain: the calibrated theta for RCP, the centred raw
+Bradley-Terry score for raw BT, the pass share for Count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
+
+FLOOR_SHUFFLES = 20
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Per group: score-concordant pairs (ties 1/2) and pairs with different labels."""
+
+    wins: np.ndarray
+    pairs: np.ndarray
+
+    @property
+    def rate(self) -> float:
+        total = self.pairs.sum()
+        return float(self.wins.sum() / total) if total else float("nan")
+
+    def with_interval(self, weights: np.ndarray | None) -> Interval:
+        return ratio_of_sums(self.wins, self.pairs, weights)
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    uniq, inv = np.unique(np.asarray(values), return_inverse=True)
+    return inv.astype(np.int64), len(uniq)
+
+
+def ordered_pairs(score: np.ndarray, label: np.ndarray, group: np.ndarray,
+                  n_groups: int | None = None) -> PairCounts:
+    """Pairs ``(i, j)`` of one group with ``label[i] > label[j]``: how many have
+    ``score[i] > score[j]`` (plus half those with equal scores), per group code
+    (``group``: ints ``0..n_groups-1``). O(n log n) per label level, no per-group loop."""
+    score = np.asarray(score, dtype=np.float64)
+    group = np.asarray(group, dtype=np.int64)
+    n_groups = int(group.max()) + 1 if n_groups is None and len(group) else (n_groups or 0)
+    rank, n_ranks = _codes(score)
+    level, n_levels = _codes(label)
+    span = n_ranks + 1
+    key = group * span + rank
+    base = group * span
+    wins = np.zeros(len(score))
+    pairs = np.zeros(len(score))
+    for b in range(n_levels - 1):
+        kb = np.sort(key[level == b])
+        above = level > b
+        k, g0 = key[above], base[above]
+        start = np.searchsorted(kb, g0, "left")
+        left = np.searchsorted(kb, k, "left")
+        right = np.searchsorted(kb, k, "right")
+        end = np.searchsorted(kb, g0 + span, "left")
+        wins[above] += (left - start) + 0.5 * (right - left)
+        pairs[above] += end - start
+    return PairCounts(np.bincount(group, wins, minlength=n_groups),
+                      np.bincount(group, pairs, minlength=n_groups))
+
+
+def concordance(score: np.ndarray, grade: np.ndarray, query: np.ndarray,
+                n_queries: int | None = None) -> PairCounts:
+    """Within-query concordance counts of ``score`` with ``grade`` (0.5 is chance)."""
+    return ordered_pairs(score, grade, query, n_queries)
+
+
+@dataclass(frozen=True)
+class PooledAuc:
+    """Cross-query pair counts: ``wins[q1, q2]`` over positives of q1 and negatives of q2."""
+
+    wins: np.ndarray
+    positives: np.ndarray
+    negatives: np.ndarray
+
+    @property
+    def value(self) -> float:
+        den = self.positives.sum() * self.negatives.sum()
+        return float(self.wins.sum() / den) if den else float("nan")
+
+    def with_interval(self, weights: np.ndarray | None) -> Interval:
+        if weights is None:
+            return interval(self.value, None)
+        num = np.einsum("bq,bq->b", weights @ self.wins, weights)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            samples = num / ((weights @ self.positives) * (weights @ self.negatives))
+        return interval(self.value, samples)
+
+
+def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
+               n_queries: int | None = None) -> PooledAuc:
+    """AUC of ``score`` for ``positive`` over the documents of all queries pooled (ties 1/2);
+    equal to Mann-Whitney's U over (positives x negatives)."""
+    score = np.asarray(score, dtype=np.float64)
+    positive = np.asarray(positive, dtype=bool)
+    query = np.asarray(query, dtype=np.int64)
+    n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
+    s_pos, q_pos = score[positive], query[positive]
+    neg = ~positive
+    order = np.lexsort((score[neg], query[neg]))
+    s_neg, q_neg = score[neg][order], query[neg][order]
+    bounds = np.searchsorted(q_neg, np.arange(n_q + 1))
+    wins = np.zeros((n_q, n_q))
+    for q2 in np.flatnonzero(np.diff(bounds)):
+        part = s_neg[bounds[q2]:bounds[q2 + 1]]
+        left = np.searchsorted(part, s_pos, "left")
+        right = np.searchsorted(part, s_pos, "right")
+        wins[:, q2] = np.bincount(q_pos, left + 0.5 * (right - left), minlength=n_q)
+    return PooledAuc(wins, np.bincount(q_pos, minlength=n_q).astype(float),
+                     np.bincount(query[neg], minlength=n_q).astype(float))
+
+
+def ceiling_values(theta: np.ndarray, grade: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each query's values of ``theta`` reassigned in the order of its grades."""
+    out = np.empty(len(theta), dtype=np.float64)
+    out[np.lexsort((grade, query))] = np.asarray(theta, dtype=np.float64)[np.lexsort((theta, query))]
+    return out
+
+
+def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """``theta`` shuffled at random within each query."""
+    query = np.asarray(query)
+    out = np.empty(len(theta), dtype=np.float64)
+    # one float key: the query, plus a uniform draw in [0, 1) that orders within it
+    out[np.argsort(query, kind="stable")] = np.asarray(theta)[
+        np.argsort(query + rng.random(len(theta)) * 0.5)]
+    return out
+
+
+@dataclass(frozen=True)
+class PooledSpearman:
+    """Pooled Spearman of a score with the grade, its ceiling and floor (E.4)."""
+
+    observed: Interval
+    ceiling: float
+    floor: float
+    documents: int
+
+    def to_json(self) -> dict:
+        return {"observed": self.observed.to_json(), "ceiling": self.ceiling,
+                "floor": self.floor, "documents": self.documents}
+
+
+def _midranks(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted midranks (each document counted ``w`` times), ``w`` of shape ``(B, n)``."""
+    inv, n_groups = _codes(values)
+    tot = np.zeros((w.shape[0], n_groups))
+    for b in range(w.shape[0]):
+        tot[b] = np.bincount(inv, w[b], minlength=n_groups)
+    before = np.cumsum(tot, axis=1) - tot
+    return (before + (tot + 1.0) / 2.0)[:, inv]
+
+
+def weighted_spearman(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Spearman of ``x`` with ``y`` on samples repeating document i ``w[b, i]`` times."""
+    rx, ry = _midranks(x, w), _midranks(y, w)
+    tw = w.sum(axis=1, keepdims=True)
+    mx = (w * rx).sum(1, keepdims=True) / tw
+    my = (w * ry).sum(1, keepdims=True) / tw
+    cov = (w * (rx - mx) * (ry - my)).sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return cov / np.sqrt((w * (rx - mx) ** 2).sum(1) * (w * (ry - my) ** 2).sum(1))
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x = x - x.mean()
+    y = y - y.mean()
+    den = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / den) if den else float("nan")
+
+
+def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
+                    weights: np.ndarray | None = None, seed: int = 0,
+                    floor_shuffles: int = FLOOR_SHUFFLES, chunk: int = 100) -> PooledSpearman:
+    """Spearman of ``theta`` with ``grade`` over all graded documents, with the ceiling and the
+    floor (the mean over ``floor_shuffles`` seeded within-query shuffles); ``weights``:
+    ``(B, Q)`` query multiplicities for an interval of the observed value (None: none).
+
+    Shuffling or reassigning values within a query permutes their pooled ranks, so the ceiling
+    and the floor are Pearson correlations of permuted midranks (no re-ranking per shuffle)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    grade = np.asarray(grade, dtype=np.float64)
+    query = np.asarray(query, dtype=np.int64)
+    rt, rg = stats.rankdata(theta), stats.rankdata(grade)
+    value = _pearson(rt, rg)
+    ceiling = _pearson(ceiling_values(rt, grade, query), rg)
+    rng = np.random.default_rng(seed)
+    floor = float(np.mean([_pearson(shuffled_within(rt, query, rng), rg)
+                           for _ in range(floor_shuffles)]))
+    samples = None
+    if weights is not None:
+        samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])
+                                  for i in range(0, len(weights), chunk)])
+    return PooledSpearman(interval(value, samples), ceiling, floor, len(theta))
+
+
+def count_share(criteria: pd.DataFrame) -> pd.DataFrame:
+    """Count's gain per ``(query-id, corpus-id)``: passed criteria (a 1 in ``C1..Cn``) over
+    C times the document's Stage B windows (rows). Columns ``query-id, corpus-id, count``."""
+    crit = sorted((c for c in criteria.columns if c[:1] == "C" and c[1:].isdigit()),
+                  key=lambda c: int(c[1:]))
+    passed = (criteria[crit].fillna(0).to_numpy() == 1).sum(axis=1)
+    frame = pd.DataFrame({"query-id": criteria["query-id"].astype(str).to_numpy(),
+                          "corpus-id": criteria["corpus-id"].astype(str).to_numpy(),
+                          "passed": passed, "windows": 1})
+    agg = frame.groupby(["query-id", "corpus-id"], sort=False)[["passed", "windows"]].sum()
+    agg["count"] = agg["passed"] / (len(crit) * agg["windows"])
+    return agg.reset_index()[["query-id", "corpus-id", "count"]]
+
+
+__all__ = ["FLOOR_SHUFFLES", "PairCounts", "PooledAuc", "PooledSpearman", "ceiling_values",
+           "concordance", "count_share", "ordered_pairs", "pooled_auc", "pooled_spearman",
+           "shuffled_within", "weighted_spearman"]

@@ -1,0 +1,77 @@
+"""verify's comparison of the paper's agreement numbers, on the SYNTHETIC demo release with
+entries computed here independently (scipy, plain loops)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rcp_data.checks.paper_agreement import check_paper_agreement, recompute
+from rcp_data.model.suite import suite_spec
+from rcp_data.scoring.replay import load_release, score_queries
+
+
+@pytest.fixture(scope="module")
+def demo(demo_release_v1):
+    spec, _ = suite_spec(demo_release_v1, None, adhoc=True)
+    data = load_release(demo_release_v1, spec)
+    per_query = score_queries(data, tie_rules=["doc-id", "group-mean"])
+    return demo_release_v1, spec, per_query
+
+
+def _independent(per_query: pd.DataFrame) -> dict:
+    """Failure share and separated pairs over both subsets, by plain loops and ttest_rel."""
+    pq = per_query[per_query["tie_rule"] == "doc-id"]
+    fails = kept = 0
+    seps = []
+    for _, part in pq.groupby("subset"):
+        wide = part.pivot_table(index="query-id", columns="model", values="qrel_ndcg").dropna()
+        models = list(wide.columns)
+        for _, row in wide.iterrows():
+            v = row.to_numpy()
+            pairs = [(a, b) for i, a in enumerate(v) for b in v[i + 1:]]
+            ties = sum(abs(a - b) <= 1e-6 for a, b in pairs)
+            sat, flo = all(x == 1 for x in v), all(x == 0 for x in v)
+            fails += sat or flo or 2 * ties >= len(pairs)
+            kept += 1
+        seps.append(np.mean([stats.ttest_rel(wide[a], wide[b]).pvalue < 0.05
+                             for i, a in enumerate(models) for b in models[i + 1:]]))
+    return {"failure_any_pct": 100 * fails / kept,
+            "sensitivity_qrel_mean_over_subsets_pct": 100 * float(np.mean(seps))}
+
+
+def test_recomputed_values_equal_independent_ones(demo):
+    root, spec, per_query = demo
+    values = recompute(root, spec, per_query)
+    for stat, v in _independent(per_query).items():
+        assert values[("*", stat)] == pytest.approx(v, abs=1e-9)
+    q = pd.concat([pd.read_parquet(root / s / "qrels.parquet") for s in ("alpha", "beta")])
+    assert -1 <= values[("*", "spearman_floor")] < values[("*", "spearman_rcp_theta")] \
+        <= values[("*", "spearman_ceiling")] <= 1
+    assert 0.5 < values[("*", "auc_grade_1_rcp_gain")] <= 1
+    assert len(q) > 0
+
+
+def _entry(stat, value, printed, **extra):
+    return {"section": "G.1", "suite": "demo", "subset": "*", "statistic": stat,
+            "value": value, "printed": printed, "quote": "SYNTHETIC", **extra}
+
+
+def test_check_passes_fails_and_diffs(demo):
+    root, spec, per_query = demo
+    truth = _independent(per_query)
+    share = round(truth["failure_any_pct"], 1)
+    good = [_entry("failure_any_pct", share, f"{share:.1f}"),
+            _entry("separated_count:pool", 3, "3", recomputable=False, note="not packaged")]
+    (ok,) = check_paper_agreement(good, root, spec, per_query, True, "the paper's", "x.json")
+    assert ok.ok and ok.status == "ok"
+    assert "1 equal, 0 differ" in ok.found and "1 the release cannot recompute" in ok.found
+    wrong = [_entry("failure_any_pct", share + 0.2, f"{share + 0.2:.1f}")]
+    (bad,) = check_paper_agreement(wrong, root, spec, per_query, True, "the paper's", "x.json")
+    assert not bad.ok and bad.status == "failed" and "failure_any_pct" in bad.details[0]
+    (diff,) = check_paper_agreement(wrong, root, spec, per_query, False, "release 2", "x.json")
+    assert diff.ok and diff.status == "diff"
+    assert check_paper_agreement([dict(good[0], suite="other")], root, spec, per_query, True,
+                                 "", "x.json") == []

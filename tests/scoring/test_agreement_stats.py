@@ -1,0 +1,227 @@
+"""The agreement statistics against independent computations (scipy, statsmodels, the PyPI
+``rbo`` package) on SYNTHETIC arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import rbo
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from rcp_data.scoring.agreement import labels as lab
+from rcp_data.scoring.agreement import rankings as rk
+from rcp_data.scoring.agreement.bootstrap import query_weights
+from rcp_data.scoring.agreement.variation import draw_assessors, label_variation
+
+
+def _graded(seed: int, n_q: int = 9):
+    """SYNTHETIC graded documents: per query 5-30 documents, grades 0-3, scores with ties."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(5, 30, n_q)
+    q = np.repeat(np.arange(n_q), sizes)
+    grade = rng.integers(0, 4, len(q))
+    score = np.round(grade + rng.normal(0, 1.2, len(q)), 1)        # rounding makes ties
+    return score, grade, q
+
+
+def _concordance_by_u(score, grade, q):
+    """Within-query concordance from scipy's Mann-Whitney U per query and grade pair."""
+    wins = pairs = 0.0
+    for qq in np.unique(q):
+        s, g = score[q == qq], grade[q == qq]
+        levels = np.unique(g)
+        for i, a in enumerate(levels):
+            for b in levels[:i]:
+                x, y = s[g == a], s[g == b]
+                wins += stats.mannwhitneyu(x, y).statistic
+                pairs += len(x) * len(y)
+    return wins / pairs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_concordance_equals_mann_whitney(seed):
+    score, grade, q = _graded(seed)
+    c = lab.concordance(score, grade, q)
+    assert c.rate == pytest.approx(_concordance_by_u(score, grade, q), abs=1e-12)
+    # the grades themselves are perfectly concordant; ties of the score count 1/2
+    assert lab.concordance(grade, grade, q).rate == 1.0
+    assert lab.concordance(np.zeros(len(q)), grade, q).rate == 0.5
+
+
+def test_concordance_interval_equals_explicit_resamples():
+    score, grade, q = _graded(3)
+    w = query_weights(q.max() + 1, resamples=6, seed=5)
+    iv = lab.concordance(score, grade, q).with_interval(w)
+    explicit = []
+    for row in w:
+        picks = np.repeat(np.arange(len(row)), row.astype(int))
+        idx = np.concatenate([np.flatnonzero(q == p) for p in picks])
+        newq = np.concatenate([np.full((q == p).sum(), j) for j, p in enumerate(picks)])
+        explicit.append(_concordance_by_u(score[idx], grade[idx], newq))
+    lo, hi = np.quantile(explicit, [0.025, 0.975])
+    assert (iv.lo, iv.hi) == pytest.approx((lo, hi), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_pooled_auc_equals_mann_whitney_and_its_resamples(seed):
+    score, grade, q = _graded(seed)
+    pos = grade >= 2
+    auc = lab.pooled_auc(score, pos, q)
+    u = stats.mannwhitneyu(score[pos], score[~pos]).statistic
+    assert auc.value == pytest.approx(u / (pos.sum() * (~pos).sum()), abs=1e-12)
+    w = query_weights(q.max() + 1, resamples=5, seed=1)
+    iv = auc.with_interval(w)
+    explicit = []
+    for row in w:
+        idx = np.concatenate([np.flatnonzero(q == p)
+                              for p in np.repeat(np.arange(len(row)), row.astype(int))])
+        s, p_ = score[idx], pos[idx]
+        explicit.append(stats.mannwhitneyu(s[p_], s[~p_]).statistic / (p_.sum() * (~p_).sum()))
+    assert (iv.lo, iv.hi) == pytest.approx(tuple(np.quantile(explicit, [0.025, 0.975])),
+                                           abs=1e-12)
+
+
+def test_pooled_spearman_ceiling_and_floor():
+    score, grade, q = _graded(5)
+    res = lab.pooled_spearman(score, grade, q, floor_shuffles=5)
+    assert res.observed.value == pytest.approx(stats.spearmanr(score, grade).statistic, abs=1e-12)
+    # ceiling, independently: each query's sorted values handed out in grade order (pandas)
+    frame = pd.DataFrame({"q": q, "g": grade, "s": score})
+    parts = []
+    for _, grp in frame.groupby("q"):
+        grp = grp.sort_values("g", kind="stable").copy()
+        grp["c"] = np.sort(grp["s"].to_numpy())
+        parts.append(grp)
+    ceil = pd.concat(parts)
+    assert res.ceiling == pytest.approx(stats.spearmanr(ceil["c"], ceil["g"]).statistic,
+                                        abs=1e-12)
+    assert res.floor < res.observed.value <= res.ceiling
+    # a shuffle keeps each query's values
+    shuf = lab.shuffled_within(score, q, np.random.default_rng(0))
+    for qq in np.unique(q):
+        assert sorted(shuf[q == qq]) == sorted(score[q == qq])
+
+
+def test_weighted_spearman_equals_repeated_documents():
+    score, grade, _ = _graded(6)
+    rng = np.random.default_rng(0)
+    w = rng.integers(0, 3, size=(3, len(score))).astype(float)
+    got = lab.weighted_spearman(score, grade, w)
+    for b in range(3):
+        rep = w[b].astype(int)
+        ref = stats.spearmanr(np.repeat(score, rep), np.repeat(grade, rep)).statistic
+        assert got[b] == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_leaderboard_correlations_equal_scipy_and_rbo(seed):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.random(14), 1)                                   # with ties
+    y = np.round(x + rng.normal(0, 0.2, 14), 1)
+    assert rk.kendall_tau_b(x, y) == pytest.approx(
+        stats.kendalltau(x, y, variant="b").statistic, abs=1e-12)
+    assert rk.spearman_rho(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    a, b = list(rk.order(x)), list(rk.order(y))
+    for p in (0.5, 0.9, 1.0):
+        assert rk.rbo_package(a, b, p) == pytest.approx(
+            rbo.RankingSimilarity(a, b).rbo(p=p), abs=1e-12)
+    for p in (0.5, 0.9, 0.98):
+        assert rk.rbo_extrapolated(a, b, p) == pytest.approx(
+            rbo.RankingSimilarity(a, b).rbo_ext(p=p), abs=1e-12)
+    # rows at once (bootstrap resamples) equal one at a time
+    many = np.vstack([x, y, x[::-1]])
+    assert np.allclose(rk.kendall_tau_b(many, y), [rk.kendall_tau_b(r, y) for r in many])
+
+
+def test_rbo_variants_on_identical_leaderboards():
+    same = list(range(6))
+    assert rk.rbo_package(same, same, 0.9) == pytest.approx(1 - 0.9 ** 6, abs=1e-12)
+    assert rk.rbo_package(same, same, 0.9) == pytest.approx(
+        rbo.RankingSimilarity(same, same).rbo(p=0.9), abs=1e-12)
+    assert rk.rbo_extrapolated(same, same, 0.9) == pytest.approx(1.0, abs=1e-12)
+    assert rk.rbo_package(same, same, 1.0) == 1.0
+
+
+def test_separation_equals_ttest_rel_and_multipletests():
+    rng = np.random.default_rng(2)
+    v = rng.random((30, 6)) + np.linspace(0, 0.3, 6)
+    v[4, 2] = np.nan                                     # a query the metric leaves out
+    sep = rk.separation(v)
+    keep = ~np.isnan(v).any(axis=1)
+    idx = rk.pair_index(6)
+    ref = [stats.ttest_rel(v[keep, i], v[keep, j]).pvalue for i, j in idx]
+    assert np.allclose(sep.pvalue, ref, atol=1e-12)
+    assert rk.sensitivity(sep).value == np.mean(np.asarray(ref) < 0.05)
+    for method in ("bonferroni", "holm"):
+        adj = rk.separation(v, correction=method)
+        ok, p_adj, _, _ = multipletests(ref, alpha=0.05, method=method)
+        assert np.allclose(adj.pvalue, p_adj, atol=1e-12)
+        assert (adj.separated == ok).all()
+    # per bootstrap resample: the t-test of the repeated queries
+    w = query_weights(30, resamples=4, seed=3)
+    sb = rk.separation(v, weights=w)
+    for b in range(4):
+        rows = np.repeat(np.flatnonzero(keep), w[b, keep].astype(int))
+        p_b = np.array([stats.ttest_rel(v[rows, i], v[rows, j]).pvalue for i, j in idx])
+        assert (sb.sample_separated[b] == (p_b < 0.05)).all()
+
+
+def test_decisive_agreement_and_failure_modes():
+    v = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [0.5, 0.5, 0.2], [0.9, 0.5, 0.1],
+                  [np.nan, 0.3, 0.2]])
+    modes = rk.failure_modes(v)
+    assert modes["saturates"].tolist() == [True, False, False, False, False]
+    assert modes["floors"].tolist() == [False, True, False, False, False]
+    # 0.5, 0.5, 0.2: one of three pairs ties (< half) -> not compressed
+    assert modes["compresses"].tolist() == [False] * 5
+    v[2] = [0.5, 0.5, 0.5 + 5e-7]                      # ties within 1e-6: compressed
+    assert rk.failure_modes(v)["compresses"].tolist() == [False, False, True, False, False]
+    shares = rk.failure_shares(rk.failure_modes(v))
+    assert shares["any"].value == 3 / 4                 # the NaN query is left out
+    rng = np.random.default_rng(0)
+    ref = rng.random((40, 4)) + np.array([0.0, 0.2, 0.4, 0.6])
+    flipped = ref[:, ::-1]
+    r_sep, f_sep = rk.separation(ref), rk.separation(flipped)
+    same = rk.decisive_agreement(r_sep, r_sep)
+    assert same.agree == same.decisive > 0
+    assert rk.decisive_agreement(f_sep, r_sep).agree == 0
+
+
+def test_label_variation_copy_never_swaps_and_equals_a_loop():
+    rng = np.random.default_rng(1)
+    n_s, n_q = 5, 12
+    ref = rng.random((n_s, n_q)) + np.linspace(0, 0.5, n_s)[:, None]
+    noisy = ref + rng.normal(0, 0.3, ref.shape)
+    other = rng.random((n_s, n_q))
+    values = np.stack([ref, noisy, other])                             # (A, S, Q)
+    board = ref.mean(axis=1)
+    only_copy = np.zeros((3, n_q), dtype=bool)
+    only_copy[0] = True
+    var = label_variation(values, board, available=only_copy, draws=200)
+    assert var.swap.max() == 0 and var.swap_vs_reference.max() == 0
+    assert (var.kendall == 1).all() and (var.spearman == 1).all()
+    assert np.allclose(var.rbo_ext, 1.0)
+    # every assessor drawn: the per-draw statistics equal an explicit loop with scipy
+    var = label_variation(values, board, draws=50, seed=4, chunk=7)
+    who = draw_assessors(np.ones((3, n_q), dtype=bool), 50, 4)
+    idx = rk.pair_index(n_s)
+    against = np.zeros(len(idx))
+    for d in range(50):
+        drawn = np.array([[values[who[d, q], s, q] for q in range(n_q)] for s in range(n_s)])
+        b = drawn.mean(axis=1)
+        assert var.kendall[d] == pytest.approx(stats.kendalltau(b, board).statistic, abs=1e-12)
+        assert var.spearman[d] == pytest.approx(stats.spearmanr(b, board).statistic, abs=1e-12)
+        assert var.rbo[d] == pytest.approx(rbo.RankingSimilarity(
+            list(rk.order(b)), list(rk.order(board))).rbo(p=0.9), abs=1e-12)
+        against += [np.sign(b[i] - b[j]) != np.sign(board[i] - board[j]) for i, j in idx]
+    assert np.allclose(var.swap_vs_reference, against / 50)
+    assert (var.swap <= 0.5).all()
+
+
+def test_count_share():
+    crit = pd.DataFrame({"query-id": ["q", "q", "q"], "call_index": [0, 1, 0],
+                         "corpus-id": ["a", "a", "b"], "C1": [1, 0, 1], "C2": [1, 1, None]})
+    out = lab.count_share(crit).set_index("corpus-id")["count"]
+    assert out["a"] == 3 / 4 and out["b"] == 1 / 2
