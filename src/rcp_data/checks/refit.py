@@ -25,9 +25,9 @@ import pandas as pd
 
 from rcp_data.checks.integrity import Check
 from rcp_data.core.errors import InputError
-from rcp_data.core.specs import SuiteSpec, load_spec
+from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.release import Release
-from rcp_data.model.suite import which_suite
+from rcp_data.model.suite import release_spec, which_suite
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def refit_checks(root: str | Path, spec: SuiteSpec | None = None, *,
         if suite is None:
             return [_check("refit", False, "theta_bt and theta refitted from the release's "
                            "answers", found="cannot tell the suite", where=str(root))]
-        spec = load_spec(suite)
+        spec = release_spec(root, suite)
     answers = read_release_answers(root, spec)
     if answers.tournament is None and answers.theta_bt is None:
         return [_check("refit", True, "theta_bt and theta refitted from the release's answers",

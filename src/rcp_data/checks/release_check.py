@@ -22,11 +22,11 @@ from rcp_data.core.errors import shown as show_value
 from rcp_data.core.files import release_paths
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
 from rcp_data.core.io import float_values, read_parquet
-from rcp_data.core.specs import SuiteSpec, load_spec, suite_key
+from rcp_data.core.specs import SuiteSpec, suite_key
 from rcp_data.model import layout
 from rcp_data.model.card_format import card_configs, config_data_files
 from rcp_data.model.history import History, read_history, release_tag
-from rcp_data.model.suite import which_suite
+from rcp_data.model.suite import release_spec, which_suite
 from rcp_data.model.tables import check_columns
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ def check_release_dir(root: str | Path, *, suite: str | None = None) -> CheckRep
             f"cannot tell the suite: {layout.BUILD_MANIFEST} has no 'suite' and the card's tags "
             "name none"])
     try:
-        spec = load_spec(suite)
+        spec = release_spec(root, suite)
     except RcpDataError as exc:
         return CheckReport(root=root, suite=suite, files=files, problems=[exc.message])
     problems: list[str] = []

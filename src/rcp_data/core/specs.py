@@ -436,20 +436,26 @@ def dense_name(model: str) -> str:
 
 
 def with_dense(spec: SuiteSpec, models: Sequence[str]) -> SuiteSpec:
-    """``spec`` with the dense models ``[KEY=]MODEL`` (``--dense``) as the models of its
-    ``[pool] retrievers`` of those keys. A key the spec does not fuse is refused: a release
-    fuses the retrievers its spec names, or ``verify`` could not re-fuse it."""
+    """``spec`` with the dense models ``[KEY=]MODEL`` (``--dense``). A key the spec fuses
+    gets that model (a retriever of ``[pool] dense``, or one whose run the spec expects given);
+    any other key is a new dense retriever fused beside the declared ones, in the paper's order
+    (the first new one before them, the others after: ``minilm, bm25`` for a BM25-only spec).
+    The build records the fused retrievers and their models in the manifest
+    (:class:`rcp_data.model.manifest.FirstStageRecord`), which the release's readers apply."""
     dense = dict(spec.pool.dense)
+    added: list[str] = []
+    seen: set[str] = set()
     for item in models:
         key = dense_name(item)
         model = item.split("=", 1)[1] if "=" in item else item
+        if key in seen:
+            raise UsageError(f"--dense {item}: two dense models get the retriever name {key!r}")
+        seen.add(key)
         if key not in spec.pool.retrievers:
-            raise UsageError(f"--dense {item}: {key!r} is not one of the retrievers the suite "
-                             f"fuses ({', '.join(spec.pool.retrievers)}); add it to [pool] "
-                             f"retrievers of {spec.path or spec.name} (rcp-data suite init "
-                             "--dense writes it), or give KEY=MODEL for one of them")
+            added.append(key)
         dense[key] = model
-    return replace(spec, pool=replace(spec.pool, dense=dense))
+    retrievers = tuple(added[:1]) + spec.pool.retrievers + tuple(added[1:])
+    return replace(spec, pool=replace(spec.pool, dense=dense, retrievers=retrievers))
 
 
 def check_no_todo(spec: SuiteSpec, given: Sequence[str] = ()) -> None:

@@ -29,6 +29,7 @@ from rcp_data.documents.card_facts import (
     CardFacts,
     FirstStage,
     citation_text,
+    computed_runs,
     copied_self_documents,
     deep_queries,
     first_stage,
@@ -503,13 +504,19 @@ class SyntheticFacts:
 
     everything: bool          # every table (a synthetic suite), not only the judge and runs
     judge: str
+    computed: tuple[str, ...] = ()   # first-stage runs rcp-data computed (the manifest's record)
+    all_computed: bool = False       # every fused run was computed, none generated
 
 
 def synthetic_facts(spec: SuiteSpec, rd: Release) -> SyntheticFacts:
     manifest = rd.manifest
     judge = manifest.judge.model if manifest else ""
     everything = spec.synthetic or bool(manifest and manifest.source_fact("synthetic") is True)
-    return SyntheticFacts(everything=bool(everything), judge=judge)
+    computed = tuple(c.key for c in computed_runs(manifest.first_stage if manifest else (),
+                                                  spec.pool.retrievers))
+    return SyntheticFacts(everything=bool(everything), judge=judge, computed=computed,
+                          all_computed=bool(computed) and len(computed) == len(
+                              spec.pool.retrievers))
 
 
 def check_card(text: str, data: DatasetCardData) -> None:
@@ -653,7 +660,8 @@ def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_fact
                     for s in spec.provenance_splits
                     if rd.has_provenance("judge_criteria", s))
     return PoolFacts(
-        first_stage=first_stage(spec, card_facts, synthetic=synthetic, has_runs=has_first),
+        first_stage=first_stage(spec, card_facts, synthetic=synthetic, has_runs=has_first,
+                                records=rd.manifest.first_stage if rd.manifest else ()),
         rule=spec.pool.rule,
         size=spec.pool.size,
         per_query=_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts)),

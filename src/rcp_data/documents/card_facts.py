@@ -11,7 +11,9 @@ paper from the replay and ``provenance/paper_values.json``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -30,6 +32,7 @@ from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
+from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.release import Release
 
 
@@ -68,28 +71,67 @@ class CardFacts:
 
 # -- the first stage -----------------------------------------------------------------------------
 @dataclass(frozen=True)
+class ComputedRun:
+    """A first-stage run rcp-data computed (the build manifest's record): its key, ``bm25`` or
+    ``dense``, and the dense model's name (a Hub id, or a local folder's name)."""
+
+    key: str
+    method: str
+    model: str = ""
+
+
+def model_label(model: str) -> str:
+    """How the card names a dense model: a Hub id as given; a local folder by its name (its
+    parent's for a folder named ``model``), never the builder's path."""
+    path = Path(model.rstrip("/"))
+    if not (path.is_absolute() or model.startswith(".") or len(path.parts) > 2):
+        return model
+    return path.parent.name if path.name == "model" else path.name
+
+
+@dataclass(frozen=True)
 class FirstStage:
     """Step 1 of *How the pool was built*: the fused retrievers (spec keys, in fusion order),
-    those the spec's ``[card]`` names, the fusion constant, whether the runs are shipped."""
+    those the spec's ``[card]`` names, the fusion constant, whether the runs are shipped, and
+    the runs rcp-data computed (``computed``; of a SYNTHETIC release, the others were
+    generated)."""
 
     keys: tuple[str, ...]
     named: tuple[RetrieverCard, ...]
     rrf_k: int
     has_runs: bool
     synthetic: bool
+    computed: tuple[ComputedRun, ...] = ()
 
     @property
     def all_named(self) -> bool:
         return len(self.named) == len(self.keys)
 
+    @property
+    def generated(self) -> tuple[str, ...]:
+        """The keys whose runs were not computed (of a SYNTHETIC release: generated)."""
+        done = {c.key for c in self.computed}
+        return tuple(k for k in self.keys if k not in done)
 
-def first_stage(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool,
-                has_runs: bool) -> FirstStage:
-    """The first stage as the spec declares it and the card describes it."""
+
+def computed_runs(records: Sequence[FirstStageRecord], keys: Sequence[str]
+                  ) -> tuple[ComputedRun, ...]:
+    """The computed runs among the build manifest's first-stage ``records``, in ``keys``
+    order."""
+    by_key = {r.retriever: r for r in records if r.computed}
+    return tuple(ComputedRun(k, by_key[k].method, model_label(by_key[k].model))
+                 for k in keys if k in by_key)
+
+
+def first_stage(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool, has_runs: bool,
+                records: Sequence[FirstStageRecord] = ()) -> FirstStage:
+    """The first stage as the spec declares it and the card describes it; ``records``: the
+    build manifest's first-stage records (which runs rcp-data computed)."""
     return FirstStage(
         keys=tuple(spec.pool.retrievers),
         named=tuple(facts.retrievers[r] for r in spec.pool.retrievers if r in facts.retrievers),
-        rrf_k=spec.pool.rrf_k, has_runs=has_runs, synthetic=synthetic)
+        rrf_k=spec.pool.rrf_k, has_runs=has_runs, synthetic=synthetic,
+        computed=computed_runs(records, spec.pool.retrievers))
 
 
 # -- query instructions --------------------------------------------------------------------------
@@ -334,5 +376,5 @@ def bib_entries() -> dict[str, str]:
 
 __all__ = ["CardFacts", "FirstStage", "Instructions", "Licence", "MetricAgreement",
            "PaperRelation", "PaperRelease", "Restricted", "bib_entries", "citation_text",
-           "copied_self_documents", "deep_queries", "first_stage", "instructions", "licence",
+           "ComputedRun", "computed_runs", "copied_self_documents", "deep_queries", "first_stage", "instructions", "licence",
            "paper_relation"]

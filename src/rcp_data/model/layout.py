@@ -38,6 +38,9 @@ TOURNAMENT_PHASES = ("random", "stratified", "adaptive", "other")
 # Paths of the top-level release files.
 # Paths of the top-level release files.
 BUILD_MANIFEST = "provenance/build_manifest.json"
+#: The spec a release of a suite outside the package was built with (a copy, listed and hashed
+#: in the manifest), so that anyone who downloads it can check it with nothing else.
+SPEC_COPY = "provenance/suite_spec.toml"
 #: The schema of ``provenance/build_manifest.json`` (its one name).
 MANIFEST_SCHEMA = "rcp-data.build-manifest/1"
 TASK_FILE = "rcp_ndcg_tasks.py"

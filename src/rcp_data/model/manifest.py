@@ -230,6 +230,58 @@ class CalibrationRecord:
         return out
 
 
+FIRST_STAGE_METHODS = ("bm25", "dense")   # what rcp-data computes (stages.bm25, stages.dense)
+
+
+@dataclass(frozen=True)
+class FirstStageRecord:
+    """One fused first-stage retriever of a build (``parameters.first_stage``, in fusion
+    order): ``computed`` when rcp-data ran it (by the build or ``rcp-data suite first-stage``;
+    ``method`` bm25 or dense, ``model`` the dense model as the spec or ``--dense`` named it),
+    else its run was given (a file of the builder inputs)."""
+
+    retriever: str
+    computed: bool = False
+    method: str = ""
+    model: str = ""
+
+    @classmethod
+    def from_dict(cls, data: object, *, source: str = BUILD_MANIFEST,
+                  where: str = "parameters.first_stage") -> FirstStageRecord:
+        if not isinstance(data, Mapping) or not isinstance(data.get("retriever"), str):
+            raise InputError("a first-stage record must be an object with a 'retriever'",
+                             path=source, field=where)
+        computed = data.get("computed", False)
+        if not isinstance(computed, bool):
+            raise InputError(f"'computed' must be true or false, got {computed!r}", path=source,
+                             field=f"{where}.computed")
+        method = _text(data, "method", source) or ""
+        if computed and method not in FIRST_STAGE_METHODS:
+            raise InputError(f"a computed run's method must be one of {FIRST_STAGE_METHODS}, "
+                             f"got {method!r}", path=source, field=f"{where}.method")
+        return cls(retriever=data["retriever"], computed=computed, method=method,
+                   model=_text(data, "model", source) or "")
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"retriever": self.retriever, "computed": self.computed}
+        if self.method:
+            out["method"] = self.method
+        if self.model:
+            out["model"] = self.model
+        return out
+
+
+def first_stage_records(raw: object, *, source: str = BUILD_MANIFEST,
+                        where: str = "parameters.first_stage") -> tuple[FirstStageRecord, ...]:
+    """The records of a JSON list (an absent one: none)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("must be a list of first-stage records", path=source, field=where)
+    return tuple(FirstStageRecord.from_dict(r, source=source, where=f"{where}[{i}]")
+                 for i, r in enumerate(raw))
+
+
 @dataclass(frozen=True)
 class CorpusFileRecord:
     """A corpus file as the manifest records it (what a card states about a corpus that was not
@@ -278,6 +330,11 @@ class BuildManifest:
     def tool_version(self) -> str | None:
         """The rcp-data version that built the release."""
         return self.tools.get("rcp-data")
+
+    @property
+    def first_stage(self) -> tuple[FirstStageRecord, ...]:
+        """How each fused first-stage run came about (none recorded by an older build)."""
+        return first_stage_records(self.parameters.get("first_stage"))
 
     def source_fact(self, *keys: str) -> Any:
         """A nested fact of the sources (``source_fact("corpus", "repair")``), None if absent."""
@@ -395,7 +452,8 @@ def load_manifest(root: str | Path) -> BuildManifest | None:
 
 
 
-__all__ = ["MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA", "BuildManifest", "CalibrationRecord",
-           "CorpusFileRecord", "JudgeRecord", "content_digest", "is_digest", "is_listed",
-           "load_manifest", "release_digest",
-           "read_manifest", "record_content", "recorded_content", "release_content"]
+__all__ = ["FIRST_STAGE_METHODS", "MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA", "BuildManifest",
+           "CalibrationRecord", "CorpusFileRecord", "FirstStageRecord", "JudgeRecord",
+           "content_digest", "first_stage_records", "is_digest", "is_listed", "load_manifest",
+           "read_manifest", "record_content", "recorded_content", "release_content",
+           "release_digest"]

@@ -1,11 +1,20 @@
 """Which suite a release belongs to: one function (:func:`which_suite`) every command asks, and
-the spec it leads to (:func:`suite_spec`)."""
+the spec it leads to (:func:`suite_spec`).
+
+A release of a suite outside the package carries the spec it was built with
+(:data:`~rcp_data.model.layout.SPEC_COPY`, written by :func:`write_spec_copy`), so that verify,
+replay and publish need no ``$RCP_DATA_BUILDERS``; and every release's spec is read with the
+first stage its build recorded (``--dense`` may add a retriever: :func:`with_built_first_stage`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
+import tomllib
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
@@ -16,11 +25,13 @@ from rcp_data.core.specs import (
     SuiteSpec,
     known_suites,
     load_spec,
+    load_spec_file,
     suite_key,
 )
 from rcp_data.model.card_format import card_front_matter
-from rcp_data.model.layout import CARD_FILE
-from rcp_data.model.manifest import read_manifest
+from rcp_data.model.layout import CARD_FILE, SPEC_COPY
+from rcp_data.model.manifest import first_stage_records, read_manifest
+from rcp_data.resources import builders_dir as packaged_builders_dir
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +91,83 @@ def which_suite(root: str | Path | None = None, *, card_text: str | None = None,
     return _suite_of_columns(columns)
 
 
+def is_packaged(spec: SuiteSpec) -> bool:
+    """Whether ``spec`` is one of the specs the package carries (its file is in the package's
+    ``builders/``)."""
+    if not spec.path:
+        return True   # built in code (the ad-hoc spec, tests): no file to carry
+    return Path(spec.path).resolve().parent == packaged_builders_dir().resolve()
+
+
+def write_spec_copy(spec: SuiteSpec, root: str | Path) -> list[Path]:
+    """Copy the spec file of a suite outside the package into the release (or pools folder)
+    ``root`` as :data:`SPEC_COPY`, with the files it names beside it (``reranker_map``,
+    ``card_shared``); nothing for a packaged suite. Returns the files written."""
+    if is_packaged(spec):
+        return []
+    src = Path(spec.path)
+    dest = Path(root) / SPEC_COPY
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    written = [dest]
+    raw = tomllib.loads(src.read_text(encoding="utf-8")).get("suite", {})
+    for key in ("reranker_map", "card_shared"):
+        name = raw.get(key) if isinstance(raw, dict) else None
+        if not name:
+            continue
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise InputError(f"a release carries its spec and the files beside it; {name!r} "
+                             "is not beside the spec", path=str(src), field=f"suite.{key}")
+        (dest.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src.parent / name, dest.parent / name)
+        written.append(dest.parent / name)
+    return written
+
+
+def carried_spec(root: str | Path) -> SuiteSpec | None:
+    """The spec a release (or pools folder) carries (:data:`SPEC_COPY`), None without one."""
+    path = Path(root) / SPEC_COPY
+    return load_spec_file(path) if path.is_file() else None
+
+
+def named_spec(name: str, root: str | Path | None = None) -> SuiteSpec:
+    """The spec of suite ``name`` for the release ``root``: the spec the release carries when
+    it is that suite's (what it was built with), else the one :func:`load_spec` finds (the
+    package's, or ``$RCP_DATA_BUILDERS``')."""
+    carried = carried_spec(root) if root is not None else None
+    if carried is not None and suite_key(carried.name) == suite_key(name):
+        return carried
+    return load_spec(name)
+
+
+def with_built_first_stage(spec: SuiteSpec, root: str | Path | None) -> SuiteSpec:
+    """``spec`` with the fused retrievers and dense models the build manifest of ``root``
+    records (a ``--dense`` retriever the spec does not declare), so that the checks re-fuse
+    the runs the release holds; unchanged when the manifest records none."""
+    if root is None:
+        return spec
+    try:
+        manifest = read_manifest(root)
+    except InputError:
+        return spec   # a malformed manifest fails the checks that read it whole
+    params = manifest.get("parameters")
+    if not isinstance(params, dict):
+        return spec
+    retrievers = params.get("retrievers")
+    try:
+        records = first_stage_records(params.get("first_stage"))
+    except InputError:
+        return spec
+    if not isinstance(retrievers, list) or not all(isinstance(r, str) for r in retrievers):
+        return spec
+    dense = {**spec.pool.dense, **{r.retriever: r.model for r in records
+                                   if r.computed and r.method == "dense" and r.model}}
+    dense = {k: v for k, v in dense.items() if k in retrievers}
+    if tuple(retrievers) == spec.pool.retrievers and dense == spec.pool.dense:
+        return spec
+    return replace(spec, pool=replace(spec.pool, retrievers=tuple(retrievers), dense=dense))
+
+
 def adhoc_spec(root: str | Path) -> SuiteSpec:
     """A spec for a release of no known suite: one subset per folder with a top_ranked table."""
     subsets = sorted(p.parent.name for p in Path(root).glob("*/top_ranked.parquet"))
@@ -104,11 +192,11 @@ def suite_spec(root: str | Path, suite: SuiteSpec | str | None = None, *,
     if isinstance(suite, SuiteSpec):
         return suite, True
     if suite:
-        return load_spec(suite), True
+        return with_built_first_stage(named_spec(suite, root), root), True
     name = which_suite(root, repo=repo)
     if name:
         try:
-            return load_spec(name), True
+            return with_built_first_stage(named_spec(name, root), root), True
         except UsageError:
             if not adhoc:
                 raise
@@ -125,4 +213,5 @@ def release_spec(root: str | Path, suite: SuiteSpec | str | None = None, *,
     return suite_spec(root, suite, repo=repo, hint=hint)[0]
 
 
-__all__ = ["adhoc_spec", "release_spec", "suite_spec", "which_suite"]
+__all__ = ["adhoc_spec", "carried_spec", "is_packaged", "named_spec", "release_spec",
+           "suite_spec", "which_suite", "with_built_first_stage", "write_spec_copy"]

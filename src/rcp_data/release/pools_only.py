@@ -4,7 +4,8 @@ From the suite's sources and the first-stage runs of the builder inputs (``first
 BM25 is computed when absent, as in a full build), the same fusion and pool rule as a full
 build, written in the published layout a judge run reads: ``{subset}/queries.parquet``,
 ``{subset}/corpus.parquet`` and ``provenance/pool/{split}.parquet`` (every pool document,
-excluded ones flagged), plus ``provenance/pools_only.json`` naming the suite. No judge output
+excluded ones flagged), plus ``provenance/pools_only.json`` naming the suite (and, for a suite outside the package,
+its spec: ``provenance/suite_spec.toml``). No judge output
 is read and no gain is computed: the folder is not a release.
 """
 
@@ -22,6 +23,7 @@ from rcp_data.core.io import write_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.schemas import SCHEMAS
+from rcp_data.model.suite import write_spec_copy
 from rcp_data.model.tables import write_parquet
 from rcp_data.stages.build import first_stage_for, write_corpus
 from rcp_data.stages.inputs.run_files import read_run_file
@@ -90,6 +92,7 @@ def build_pools_only(spec: SuiteSpec, inputs: Path, out: Path, *, source=None,
             frame = pd.concat(parts, ignore_index=True)[schema.names]
             write_parquet(frame, tmp / provenance_file("pool", split), schema=schema)
         write_json({"suite": spec.name, "pools_only": True, **counts}, tmp / POOLS_ONLY)
+        write_spec_copy(spec, tmp)   # a suite outside the package: the judge reads it here
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             out.rmdir()

@@ -37,8 +37,14 @@ from rcp_data.model.layout import (
     shard_name,
     subset_file,
 )
-from rcp_data.model.manifest import BuildManifest, CalibrationRecord, JudgeRecord
+from rcp_data.model.manifest import (
+    BuildManifest,
+    CalibrationRecord,
+    FirstStageRecord,
+    JudgeRecord,
+)
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
+from rcp_data.model.suite import write_spec_copy
 from rcp_data.model.tables import corpus_record, write_gains, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_build
@@ -82,6 +88,27 @@ def computed_run(spec: SuiteSpec, source: SubsetSource, retriever: str) -> pd.Da
 
     run = bm25_run(source.corpus, source.queries, depth=spec.pool.size)
     return run[run["query-id"].isin(set(source.queries["id"]))]
+
+
+def computed_record(spec: SuiteSpec, retriever: str) -> FirstStageRecord:
+    """The record of a run rcp-data computes: BM25, or a ``[pool] dense`` model's."""
+    if retriever in spec.pool.dense:
+        return FirstStageRecord(retriever, True, "dense", spec.pool.dense[retriever])
+    return FirstStageRecord(retriever, True, "bm25")
+
+
+def run_records(spec: SuiteSpec, given: set[str],
+                computed: dict[str, FirstStageRecord]) -> tuple[FirstStageRecord, ...]:
+    """How each fused retriever's run of a build came about, in fusion order: a given run
+    (``given``: the retrievers of the builder inputs' ``first_stage/``) is computed when
+    ``first_stage.json`` says so (``computed``), else given; a missing one the build computes."""
+    out = []
+    for r in spec.pool.retrievers:
+        if r in given:
+            out.append(computed.get(r) or FirstStageRecord(r))
+        elif r in COMPUTED_RETRIEVERS or r in spec.pool.dense:
+            out.append(computed_record(spec, r))
+    return tuple(out)
 
 
 def first_stage_for(source: SubsetSource, inputs: BuildInputs, spec: SuiteSpec) -> pd.DataFrame:
@@ -326,6 +353,7 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                              row_group_rows=spec.corpus.row_group_rows)
                 written_groups.add(group)
         inputs.item_params.write(tmp / "provenance" / f"item_params.{inputs.judge.short}.json")
+        write_spec_copy(spec, tmp)   # a suite outside the package: the spec travels along
         manifest = BuildManifest(
             suite=spec.name,
             synthetic=built_from_generated_data(spec, source, inputs, parameters),
@@ -343,6 +371,8 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
             parameters={
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
+                "first_stage": [r.to_dict() for r in run_records(
+                    spec, set(inputs.first_stage), inputs.computed_runs)],
                 **({"judging": judging_record(inputs.judging)} if inputs.judging else {}),
                 **(parameters or {}),
             },
@@ -392,4 +422,4 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
         write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
 
 
-__all__ = ["SubsetBuild", "build_release", "build_subset"]
+__all__ = ["SubsetBuild", "build_release", "build_subset", "computed_record", "run_records"]

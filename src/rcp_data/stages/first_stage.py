@@ -6,7 +6,9 @@ runs of :func:`rcp_data.stages.build.computed_run`, fused by :func:`rcp_data.sta
 in ``[pool] retrievers`` order and pooled by :func:`rcp_data.stages.pools.build_pools`. Written
 to ``OUT/first_stage/<retriever>.parquet`` (``query-id, corpus-id, score, rank, split``; the
 build reads them as given runs and computes nothing again) and ``OUT/pools.parquet`` (``split,
-query-id, corpus-id, pool_rank, rrf_score, gt_injected, excluded``).
+query-id, corpus-id, pool_rank, rrf_score, gt_injected, excluded``), with
+``OUT/first_stage/first_stage.json`` recording that rcp-data computed each run (method, model,
+the file's sha256), which the build's manifest carries on (:func:`rcp_data.stages.build.run_records`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.tables import write_parquet
 from rcp_data.sources.base import SuiteSource
-from rcp_data.stages.build import computed_run
+from rcp_data.stages.build import computed_record, computed_run
 from rcp_data.stages.inputs.checks import COMPUTED_RETRIEVERS, validate_source
+from rcp_data.stages.inputs.contract import FIRST_STAGE_DIR, FIRST_STAGE_JSON, write_computed_runs
 from rcp_data.stages.pools import build_pools, rrf_fuse
 
 log = logging.getLogger(__name__)
@@ -37,16 +41,19 @@ class FirstStage:
 
     runs: dict[str, pd.DataFrame]
     pools: pd.DataFrame
+    records: tuple[FirstStageRecord, ...] = ()
 
     def write(self, out: Path) -> list[Path]:
         out = Path(out)
-        paths = []
+        paths = {}
         for retriever, frame in self.runs.items():
-            path = out / "first_stage" / f"{retriever}.parquet"
+            path = out / FIRST_STAGE_DIR / f"{retriever}.parquet"
             write_parquet(frame, path)
-            paths.append(path)
+            paths[retriever] = path
+        record = out / FIRST_STAGE_DIR / FIRST_STAGE_JSON
+        write_computed_runs(list(self.records), paths, record)
         write_parquet(self.pools, out / POOLS_FILE)
-        return [*paths, out / POOLS_FILE]
+        return [*paths.values(), record, out / POOLS_FILE]
 
 
 def first_stage(spec: SuiteSpec, source: SuiteSource) -> FirstStage:
@@ -81,7 +88,8 @@ def first_stage(spec: SuiteSpec, source: SuiteSource) -> FirstStage:
         pools.append(pool.drop(columns=["judged"], errors="ignore").assign(split=split))
         log.info("first stage of %s: %d queries, %d pool pairs", name, len(qids), len(pool))
     return FirstStage({r: pd.concat(parts, ignore_index=True) for r, parts in runs.items()},
-                      pd.concat(pools, ignore_index=True))
+                      pd.concat(pools, ignore_index=True),
+                      tuple(computed_record(spec, r) for r in spec.pool.retrievers))
 
 
 __all__ = ["POOLS_FILE", "FirstStage", "first_stage"]

@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the suite's spec file, instead of a suite name (rcp-data suite init "
                    "writes one)")
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
-                   help="the sentence-transformers model (a local folder or a cached Hub id) "
-                   "of a dense retriever the spec fuses, computed when no run is given "
-                   "(repeatable)")
+                   help="a dense first-stage retriever: a sentence-transformers model (a local "
+                   "folder or a cached Hub id), computed when no run is given; KEY names a "
+                   "retriever the spec fuses (its model), else a new retriever fused beside "
+                   "them by RRF, named KEY or after the model (repeatable; recorded in the "
+                   "build manifest)")
     p.add_argument("--inputs", type=Path, required=True,
                    help="builder inputs folder (judge/, first_stage/, runs/)")
     p.add_argument("--out", type=out_folder, required=True,
@@ -78,15 +80,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
                          "release is for (only the demo suite defaults to its own repo)")
     require_extra("build")
-    from rcp_data.core.specs import check_no_todo, load_spec, load_spec_file, with_dense
+    from rcp_data.core.specs import check_no_todo
     from rcp_data.release.cut import build_release_dir, project_history
 
     options = source_options(args)
-    spec = load_spec_file(args.spec) if args.spec else load_spec(spec_name)
-    if args.dense:
-        spec = with_dense(spec, args.dense)
-    if spec.pool.dense:
-        require_extra("dense")
+    spec = _spec(args)
     if not args.no_prepare:
         # a release to publish carries no TODO marker (--repo fills in [suite] repo)
         check_no_todo(spec, given=("suite.repo",) if args.repo else ())
@@ -109,14 +107,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec(args: argparse.Namespace):
+    """The suite's spec (``--spec`` or the name) with the ``--dense`` retrievers."""
+    from rcp_data.cli.extras import require_extra
+    from rcp_data.core.specs import load_spec, load_spec_file, with_dense
+
+    spec = load_spec_file(args.spec) if args.spec else load_spec(args.suite)
+    if args.dense:
+        spec = with_dense(spec, args.dense)
+    if spec.pool.dense:
+        require_extra("dense")
+    return spec
+
+
 def _pools_only(args: argparse.Namespace) -> int:
-    from rcp_data.core.specs import load_spec
     from rcp_data.release.pools_only import build_pools_only
 
-    counts = build_pools_only(load_spec(args.suite), args.inputs, args.out,
-                              source_options=source_options(args))
+    spec = _spec(args)
+    counts = build_pools_only(spec, args.inputs, args.out, source_options=source_options(args))
     if args.json:
         print(json.dumps({"out": str(args.out), **counts}))
-    say(args, f"built the pools of {args.suite} into {args.out}: {counts['queries']:,} queries, "
+    say(args, f"built the pools of {spec.name} into {args.out}: {counts['queries']:,} queries, "
         f"{counts['pool_documents']:,} pool documents (no judge output: not a release)")
     return 0

@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", type=Path, required=True, help="the suite's spec file")
     p.add_argument("--out", type=out_folder, required=True, help="builder inputs folder to write into")
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
-                   help="the model of a dense retriever the spec fuses (repeatable)")
+                   help="a dense retriever: the model of one the spec fuses, or a new one "
+                   "fused beside them (named KEY or after the model; repeatable)")
     add_source_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_first_stage)

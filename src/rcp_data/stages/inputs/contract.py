@@ -9,6 +9,7 @@ inputs/judge/thetas.parquet        query-id, corpus-id, theta
 inputs/judge/criteria.parquet      the Stage B verdicts (C1..Cn)
 inputs/judge/tournament.parquet    the Stage A answers (optional)
 inputs/first_stage/<retriever>.{parquet,trec}
+inputs/first_stage/first_stage.json   which runs rcp-data computed (suite first-stage; optional)
 inputs/runs/runs.json + one file per reranker run
 ```
 """
@@ -24,9 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError
+from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import read_json, read_parquet, write_json
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.manifest import FirstStageRecord, first_stage_records
 from rcp_data.model.tables import write_parquet
 from rcp_data.stages.inputs.checks import check_verdicts
 from rcp_data.stages.inputs.run_files import SPLIT_COLUMN, ids_as_text, read_run_file
@@ -43,6 +46,7 @@ CRITERIA_FILE = "criteria.parquet"
 TOURNAMENT_FILE = "tournament.parquet"
 JUDGING_FILE = "judging.json"  # written by rcp-data judge run: prompts, usage, cut census
 RUNS_JSON = "runs.json"
+FIRST_STAGE_JSON = "first_stage.json"  # written by rcp-data suite first-stage
 
 
 
@@ -132,6 +136,8 @@ class BuildInputs:
     root: Path | None = None
     tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
     judging: dict | None = None  # judge/judging.json of an rcp-data judge run, when present
+    # first_stage/first_stage.json: the given runs rcp-data computed, by retriever
+    computed_runs: dict[str, FirstStageRecord] = field(default_factory=dict)
 
     def only_split(self, split: str) -> BuildInputs:
         """The rows of one provenance split (tables with a ``split`` column are filtered once
@@ -187,6 +193,10 @@ def read_inputs(root: Path) -> BuildInputs:
         frame.attrs["source"] = str(path)
         first_stage[path.stem] = frame
         files.append(path)
+    computed_runs = {}
+    if (fs_dir / FIRST_STAGE_JSON).exists():
+        computed_runs = read_computed_runs(fs_dir / FIRST_STAGE_JSON, first_stage)
+        files.append(fs_dir / FIRST_STAGE_JSON)
     runs = []
     runs_json = root / RUNS_DIR / RUNS_JSON
     for spec in read_runs_json(runs_json):
@@ -199,7 +209,34 @@ def read_inputs(root: Path) -> BuildInputs:
              "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
              len(runs))
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
-                       tournament, judging)
+                       tournament, judging, computed_runs)
+
+
+def write_computed_runs(records: list[FirstStageRecord], files: dict[str, Path],
+                        path: Path) -> None:
+    """Write ``first_stage/first_stage.json``: each computed run's record and its file's
+    sha256 (``files``: retriever -> run file)."""
+    write_json({"runs": [{**r.to_dict(), "file": files[r.retriever].name,
+                          "sha256": sha256_file(files[r.retriever])} for r in records]}, path)
+
+
+def read_computed_runs(path: Path, first_stage: dict[str, pd.DataFrame]
+                       ) -> dict[str, FirstStageRecord]:
+    """The computed runs ``first_stage.json`` records, by retriever. A record whose run file is
+    gone or changed since (another sha256) no longer holds: that run counts as given."""
+    raw = read_json(path)
+    entries = raw.get("runs") if isinstance(raw, dict) else None
+    records = first_stage_records(entries, source=str(path), where="runs")
+    out = {}
+    for rec, entry in zip(records, entries or [], strict=True):
+        run = path.parent / str(entry.get("file", ""))
+        if rec.retriever not in first_stage or not run.is_file() \
+                or sha256_file(run) != entry.get("sha256"):
+            log.warning("%s: the run of %r is not the one recorded as computed; it counts as "
+                        "given", path, rec.retriever)
+            continue
+        out[rec.retriever] = rec
+    return out
 
 
 def run_file_name(model: str) -> str:
@@ -241,7 +278,8 @@ def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
     return ids_as_text(frame)
 
 
-__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "ITEM_PARAMS_JSON", "JUDGE_DIR", "JUDGE_JSON", "JUDGING_FILE",
-           "RUNS_DIR", "RUNS_JSON", "THETAS_FILE", "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo",
-           "RunSpec", "for_split", "read_inputs", "read_runs_json", "run_file_name",
-           "table_for_split", "write_builder_inputs"]
+__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "FIRST_STAGE_JSON", "ITEM_PARAMS_JSON",
+           "JUDGE_DIR", "JUDGE_JSON", "JUDGING_FILE", "RUNS_DIR", "RUNS_JSON", "THETAS_FILE",
+           "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo", "RunSpec", "for_split",
+           "read_computed_runs", "read_inputs", "read_runs_json", "run_file_name",
+           "table_for_split", "write_builder_inputs", "write_computed_runs"]
