@@ -89,3 +89,14 @@ def test_card_regenerate_takes_the_hf_name_and_its_aliases(tmp_path, local_hub, 
     assert "already up to date" in capsys.readouterr().out
     assert main(["card", "regenerate", f"hf://datasets/{repo}@main", "--repo", repo]) == 2
     assert "name the dataset once" in capsys.readouterr().err
+
+
+def test_record_to_refuses_stdout(tmp_path, capsys, monkeypatch):
+    """A record is a history file updated in place: ``--record-to -`` is refused, not written
+    as a file named ``-``."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["release", "publish", "v1", "--repo", "o/n", "--record-to", "-"])
+    assert exc.value.code == 2
+    assert "'-' is stdout, and a record is a history file" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []

@@ -45,6 +45,15 @@ def out_folder(text: str) -> Path:
     return Path(text)
 
 
+def record_path(text: str) -> Path:
+    """A ``--record-to``: a history file updated in place, or its folder; never ``-``."""
+    if text == "-":
+        raise argparse.ArgumentTypeError(
+            "'-' is stdout, and a record is a history file updated in place; name a folder or "
+            "a .json file")
+    return Path(text)
+
+
 def dataset_revision(dataset: str | None, repo: str | None, revision: str | None
                      ) -> tuple[str, str]:
     """(repo, revision) from ``hf://datasets/OWNER/NAME@REV`` or its aliases ``--repo`` and

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from rcp_data.cli.formats import add_format_option, chosen, print_json, records
+from rcp_data.cli.options import record_path
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the head the release was built against; refuse if the branch moved")
     p.add_argument("--create-repo", action="store_true",
                    help="create the dataset repo when it does not exist")
-    p.add_argument("--record-to", type=Path, metavar="DIR|FILE.json",
+    p.add_argument("--record-to", type=record_path, metavar="DIR|FILE.json",
                    default=os.environ.get("RCP_DATA_RECORD_TO") or None,
                    help="record the published release (with its sha) in DIR/<suite>.json or "
                         "FILE.json, started from the packaged history when new; in a checkout, "
