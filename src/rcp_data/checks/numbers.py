@@ -294,7 +294,8 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
     runs cannot be replayed). ``pre_policy``: a revision published before this project's
     release policy, whose card may print no result tables (TREC-DL's does not).
     ``for_card``: replay also every table the card renders (its regeneration reuses them)."""
-    from rcp_data.scoring.compare import METRICS, load_tables
+    from rcp_data.scoring.compare import load_tables
+    from rcp_data.scoring.replay import METRICS
 
     checks: list[Check] = []
     groups = {(CARD_K, r, v) for r in SHOWN_TIE_RULES for v in spec.card_views}

@@ -26,7 +26,7 @@ from rcp_data.core.io import loads_json, read_json, read_text
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
 from rcp_data.model.card_format import parse_card_tables
 from rcp_data.model.suite import which_suite
-from rcp_data.scoring.replay import METRICS, ReplayResult, model_order
+from rcp_data.scoring.replay import ALL_METRICS, ReplayResult, model_order
 
 TOLERANCE = 0.05
 RESULT_SOURCE = "<replay>"        # how a comparison names tables given in memory
@@ -192,7 +192,7 @@ def _replay_tables(data: dict, path: Path, spec: SuiteSpec | str | None) -> Tabl
     sp = _spec_for(spec, which_suite(columns=cols), str(path))
     cells = {}
     for metric, table in metrics.items():
-        if metric not in METRICS:
+        if metric not in ALL_METRICS:
             raise InputError(f"unknown metric {metric!r}", path=str(path), field="metrics")
         for model, row in table.items():
             for col, v in row.items():
@@ -242,7 +242,7 @@ def compare_tables(tables: TableSet, reference: TableSet, spec: SuiteSpec, *,
                                              *(d.name for d in spec.domains), "mean"])}
     keys = sorted(
         (c for c in reference.cells if (c.metric, c.k, c.tie_rule, c.view) in shared),
-        key=lambda c: (METRICS.index(c.metric), c.k, c.tie_rule, c.view,
+        key=lambda c: (ALL_METRICS.index(c.metric), c.k, c.tie_rule, c.view,
                        models.index(c.model), col_order.get(c.column, len(col_order)),
                        c.column))
     rows = []

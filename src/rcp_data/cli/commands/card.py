@@ -21,6 +21,7 @@ import logging
 import sys
 from pathlib import Path
 
+from rcp_data.cli.output import result as result_line
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import suite_key
@@ -114,10 +115,10 @@ def _regenerate(args: argparse.Namespace) -> int:
     result = regenerate(args.repo, args.revision, branch=args.branch, suite=args.suite,
                         client=args.hub_client)
     if result.commit is None:
-        say(args, f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
-    else:
-        say(args, f"{args.repo}: committed {result.commit} on {args.branch} "
-              f"(changed: {', '.join(result.changed)}; no tag moved)")
+        result_line(f"{args.repo}@{result.parent[:8]}: already up to date, nothing committed")
+    else:                                      # the new commit is the command's result
+        result_line(f"{args.repo}: committed {result.commit} on {args.branch} "
+                    f"(changed: {', '.join(result.changed)}; no tag moved)")
     return 0
 
 
