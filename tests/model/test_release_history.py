@@ -169,16 +169,31 @@ def _card_table(text: str, heading: str) -> list[str]:
     return rows
 
 
+def _without_dated(row: str, sep: str) -> str:
+    """A release-table row without its last two cells (date, summary)."""
+    if sep == "|":
+        cells = row.split(" | ") if not row.startswith("|---") else row.split("|")
+        if row.startswith("|---"):
+            return "|".join(cells[:-3]) + "|"
+        return " | ".join(cells[:-2]) + " |"
+    return "\t".join(row.split("\t")[:-2])
+
+
 def test_card_tables_render_as_published(reference_dir: Path):
     nano_card = (reference_dir / "card-rcp-ndcg-nanobeir.md").read_text(encoding="utf-8")
     history = load_project_histories()["nanobeir"]
-    assert render_release_table(history).splitlines() == _card_table(
+    # the published cards' columns, then the date and summary RELEASES.md also prints
+    rendered = render_release_table(history).splitlines()
+    assert [_without_dated(r, "|") for r in rendered] == _card_table(
         nano_card, "Releases and judge provenance")
+    assert rendered[0].endswith("| date | summary |")
+    assert all(row.endswith(f"| {r.date or ''} | {r.summary} |")
+               for r, row in zip(history.releases, rendered[2:], strict=True))
     # the ViDoRe card is release 2's own: its releases.json holds release 2 as "this revision"
     vidore_card = (reference_dir / "card-rcp-ndcg-vidore-v3.txt").read_text(encoding="utf-8")
     history = load_project_histories()["vidore_v3"]
-    assert render_release_table_text(history).splitlines() == _card_table(
-        vidore_card, "Releases and judge provenance")
+    assert [_without_dated(r, "\t") for r in render_release_table_text(history).splitlines()
+            ] == _card_table(vidore_card, "Releases and judge provenance")
     rows = release_table_rows(history)
     assert [r["revision_text"] for r in rows] == ["b22323345cb5639944600d490969bcce9fba7943",
                                                   "this revision"]

@@ -144,7 +144,9 @@ def test_compare_a_replay_in_memory_with_the_clis_json(demo_release_v1, tmp_path
     result = rcp_data.compare(rcp_data.replay(demo_release_v1), tmp_path / "replay.json")
     assert capfd.readouterr() == ("", "")
     assert isinstance(result, rcp_data.Comparison)
-    assert result.ok and result.count("matched") == len(result.rows) == 2 * 4 * 3
+    # 4 metrics (the demo ships the verdicts and BT scores Count and Raw-BT need) x 4 models
+    # x (2 subsets + mean)
+    assert result.ok and result.count("matched") == len(result.rows) == 4 * 4 * 3
     assert result.to_json()["failed"] == 0
 
 
