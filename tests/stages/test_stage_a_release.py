@@ -158,8 +158,10 @@ def test_recalibrate_rereads_the_answers_with_another_rule(built, tmp_path, caps
 
 
 def test_recalibrate_needs_one_source_of_the_refit(built, tmp_path, capsys):
+    """Without --fit the refit runs from the release's answers under its recorded rule (once
+    the previous commit is known); --fit and --rule together are two sources: refused."""
     rc = main(["recalibrate", str(built["release"]), "--out", str(tmp_path / "x")])
-    assert rc == 2 and "--fit" in capsys.readouterr().err
+    assert rc == 2 and "--previous-revision" in capsys.readouterr().err
     rc = main(["recalibrate", str(built["release"]), "--fit", str(built["fit"]), "--rule",
                "complete", "--out", str(tmp_path / "x")])
     assert rc == 2 and not (tmp_path / "x").exists()
