@@ -122,7 +122,6 @@ def test_api_key_from_env_is_never_written(demo_release_v1, server, tmp_path, mo
 def test_simulated_judge_run_calibrate_build(demo_data, server, tmp_path):
     """demo pools -> judge run (SIMULATED) -> calibrate -> build, the tables taken unchanged;
     the build manifest keeps the prompts' and rubric's sha256, the usage and the cut census."""
-    import shutil
 
     release = demo_data / "release"
     assert main(["-q", "judge", "run", "--pool", str(release), "--store", str(tmp_path / "s"),
@@ -132,18 +131,9 @@ def test_simulated_judge_run_calibrate_build(demo_data, server, tmp_path):
     assert main(["-q", "calibrate", "--criteria", str(judge / "criteria.parquet"),
                  "--tournament", str(judge / "tournament.parquet"), "--out",
                  str(tmp_path / "cal"), "--no-progress"]) == 0
-    inputs = tmp_path / "inputs"
-    shutil.copytree(demo_data / "inputs", inputs)
-    for name in ("criteria.parquet", "tournament.parquet", "judge.json", "judging.json"):
-        shutil.copy(judge / name, inputs / "judge" / name)
-    for name in ("item_params.json", "thetas.parquet"):
-        shutil.copy(tmp_path / "cal" / name, inputs / "judge" / name)
-    # the judge strategy's run: the new thetas
-    runs = json.loads((inputs / "runs/runs.json").read_text())
-    entry = next(r for r in runs if r["is_judge"])
-    th = pd.read_parquet(tmp_path / "cal/thetas.parquet")
-    th[["query-id", "corpus-id"]].assign(score=th["theta"]).to_parquet(
-        inputs / "runs" / entry["file"], index=False)
+    from support.judge_pipeline import judged_inputs
+
+    inputs = judged_inputs(demo_data, judge, tmp_path / "cal", tmp_path / "inputs")
     out = tmp_path / "release"
     assert main(["-q", "build", "demo", "--inputs", str(inputs), "--out", str(out)]) == 0
     manifest = json.loads((out / "provenance/build_manifest.json").read_text())

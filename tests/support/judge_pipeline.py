@@ -23,6 +23,22 @@ def _ok(capsys, *argv: str) -> str:
     return out.out
 
 
+def judged_inputs(demo_data: Path, judge: Path, cal: Path, inputs: Path) -> Path:
+    """The demo's builder inputs in ``inputs`` with a judge run's tables (``judge``) and their
+    calibration (``cal``): the judge strategy's run becomes the new thetas."""
+    shutil.copytree(demo_data / "inputs", inputs)
+    for name in ("criteria.parquet", "tournament.parquet", "judge.json", "judging.json"):
+        shutil.copy(judge / name, inputs / "judge" / name)
+    for name in ("item_params.json", "thetas.parquet"):
+        shutil.copy(cal / name, inputs / "judge" / name)
+    runs = json.loads((inputs / "runs/runs.json").read_text())
+    entry = next(r for r in runs if r["is_judge"])
+    th = pd.read_parquet(cal / "thetas.parquet")
+    th[["query-id", "corpus-id"]].assign(score=th["theta"]).to_parquet(
+        inputs / "runs" / entry["file"], index=False)
+    return inputs
+
+
 def judged_release(demo_data: Path, work: Path, capsys, *, endpoint: str, model: str,
                    repo: str, run_args: tuple[str, ...] = (), calibrate_args: tuple[str, ...] = ()
                    ) -> dict:
@@ -37,18 +53,7 @@ def judged_release(demo_data: Path, work: Path, capsys, *, endpoint: str, model:
     _ok(capsys, "-q", "calibrate", "--criteria", str(judge / "criteria.parquet"),
         "--tournament", str(judge / "tournament.parquet"), "--out", str(work / "cal"),
         "--no-progress", *calibrate_args)
-    inputs = work / "inputs"
-    shutil.copytree(demo_data / "inputs", inputs)
-    for name in ("criteria.parquet", "tournament.parquet", "judge.json", "judging.json"):
-        shutil.copy(judge / name, inputs / "judge" / name)
-    for name in ("item_params.json", "thetas.parquet"):
-        shutil.copy(work / "cal" / name, inputs / "judge" / name)
-    # the judge strategy's run: the new thetas
-    runs = json.loads((inputs / "runs/runs.json").read_text())
-    entry = next(r for r in runs if r["is_judge"])
-    th = pd.read_parquet(work / "cal/thetas.parquet")
-    th[["query-id", "corpus-id"]].assign(score=th["theta"]).to_parquet(
-        inputs / "runs" / entry["file"], index=False)
+    inputs = judged_inputs(demo_data, judge, work / "cal", work / "inputs")
     release = work / "release"
     built = json.loads(_ok(capsys, "build", "demo", "--inputs", str(inputs), "--out",
                            str(release), "--repo", repo, "--json", *SMALL))
