@@ -12,7 +12,10 @@ revision to something the Hub cannot forge (``anchor``):
    the repositories published before the release policy: the bytes published then are not
    here to hash) anchors the commit, and the bytes are proven against the Hub's listing of that
    commit (``hub-listing``), which a repository writer cannot rewrite under a commit sha;
-3. nothing: every check may pass, but verify says "consistent, not anchored" and exits 3.
+3. a pinned commit (``verify --revision SHA --git``, the full 40-hex sha): git recomputed every
+   object id from the bytes up to that commit and the files verified are its tree
+   (:mod:`rcp_data.checks.git_objects`), so the sha the user pinned proves the content;
+4. nothing: every check may pass, but verify says "consistent, not anchored" and exits 3.
 
 The digest is of the release as its own commit holds it. Verifying a later commit (a card
 regeneration), the digest is computed from this revision's data and the card, task file and
@@ -72,8 +75,11 @@ def digest_of_release(found: Mapping[str, FileEntry], *, sha: str | None,
 
 def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
                  release: ReleaseRecord | None, release_commit: str | None,
-                 records: list[tuple[str, History]], needed: bool) -> tuple[Check, str | None]:
-    """The anchor check and the anchor, in words (None: nothing vouches for the revision)."""
+                 records: list[tuple[str, History]], needed: bool,
+                 pinned_commit: str | None = None) -> tuple[Check, str | None]:
+    """The anchor check and the anchor, in words (None: nothing vouches for the revision).
+    ``pinned_commit``: the full sha the revision was given as, its objects recomputed by git
+    (``--git``)."""
     if pinned is not None:
         want = pinned.strip().lower()
         ok = digest is not None and digest == want
@@ -103,6 +109,9 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
     if problems:
         return Check.failed("anchor", WHAT, "the recorded digest", f"{len(problems)} records "
                             "disagree", ", ".join(label for label, _ in records), problems), None
+    if pinned_commit is not None:
+        anchor = f"the pinned commit sha {pinned_commit}, objects recomputed by git (--git)"
+        return Check.passed("anchor", WHAT, anchor, "--revision, --git"), anchor
     if anchors:
         anchor = max(anchors)[1]
         return Check.passed("anchor", WHAT, anchor, "release records"), anchor

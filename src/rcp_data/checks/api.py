@@ -18,7 +18,8 @@ def verify(release: Release | str | Path, *, reference: str | Path | None = None
            histories: str | Path | None = None, client: HubClient | None = None,
            cache_dir: str | Path | None = None, quick: bool = False, sources: bool = False,
            source_options: Mapping[str, str] | None = None,
-           progress: bool = False, digest: str | None = None) -> VerifyReport:
+           progress: bool = False, digest: str | None = None,
+           git: bool = False) -> VerifyReport:
     """Verify a release as ``rcp-data verify`` does: integrity, provenance, the card's tables
     replayed, the paper's numbers where they apply, the card and task file rendered again.
 
@@ -27,8 +28,8 @@ def verify(release: Release | str | Path, *, reference: str | Path | None = None
     :class:`~rcp_data.model.release.Release` (one opened from the Hub is verified at its
     pinned revision). ``reference``: the paper's numbers (default: the project's);
     ``histories``: a folder of ``<suite>.json`` release records the tags are checked against;
-    ``quick``, ``sources``, ``source_options``, ``digest``: as the CLI's ``--quick``,
-    ``--sources``, ``--source-option``, ``--digest``.
+    ``quick``, ``sources``, ``source_options``, ``digest``, ``git``: as the CLI's ``--quick``,
+    ``--sources``, ``--source-option``, ``--digest``, ``--git``.
 
     A failed check does not raise: the returned
     :class:`~rcp_data.checks.reports.VerifyReport` says ``ok`` (``report.failed`` lists what
@@ -50,7 +51,7 @@ def verify(release: Release | str | Path, *, reference: str | Path | None = None
     with bars(progress), hub_bars(progress or not remote):
         return verify_release(repo=repo, revision=revision, path=path, reference=reference,
                               cache_dir=cache_dir, histories=histories, client=client,
-                              quick=quick, sources=sources, digest=digest,
+                              quick=quick, sources=sources, digest=digest, git=git,
                               source_options=None if source_options is None
                               else dict(source_options))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcp_data.checks.reports import Check
@@ -35,6 +35,7 @@ class ListingResult:
 
     check: Check
     found: dict[str, FileEntry]
+    blob_ids: dict[str, str] = field(default_factory=dict)   # regular files read: git blob id
 
 
 def _short(oid: str | None) -> str:
@@ -78,7 +79,7 @@ def check_listing(root: Path, listing: Mapping[str, RemoteFile], *,
                   "file)", expected=f"{len(listing)} files as listed",
                   found=f"{len(wrong)} differ; {how}", where="the Hub's file listing",
                   details=sorted(wrong))
-    return ListingResult(check, found)
+    return ListingResult(check, found, dict(snapshot.git_oids))
 
 
 # -- what git applies to a checkout ---------------------------------------------------------------

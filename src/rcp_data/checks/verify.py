@@ -26,7 +26,10 @@ revision must reproduce*):
 7. **Sources** (``sources``; :mod:`rcp_data.checks.sources_check`): queries, qrels and corpus
    against the upstream, where it is readable.
 8. **Anchor** (:mod:`rcp_data.checks.anchor`): the release's content digest against a pinned
-   ``--digest`` or a record (``release/<suite>.json``, ``--histories``).
+   ``--digest`` or a record (``release/<suite>.json``, ``--histories``); with ``--git``
+   (:mod:`rcp_data.checks.git_objects`) the commit is fetched over git, every object id
+   recomputed, and the files verified must be its tree, so a revision given as a full commit
+   sha is anchored by that sha.
 
 Every problem of a file is a failed check naming it, never a traceback. Exit codes: 0 every
 check holds and something outside the repository vouches for the revision (a local directory
@@ -53,6 +56,7 @@ import pyarrow as pa
 
 from rcp_data.checks.anchor import check_anchor, digest_of_release
 from rcp_data.checks.diagnostics_check import check_diagnostics
+from rcp_data.checks.git_objects import check_git_objects, fetch_revision, is_pinned_commit
 from rcp_data.checks.history_checks import HubView, check_history, project_records
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.judge_checks import check_judge
@@ -85,6 +89,7 @@ from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
 from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
+from rcp_data.core.git_fetch import FetchedTree
 from rcp_data.core.hub_client import (
     HubClient,
     HubUnavailable,
@@ -115,12 +120,14 @@ READ_ERRORS = (RcpDataError, pa.ArrowException, OSError, UnicodeDecodeError, Val
 class Options:
     """How far a verification goes: ``quick`` (a corpus proven by its listed LFS sha256 is not
     downloaded), ``sources`` (compare with the upstream), ``source_options`` (its reader's),
-    ``digest`` (the release digest pinned, as ``--digest``)."""
+    ``digest`` (the release digest pinned, as ``--digest``), ``git`` (the commit fetched over
+    git's smart HTTP, every object id recomputed: :mod:`rcp_data.checks.git_objects`)."""
 
     quick: bool = False
     sources: bool = False
     source_options: dict | None = None
     digest: str | None = None
+    git: bool = False
 
 
 def _stage(checks: list[Check], name: str, what: str, fn: Callable[..., T], *args,
@@ -215,7 +222,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        report_root: Path | None = None,
                        hashed: Mapping[str, FileEntry] | None = None,
                        listing: Mapping[str, RemoteFile] | None = None,
-                       not_read: frozenset[str] = frozenset()) -> VerifyReport:
+                       not_read: frozenset[str] = frozenset(),
+                       git_tree: tuple[FetchedTree, str] | None = None) -> VerifyReport:
     """Verify a release directory (a pinned snapshot when ``pin`` is given).
 
     ``listing``: the Hub's listing of the commit (blob ids, LFS sha256s): every downloaded file
@@ -225,6 +233,7 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     ``link_checked``: every gain is already known to be the link of its theta (the
     pre-publish release check), so the integrity checks do not compute it again.
     ``hashed``: files of ``root`` the caller has just hashed, not read again for their sha256.
+    ``git_tree``: the pinned commit as git fetched it, and where from (``--git``).
     """
     root = Path(root)
     if not root.is_dir():
@@ -239,6 +248,10 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks.append(listed.check)
         hashed = {**listed.found, **(hashed or {})}
         checks.append(check_checkout(root, sorted(listing)))
+        if git_tree is not None and pin is not None:
+            checks.append(check_git_objects(git_tree[0], pin.sha, listing, found=listed.found,
+                                            blob_ids=listed.blob_ids, not_read=not_read,
+                                            where=git_tree[1]))
         seconds["listing"] = time.perf_counter() - t0
         t0 = time.perf_counter()
     else:
@@ -384,9 +397,11 @@ def _anchor(root: Path, pin: PinnedRevision | None, view: HubView | None,
     read_at = view.read_file if view is not None else None
     digest, of = digest_of_release(found, sha=pin.sha if pin else None, release_commit=commit,
                                    read_at=read_at)
+    git = next((c for c in checks if c.name == "git-objects"), None)
+    pinned_commit = pin.sha if git is not None and git.ok and is_pinned_commit(pin) else None
     check, anchor = check_anchor(digest, pinned=options.digest, repo=pin.repo if pin else None,
                                  release=release, release_commit=commit, records=records,
-                                 needed=pin is not None)
+                                 needed=pin is not None, pinned_commit=pinned_commit)
     checks.append(check)
     return {"digest": digest, "digest_of": of, "anchor": anchor,
             "needs_anchor": pin is not None}
@@ -467,14 +482,15 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
            reference: str | Path | None = None, cache_dir: str | Path | None = None,
            histories: str | Path | None = None, client: HubClient | None = None,
            quick: bool = False, sources: bool = False, source_options: dict | None = None,
-           digest: str | None = None) -> VerifyReport:
+           digest: str | None = None, git: bool = False) -> VerifyReport:
     """Verify ``repo`` at ``revision`` (tag, branch or sha) on the Hub, or a ``path``
     (a local release directory or ``hf://datasets/OWNER/NAME@REV``).
 
     ``client``: the Hub (default: built from the environment); ``cache_dir``, when given,
     replaces its download cache. ``histories``: a folder of ``<suite>.json`` records (as
     ``publish --record-to`` writes) the tags are checked against, besides the packaged ones.
-    ``quick``, ``sources``, ``source_options``, ``digest``: see :class:`Options`. A
+    ``quick``, ``sources``, ``source_options``, ``digest``, ``git``: see :class:`Options`
+    (``git`` needs a Hub revision and a Hub that serves git: else exit 2). A
     ``histories`` folder that does not exist is a :class:`NotFoundError` (exit 2): a record
     asked for is never silently left out."""
     if digest is not None and not is_digest(digest.strip().lower()):
@@ -482,12 +498,14 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     if histories is not None and not Path(histories).is_dir():
         raise NotFoundError(f"--histories folder not found: {histories}")
     options = Options(quick=quick, sources=sources, source_options=source_options,
-                      digest=digest)
+                      digest=digest, git=git)
     if path is not None and (repo or revision):
         raise UsageError("give either --repo with --revision, or a PATH, not both")
     if path is not None:
         parsed = parse_hf_path(str(path))
         if parsed is None:
+            if git:
+                raise UsageError("--git verifies a revision on the Hub, not a local directory")
             return verify_local_dir(Path(path), reference=_path(reference), target=str(path),
                                     histories=_path(histories), options=options)
         repo, revision = parsed
@@ -501,6 +519,9 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     if client.offline:   # the cache holds the files; the Hub's tags, listing and history not
         log.info("offline: the files are checked; the Hub's tags, file listing and commit "
                  "history are not")
+        if git:
+            raise UsageError("--git needs the Hub: it fetches the commit over git "
+                             "(HF_HUB_OFFLINE=1 is set)")
         tags, hosted, listing, view, skipped = None, None, None, None, []
     else:
         tags = client.tags(repo)
@@ -508,11 +529,12 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
         hosted = {p: HostedFile(p, f.size, f.lfs_sha256) for p, f in listing.items()}
         view = HubView.from_client(client, repo, pin.sha, tags)
         skipped = _lfs_proven_corpus(client, pin, hosted) if quick and not sources else []
+    git_tree = fetch_revision(client, pin) if git else None
     root = client.download(repo, pin.sha, ignore_patterns=skipped or None)
     kwargs = dict(pin=pin, reference=_path(reference), target=f"{repo}@{revision}",
                   hub_tags=tags, histories=_path(histories), hosted=hosted, view=view,
                   options=options, report_root=root, listing=listing,
-                  not_read=frozenset(skipped))
+                  not_read=frozenset(skipped), git_tree=git_tree)
     if not skipped:
         return verify_release_dir(root, **kwargs)
     with tempfile.TemporaryDirectory(prefix="rcp-verify-quick-") as tmp:

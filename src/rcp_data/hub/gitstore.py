@@ -245,6 +245,10 @@ class GitStore:
             raise HubError(500, f"Internal error: git {args[0]} failed")
         return proc
 
+    def git_environment(self) -> dict[str, str]:
+        """The environment every git this store runs gets (no user or system config)."""
+        return dict(self._env)
+
     def _out(self, repo: Path, *args: str, **kw) -> str:
         return self._run(repo, *args, **kw).stdout.decode()
 

@@ -27,7 +27,10 @@ under ``/api/{t}s/{repo}``: ``GET`` (info), ``GET revision/{rev}``, ``GET refs``
 ``deletedFile``, ``deletedFolder`` lines), ``POST|DELETE tag/{rev}``,
 ``POST|DELETE branch/{name}``, ``GET xet-{read,write}-token/{rev}`` (501);
 ``HEAD|GET /{prefix}{repo}/resolve/{rev}/{path}`` (ranges; LFS files with ``X-Linked-Etag``
-and ``X-Linked-Size``); ``/{prefix}{repo}.git/info/lfs/objects/...`` (the LFS API).
+and ``X-Linked-Size``); ``/{prefix}{repo}.git/info/lfs/objects/...`` (the LFS API);
+``GET /{prefix}{repo}.git/info/refs?service=git-upload-pack`` and ``POST
+/{prefix}{repo}.git/git-upload-pack`` (git's smart HTTP, read-only: ``git clone`` works, a push
+is refused 403; ``rcp_data.hub.git_http``).
 
 Hardening: request bodies are streamed with a size limit (``max_body_bytes``, 413 above it;
 ``rcp-data hub serve --max-body-bytes``) and commit bodies are decoded from disk a piece at a
@@ -65,6 +68,7 @@ from urllib.parse import urlencode
 from rcp_data.hub.auth import generate_token_file, read_token_file
 from rcp_data.hub.cards import MAX_CARD_BYTES, card_errors, parse_front_matter
 from rcp_data.hub.errors import HubError, entry_not_found, shorten
+from rcp_data.hub.git_http import is_git_route, route_git
 from rcp_data.hub.gitstore import DEFAULT_BRANCH, REPO_TYPES, GitStore, TreeEntry
 from rcp_data.hub.lfs import DEFAULT_CHUNK_SIZE, upload_mode
 from rcp_data.hub.lfs_api import refuse_xet, route_lfs
@@ -117,6 +121,9 @@ def _route(h: Handler, req: Request) -> None:
         repo = h.server.store.existing(rtype, repo_id)
         base = f"{h.base_url()}/{_URL_PREFIX[rtype]}{repo_id}.git/info/lfs/objects"
         return route_lfs(h, req, repo, base, rest[5:])
+    if is_git_route(rest):   # git's smart HTTP, read-only (rcp_data.hub.git_http)
+        repo = h.server.store.existing(rtype, f"{rest[0]}/{rest[1].removesuffix('.git')}")
+        return route_git(h, req, repo, rest)
     if method in ("GET", "HEAD") and len(rest) >= 5 and rest[2] == "resolve":
         return _resolve(h, req, rtype, f"{rest[0]}/{rest[1]}", rest[3], rest[4:])
     raise _not_found(req)

@@ -1,8 +1,9 @@
 """``rcp-data verify``: integrity, provenance and published numbers of a pinned revision.
 
 ``rcp-data verify (--repo OWNER/NAME --revision REV | PATH) [--reference FILE] [--json]
-[--cache-dir DIR] [--histories DIR] [--digest D] [--quick] [--sources [--source-option K=V
-...]]``. Exit 0 when every check holds and a pinned digest or a record anchors a Hub revision,
+[--cache-dir DIR] [--histories DIR] [--digest D] [--git] [--quick] [--sources
+[--source-option K=V ...]]``. Exit 0 when every check holds and a pinned digest, a record or a
+full commit sha with ``--git`` anchors a Hub revision,
 1 when a check failed (a malformed file included), 2 when the verification could not run (the
 Hub unreachable, an unknown repo or revision, a missing path or --histories folder), 3 when
 every check holds but nothing outside the repository anchors the revision.
@@ -56,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--digest", metavar="D", default=None,
                    help="the release's content digest (as 'release publish' prints and records "
                    "it): the bytes must give exactly D, as pip's --hash pins a wheel")
+    p.add_argument("--git", action="store_true",
+                   help="also fetch the commit over git's smart HTTP (as git clone reads it) "
+                   "into a private temporary repository: git recomputes every object id from "
+                   "the bytes, and every file verified must be the commit's tree (blob id, or "
+                   "LFS pointer sha256 and size). A --revision given as a full 40-hex commit "
+                   "sha is then anchored by that sha. Exit 2 when the Hub does not serve git")
     p.add_argument("--quick", action="store_true",
                    help="a corpus file whose LFS sha256 as the Hub lists it is the manifest's "
                    "is not downloaded (its ids are read remotely); every file downloaded is "
@@ -77,7 +84,7 @@ def handler(args: argparse.Namespace) -> int:
         report = verify(repo=args.repo, revision=args.revision, path=args.path,
                         reference=args.reference, histories=args.histories,
                         client=args.hub_client, quick=args.quick, sources=args.sources,
-                        source_options=options, digest=args.digest)
+                        source_options=options, digest=args.digest, git=args.git)
     except RcpDataError as exc:
         if not args.json:
             raise
