@@ -34,7 +34,8 @@ from rcp_data.model.history import History, ReleaseRecord, same_commit
 from rcp_data.model.layout import REGENERATED_FILES
 from rcp_data.model.manifest import release_digest
 
-WHAT = "something outside the repository vouches for this revision (a pinned digest, a record)"
+WHAT = ("something outside the repository vouches for this revision (a pinned digest, a record, "
+        "a pinned commit sha with --git)")
 
 
 def entry_of(path: str, data: bytes) -> FileEntry:
@@ -118,9 +119,9 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
     if not needed:
         return Check("anchor", True, WHAT, found="not needed: a local directory",
                      status="skipped"), None
-    return Check("anchor", True, WHAT, expected="--digest D, or a record of this release "
-                 "(--histories DIR)", found=f"none: {NOT_ANCHORED}",
-                 where="release/<suite>.json, --histories, --digest", status="absent"), None
+    return Check("anchor", True, WHAT, expected="--digest D, a record of this release "
+                 "(--histories DIR), or --revision <full commit sha> with --git",
+                 found=f"none: {NOT_ANCHORED}", where="release/<suite>.json, --histories, --digest", status="absent"), None
 
 
 __all__ = ["check_anchor", "digest_of_release", "entry_of", "release_entries"]
