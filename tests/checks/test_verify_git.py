@@ -204,3 +204,23 @@ def test_the_token_goes_to_git_in_the_environment_never_in_a_url(published, monk
                          for args, _ in calls for arg in args)
     headers = {v for _, env in calls for k, v in env.items() if k.startswith("GIT_CONFIG_VALUE")}
     assert f"Authorization: Bearer {secret}" in headers
+
+
+def test_a_hub_that_sends_only_what_its_refs_name_is_fetched_through_them(published,
+                                                                         monkeypatch):
+    """Protocol v0 against a server that refuses wants of unadvertised objects: the commit is
+    fetched with every branch and tag, and proven as before."""
+    import rcp_data.core.git_fetch as git_fetch
+    import rcp_data.hub.git_http as git_http
+
+    strict = tuple(("uploadpack.allowReachableSHA1InWant", "false") if key.startswith(
+        "uploadpack.allowReachable") else (key, value) for key, value in git_http._SERVE_CONFIG)
+    monkeypatch.setattr(git_http, "_SERVE_CONFIG", strict)
+    monkeypatch.setattr(git_fetch, "PROTOCOL_VERSION", "0")
+    url = git_fetch.repo_git_url(published["url"], published["repo"])
+    tree = git_fetch.fetch_tree(url, published["sha"])
+    assert tree.ok, tree.errors
+    listing = published["client"].files(published["repo"], published["sha"])
+    assert {p: f.blob_id for p, f in tree.files.items()} == {
+        p: f.blob_id for p, f in listing.items()}
+    assert not git_fetch.fetch_tree(url, "0" * 40).ok   # no ref reaches it

@@ -33,6 +33,10 @@ _POINTER = re.compile(rb"^version https://git-lfs\.github\.com/spec/v1\n(?:[a-z0
 _OID = re.compile(rb"^oid sha256:([0-9a-f]{64})$", re.MULTILINE)
 _SIZE = re.compile(rb"^size ([0-9]{1,19})$", re.MULTILINE)
 _OBJECT_ID = re.compile(r"\b[0-9a-f]{40}\b")
+#: git's wire protocol version asked for (v2 lets a client want any commit a ref reaches).
+PROTOCOL_VERSION = "2"
+#: What git says when a server will not send a commit asked for by its sha alone.
+_UNADVERTISED = ("unadvertised object", "not our ref", "couldn't find remote ref")
 
 
 class GitUnavailable(RcpDataError):
@@ -93,7 +97,7 @@ def _credentials(url: str, token: str | None) -> tuple[str, str | None]:
 
 def _environment(home: str, header: str | None) -> dict[str, str]:
     config = [("transfer.fsckObjects", "true"), ("fetch.fsckObjects", "true"),
-              ("protocol.version", "2"), ("core.askPass", "")]
+              ("protocol.version", PROTOCOL_VERSION), ("core.askPass", "")]
     if header is not None:
         config.append(("http.extraHeader", header))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": home,
@@ -165,12 +169,18 @@ def _fetch(exe: str, bare_url: str, sha: str, header: str | None, secrets: tuple
                                  f"smart HTTP ({why})")
         fetched = run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", bare_url,
                       f"+{sha}:refs/rcp-verify/pinned")
+        if fetched.returncode != 0 and any(m in fetched.stderr.decode(errors="replace")
+                                           for m in _UNADVERTISED):
+            # a server that sends only what its refs name: every branch and tag, then the commit
+            fetched = run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--",
+                          bare_url, "+refs/heads/*:refs/rcp-verify/heads/*",
+                          "+refs/tags/*:refs/rcp-verify/tags/*")
         if fetched.returncode != 0:
             return FetchedTree(sha, errors=_lines(fetched.stderr, secrets)
                                or [f"git fetch exited {fetched.returncode}"])
         kind = run("cat-file", "-t", sha)
         if kind.stdout.strip() != b"commit":
-            return FetchedTree(sha, errors=[f"{sha} is not a commit in what the Hub served"])
+            return FetchedTree(sha, errors=[f"{sha} is not a commit the Hub's git refs reach"])
         fsck = run("fsck", "--strict", "--no-dangling", "--no-progress")
         if fsck.returncode != 0:
             return FetchedTree(sha, errors=_lines(fsck.stderr + fsck.stdout, secrets)
