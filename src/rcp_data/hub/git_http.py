@@ -15,6 +15,7 @@ API. The dumb protocol (``info/refs`` without ``service``, ``objects/...``) is n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import subprocess
@@ -114,9 +115,10 @@ def _run_backend(h: Handler, req: Request, repo: Path, tail: str, query: str,
     store = h.server.store
     env = _environment(h, req, repo, tail, query, body[1] if body else None)
     with store.workdir("git-err") as work, (work / "stderr").open("w+b") as err, \
-            (body[0].open("rb") if body else open("/dev/null", "rb")) as stdin:
-        proc = subprocess.Popen([store.git, "http-backend"], stdin=stdin, stdout=subprocess.PIPE,
-                                stderr=err, env=env)
+            (body[0].open("rb") if body else contextlib.nullcontext()) as stdin:
+        proc = subprocess.Popen([store.git, "http-backend"],
+                                stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                stdout=subprocess.PIPE, stderr=err, env=env)
         try:
             status, headers = _cgi_headers(proc)
             _stream(h, proc, status, headers)
