@@ -94,6 +94,26 @@ def test_numbers_come_from_the_data(demo_release, demo_card, tmp_path):
     assert f"{injected + 1} of {len(pool)} pool pairs" in render_card(copy)
 
 
+def test_pair_counts_with_exclusions_equal_a_count_over_id_tuples(demo_release):
+    """The subset facts that join (query, document) pairs: excluded documents, and positives
+    outside the pool (excluded ones left out), against plain Python sets of id tuples."""
+    spec = load_spec("demo")
+    rd = Release(demo_release, spec)
+    pool = rd.provenance("pool", spec.provenance_split("alpha"))
+    in_pool = set(zip(pool["query-id"], pool["corpus-id"], strict=True))
+    excluded = {(q, d) for q, ds in zip(rd.table("alpha", "excluded")["query-id"],
+                                        rd.table("alpha", "excluded")["excluded-corpus-ids"],
+                                        strict=True) for d in ds}
+    qrels = rd.table("alpha", "qrels")
+    outside = sum((q, d) not in in_pool and (q, d) not in excluded and s >= 1
+                  for q, d, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"],
+                                     strict=True))
+    facts = subset_facts(rd, "alpha")
+    assert facts.excluded_docs == len(excluded) > 0
+    assert facts.positives_outside_pool == outside
+    assert facts.queries_with_exclusions == len({q for q, _ in excluded})
+
+
 def test_pool_order_paper_rule_is_stated_from_the_replay(demo_release):
     """A suite whose paper rule (pool order) has no table in the card: the card gives its
     largest distance to rule (b), computed from the data, and claims no bracketing."""

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from huggingface_hub import DatasetCard, DatasetCardData
+from huggingface_hub import DatasetCardData
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.io import atomic_write_text
+from rcp_data.core.io import atomic_write_text, read_parquet
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.documents.card_facts import (
     CardFacts,
@@ -64,6 +65,7 @@ from rcp_data.model.history import (
     new_release_history,
     read_history,
 )
+from rcp_data.model.keys import PairKeys, contains, strings, vocabulary
 from rcp_data.model.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -224,9 +226,19 @@ def all_subset_facts(rd: Release) -> list[SubsetFacts]:
     return out
 
 
-def _pairs(queries: pd.Series, docs: pd.Series) -> pd.MultiIndex:
-    """(query, document) pairs as a MultiIndex of plain strings (vectorized membership)."""
-    return pd.MultiIndex.from_arrays([queries.astype(object), docs.astype(object)])
+def _pair_keys(*pairs: tuple[pd.Series, pd.Series]) -> list[np.ndarray]:
+    """Keys of the (query, document) pairs of several tables over one vocabulary of their ids
+    (:class:`rcp_data.model.keys.PairKeys`, compared as plain strings); a pair with a null id
+    has key -1 and matches nothing."""
+    arrays = [(strings(pa.array(q, from_pandas=True)), strings(pa.array(d, from_pandas=True)))
+              for q, d in pairs]
+    keys = PairKeys(vocabulary(*(q for q, _ in arrays)), vocabulary(*(d for _, d in arrays)))
+    return [keys(q, d) for q, d in arrays]
+
+
+def _among(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Whether each key (not -1) is one of ``others``."""
+    return contains(keys, others[others >= 0]) & (keys >= 0)
 
 
 def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
@@ -239,19 +251,21 @@ def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
     excluded = (rd.table(subset, "excluded").explode("excluded-corpus-ids").dropna()
                 if rd.has(subset, "excluded") else pd.DataFrame(columns=["query-id",
                                                                         "excluded-corpus-ids"]))
-    ex_pairs = _pairs(excluded["query-id"], excluded["excluded-corpus-ids"]).unique()
     split = spec.provenance_split(subset)
     pool = rd.provenance("pool", split) if pool is None else pool
     qids = set(queries["id"])
     pool = pool[pool["query-id"].isin(qids)]
     sizes = pool.groupby("query-id").size()
-    keys = _pairs(qrels["query-id"], qrels["corpus-id"])
-    is_excluded = np.asarray(keys.isin(ex_pairs), dtype=bool)
-    outside = ~np.asarray(keys.isin(_pairs(pool["query-id"], pool["corpus-id"])), dtype=bool)
+    keys, ex_keys, pool_keys = _pair_keys((qrels["query-id"], qrels["corpus-id"]),
+                                          (excluded["query-id"], excluded["excluded-corpus-ids"]),
+                                          (pool["query-id"], pool["corpus-id"]))
+    ex_pairs = np.unique(ex_keys[ex_keys >= 0])
+    is_excluded = _among(keys, ex_pairs)
+    outside = ~_among(keys, pool_keys)
     pos = spec.positive_mask(qrels["score"]) & ~is_excluded
     with_pos = set(qrels.loc[pos, "query-id"])
     n_pos = qrels.loc[pos].groupby("query-id").size()
-    top = pq.read_table(rd.root / subset_file(subset, "top_ranked"), columns=["corpus-ids"])
+    top = read_parquet(rd.root / subset_file(subset, "top_ranked"), ["corpus-ids"])
     lengths = pc.list_value_length(top.column("corpus-ids")).to_numpy(zero_copy_only=False)
     return SubsetFacts(
         name=subset,
@@ -519,13 +533,31 @@ def synthetic_facts(spec: SuiteSpec, rd: Release) -> SyntheticFacts:
                               spec.pool.retrievers))
 
 
+def parse_card_data(text: str) -> DatasetCardData:
+    """A card's metadata as huggingface_hub's :class:`DatasetCard` reads it (its front-matter
+    pattern and its card-data class), the YAML parsed by libyaml's safe loader where PyYAML has
+    it (``DatasetCard`` uses the pure-Python one: the same values, several times slower)."""
+    import yaml
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    match = REGEX_YAML_BLOCK.search(text)
+    if match is None:
+        return DatasetCardData()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    found = yaml.load(match.group(2), Loader=loader) or {}  # noqa: S506
+    if not isinstance(found, dict):
+        raise InputError("the rendered card's YAML front matter is not a mapping")
+    return DatasetCardData(**found)
+
+
 def check_card(text: str, data: DatasetCardData) -> None:
-    """Parse the card back with huggingface_hub's card classes; refuse a mismatch."""
-    parsed = DatasetCard(text)
-    if parsed.data.to_dict() != data.to_dict():
+    """Parse the card back as huggingface_hub reads it (:func:`parse_card_data`); refuse a
+    mismatch."""
+    parsed = parse_card_data(text).to_dict()
+    if parsed != data.to_dict():
         raise InputError("the rendered card's YAML does not parse back to its card data")
     for key in ("configs", "license", "tags", "pretty_name"):
-        if not parsed.data.to_dict().get(key):
+        if not parsed.get(key):
             raise InputError(f"the rendered card has no {key!r}")
 
 
@@ -825,6 +857,7 @@ __all__ = [
     "ADDED_CONFIGS", "ADDED_SECTIONS", "DataNotes", "LayoutFacts", "LayoutRow", "PoolFacts",
     "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts", "SubsetFacts",
     "SyntheticFacts", "TieEffect", "ViewGap", "card_data", "card_environment", "check_card",
+    "parse_card_data",
     "config_entries", "data_notes", "layout_facts", "paper_rule_distances", "pool_facts",
     "protocol_facts", "release_history", "render_card", "render_release_texts",
     "replay_results", "source_notes", "stage_a_facts", "subset_facts", "suite_tag",
