@@ -27,7 +27,9 @@ Then times, in the same run, alternating (``--repeat`` runs of each; the fastest
 
 Targets: verify <= 2x the baseline on the same release (issue 28; wall time, CPU time shown
 too: on a loaded machine it is the steadier ratio), and < 60 s on 2 cores at full scale
-(2.2M pool pairs, 14 runs). Prints each stage's seconds and the share of the byte checks.
+(2.2M pool pairs, 14 runs). Prints each stage's seconds (wall, and this process's CPU), the
+share of the byte checks, and the ratio in one line: ``RATIO verify / replay alone: X CPU,
+Y wall``.
 """
 
 from __future__ import annotations

@@ -232,8 +232,10 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     root = Path(root)
     if not root.is_dir():
         raise missing_release_dir(root)
-    runs = (root / provenance_file("runs", "_")).parent   # read once, by the replay: not held
-    with shared_reads(exclude=lambda path: path.parent == runs):
+    # the largest tables, each read by one stage (the runs by the replay, the first-stage runs
+    # by the fusion check), are not held
+    once = {(root / provenance_file(kind, "_")).parent for kind in ("runs", "first_stage")}
+    with shared_reads(exclude=lambda path: path.parent in once):
         return _verify_dir(root, pin=pin, reference=reference, target=target,
                            hub_tags=hub_tags, histories=histories, link_checked=link_checked,
                            hosted=hosted, view=view, options=options, report_root=report_root,
