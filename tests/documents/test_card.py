@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from support.demo_fixture import copy_demo
 
+from rcp_data.core.errors import InputError
 from rcp_data.core.specs import load_spec
 from rcp_data.documents.card import render_card, subset_facts
 from rcp_data.model.layout import RELEASES_JSON, provenance_file
@@ -112,6 +113,23 @@ def test_pair_counts_with_exclusions_equal_a_count_over_id_tuples(demo_release):
     assert facts.excluded_docs == len(excluded) > 0
     assert facts.positives_outside_pool == outside
     assert facts.queries_with_exclusions == len({q for q, _ in excluded})
+
+
+def test_the_card_parses_back_as_huggingface_hub_reads_it(demo_card):
+    """The render's own check reads the front matter with libyaml; what it reads is what
+    huggingface_hub's ``DatasetCard`` (pure-Python YAML) reads, and a card whose YAML does not
+    hold its card data is refused."""
+    from huggingface_hub import DatasetCard
+
+    from rcp_data.documents.card import check_card, parse_card_data
+
+    parsed = parse_card_data(demo_card)
+    assert parsed.to_dict() == DatasetCard(demo_card).data.to_dict()
+    assert len(parsed.to_dict()["configs"]) == len(_front(demo_card)["configs"]) > 0
+    check_card(demo_card, parsed)
+    edited = demo_card.replace("license: ", "license: x", 1)
+    with pytest.raises(InputError, match="does not parse back to its card data"):
+        check_card(edited, parsed)
 
 
 def test_pool_order_paper_rule_is_stated_from_the_replay(demo_release):
