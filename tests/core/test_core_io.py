@@ -149,3 +149,46 @@ def test_float_values_equal_pyarrows_own_conversion(kind):
     assert np.array_equal(got, expected, equal_nan=True)
     if kind not in ("no nulls", "empty"):
         assert np.isnan(got).sum() == column.null_count > 0
+
+
+def test_shared_reads_serve_each_column_once_and_still_check_it(tmp_path, monkeypatch):
+    """Within ``shared_reads`` a read equals the file's own read (values, types, schema
+    metadata, a column read dictionary-encoded), each column is decoded from the file once
+    per dictionary mode, a schema check still fails, and an excluded file is read afresh."""
+    from rcp_data.core.io import shared_reads
+
+    path, other = tmp_path / "qrels.parquet", tmp_path / "runs.parquet"
+    table = pa.table({"query-id": ["q1", "q2", "q1"], "corpus-id": ["d1", "d2", "d3"],
+                      "score": pa.array([1, 0, 2], pa.int32())},
+                     metadata={b"note": b"kept"})
+    pq.write_table(table, path)
+    pq.write_table(table, other)
+    asked = [(None, ()), (["score", "query-id"], ()), (["query-id", "corpus-id"], ("query-id",)),
+             (None, ("corpus-id",))]
+    alone = [read_parquet(path, c, read_dictionary=d) for c, d in asked]
+    decoded: list[tuple[str, ...]] = []
+    real_read = pq.ParquetFile.read
+
+    def counting(self, columns=None, **kwargs):
+        decoded.append(tuple(columns or ()))
+        return real_read(self, columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", counting)
+    with shared_reads(exclude=lambda p: p == other):
+        shared = [read_parquet(path, c, read_dictionary=d) for c, d in asked]
+        again = read_parquet(path, ["corpus-id"])
+        with pytest.raises(SchemaError, match=r"field 'score': column 'score' has type int32"):
+            read_parquet(path, schema=pa.schema([("score", pa.float64())]))
+        read_parquet(other), read_parquet(other)
+    for a, b in zip(alone, shared, strict=True):
+        assert b.equals(a) and b.schema.equals(a.schema, check_metadata=True)
+    assert shared[2].column("query-id").type == pa.dictionary(pa.int32(), pa.string())
+    assert again.column("corpus-id").to_pylist() == ["d1", "d2", "d3"]
+    # the file: every plain column once, then each dictionary-encoded one once; the excluded
+    # file twice, whole
+    assert decoded == [("query-id", "corpus-id", "score"), ("query-id",), ("corpus-id",),
+                       (), ()]
+    # outside the block nothing is held
+    decoded.clear()
+    read_parquet(path), read_parquet(path)
+    assert len(decoded) == 2

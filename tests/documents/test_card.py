@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from support.demo_fixture import copy_demo
 
+from rcp_data.core.errors import InputError
 from rcp_data.core.specs import load_spec
 from rcp_data.documents.card import render_card, subset_facts
 from rcp_data.model.layout import RELEASES_JSON, provenance_file
@@ -92,6 +93,43 @@ def test_numbers_come_from_the_data(demo_release, demo_card, tmp_path):
     pool_a.loc[first, "gt_injected"] = True
     pool_a.to_parquet(copy / provenance_file("pool", "alpha"), index=False)
     assert f"{injected + 1} of {len(pool)} pool pairs" in render_card(copy)
+
+
+def test_pair_counts_with_exclusions_equal_a_count_over_id_tuples(demo_release):
+    """The subset facts that join (query, document) pairs: excluded documents, and positives
+    outside the pool (excluded ones left out), against plain Python sets of id tuples."""
+    spec = load_spec("demo")
+    rd = Release(demo_release, spec)
+    pool = rd.provenance("pool", spec.provenance_split("alpha"))
+    in_pool = set(zip(pool["query-id"], pool["corpus-id"], strict=True))
+    excluded = {(q, d) for q, ds in zip(rd.table("alpha", "excluded")["query-id"],
+                                        rd.table("alpha", "excluded")["excluded-corpus-ids"],
+                                        strict=True) for d in ds}
+    qrels = rd.table("alpha", "qrels")
+    outside = sum((q, d) not in in_pool and (q, d) not in excluded and s >= 1
+                  for q, d, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"],
+                                     strict=True))
+    facts = subset_facts(rd, "alpha")
+    assert facts.excluded_docs == len(excluded) > 0
+    assert facts.positives_outside_pool == outside
+    assert facts.queries_with_exclusions == len({q for q, _ in excluded})
+
+
+def test_the_card_parses_back_as_huggingface_hub_reads_it(demo_card):
+    """The render's own check reads the front matter with libyaml; what it reads is what
+    huggingface_hub's ``DatasetCard`` (pure-Python YAML) reads, and a card whose YAML does not
+    hold its card data is refused."""
+    from huggingface_hub import DatasetCard
+
+    from rcp_data.documents.card import check_card, parse_card_data
+
+    parsed = parse_card_data(demo_card)
+    assert parsed.to_dict() == DatasetCard(demo_card).data.to_dict()
+    assert len(parsed.to_dict()["configs"]) == len(_front(demo_card)["configs"]) > 0
+    check_card(demo_card, parsed)
+    edited = demo_card.replace("license: ", "license: x", 1)
+    with pytest.raises(InputError, match="does not parse back to its card data"):
+        check_card(edited, parsed)
 
 
 def test_pool_order_paper_rule_is_stated_from_the_replay(demo_release):

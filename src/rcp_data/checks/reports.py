@@ -76,6 +76,7 @@ class VerifyReport:
     tag: str | None = None
     checks: list[Check] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)   # CPU of the same stages
     synthetic: bool = False          # the revision holds generated data
     digest: str | None = None        # the release's content digest (model.manifest)
     digest_of: str = ""              # which commit's release the digest is of, in words

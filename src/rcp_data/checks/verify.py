@@ -98,11 +98,11 @@ from rcp_data.core.hub_client import (
     missing_release_dir,
     parse_hf_path,
 )
-from rcp_data.core.io import read_json
+from rcp_data.core.io import read_json, shared_reads
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.card_format import card_configs
 from rcp_data.model.history import History, ReleaseRecord, same_commit
-from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON
+from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, provenance_file
 from rcp_data.model.manifest import is_digest, recorded_content
 from rcp_data.model.release import Release, release_is_synthetic
 from rcp_data.model.suite import release_spec
@@ -234,14 +234,37 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     pre-publish release check), so the integrity checks do not compute it again.
     ``hashed``: files of ``root`` the caller has just hashed, not read again for their sha256.
     ``git_tree``: the pinned commit as git fetched it, and where from (``--git``).
+
+    The stages share their reads (:func:`rcp_data.core.io.shared_reads`): each column of a
+    table is read from the file once, and every stage checks what it reads as it would alone.
     """
     root = Path(root)
     if not root.is_dir():
         raise missing_release_dir(root)
+    # the largest tables, each read by one stage (the runs by the replay, the first-stage runs
+    # by the fusion check), are not held
+    once = {(root / provenance_file(kind, "_")).parent for kind in ("runs", "first_stage")}
+    with shared_reads(exclude=lambda path: path.parent in once):
+        return _verify_dir(root, pin=pin, reference=reference, target=target,
+                           hub_tags=hub_tags, histories=histories, link_checked=link_checked,
+                           hosted=hosted, view=view, options=options, report_root=report_root,
+                           hashed=hashed, listing=listing, not_read=not_read,
+                           git_tree=git_tree)
+
+
+def _verify_dir(root: Path, *, pin: PinnedRevision | None, reference: Path | None,
+                target: str | None, hub_tags: dict[str, str] | None, histories: Path | None,
+                link_checked: bool, hosted: dict[str, HostedFile] | None,
+                view: HubView | None, options: Options | None, report_root: Path | None,
+                hashed: Mapping[str, FileEntry] | None,
+                listing: Mapping[str, RemoteFile] | None,
+                not_read: frozenset[str],
+                git_tree: tuple[FetchedTree, str] | None) -> VerifyReport:
     options = options or Options()
     checks: list[Check] = []
     seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
+    cpu: dict[str, float] = {}   # the same stages' CPU seconds (this process)
+    t0, c0 = time.perf_counter(), time.process_time()
     paths = sorted(hosted) if hosted is not None else release_paths(root)
     if listing is not None:
         listed = check_listing(root, listing, not_read=not_read)
@@ -253,7 +276,8 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                                             blob_ids=listed.blob_ids, not_read=not_read,
                                             where=git_tree[1]))
         seconds["listing"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        cpu["listing"] = time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
     else:
         checks.append(check_checkout(root, paths))
     readable, _bad = check_readable(root, paths)
@@ -269,8 +293,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
     records = _stage(checks, "record", "the project's record reads", project_records,
                      spec.name, histories) or []
     seconds["pin"] = time.perf_counter() - t0
+    cpu["pin"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n_checks = len(checks)
     manifest = _stage(checks, "build-manifest", "the build manifest reads",
                       lambda: rel.manifest)
@@ -280,8 +305,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                             required=(root / RELEASES_JSON).exists())
     checks += content.checks
     seconds["content"] = time.perf_counter() - t0
+    cpu["content"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if view is not None and history is not None and release is not None and not pre_policy:
         checks += _stage(checks, "history", "the Hub's commits and tags behind this revision",
                          check_history, view, history, release, records) or []
@@ -292,8 +318,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks.append(Check("history", True, "the Hub's commits and tags behind this revision",
                             found=f"skipped: {why}", status="skipped"))
     seconds["history"] = time.perf_counter() - t0
+    cpu["history"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     calibration = _stage(checks, "calibration", "the item parameters of the release read",
                          _calibration, rel, release)
     checks += check_task_file(root, release)
@@ -316,8 +343,9 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         checks += _stage(checks, "card-counts", "the counts the card states",
                          lambda: check_card_counts(card_text, data_totals(root, tables))) or []
     seconds["integrity"] = time.perf_counter() - t0
+    cpu["integrity"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     regenerate = history is not None and not pre_policy   # a release this project built
     numbers = _stage(checks, "replay", "provenance-runs replayed", number_checks, root, spec,
                      card_text, history, release, pin.sha if pin else None,
@@ -328,13 +356,15 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
         number_list, replayed = numbers
         checks += number_list
     seconds["replay"] = time.perf_counter() - t0
+    cpu["replay"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     checks += _stage(checks, "diagnostics", "the Diagnostics recomputed", check_diagnostics,
                      root, spec) or []
     seconds["diagnostics"] = time.perf_counter() - t0
+    cpu["diagnostics"] = time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if regenerate and replayed is not None:
         checks += _stage(checks, "card-regenerated", "card and task file rendered again",
                          check_regenerated, root, spec, history,
@@ -346,19 +376,21 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                                   "releases.json); the card's tables are compared cell by "
                                   "cell", where=CARD_FILE, status="skipped"))
     seconds["regenerate"] = time.perf_counter() - t0
+    cpu["regenerate"] = time.process_time() - c0
 
     if options.sources:
         from rcp_data.checks.sources_check import check_sources
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         checks += _stage(checks, "sources", "the release against its upstream", check_sources,
                          rel, options.source_options,
                          corpus=not _stand_ins(root)) or []
         seconds["sources"] = time.perf_counter() - t0
+        cpu["sources"] = time.process_time() - c0
     anchored = _anchor(root, pin, view, release, pre_policy, records, hashed, hosted,
                        not_read, options, checks)
     return replace(_report(root, report_root, target, pin, spec, release, checks, seconds),
-                   **anchored)
+                   cpu_seconds=cpu, **anchored)
 
 
 def _release_commit(pin: PinnedRevision | None, view: HubView | None,

@@ -9,13 +9,14 @@ what a killed writer left is removed by the next writer of the same target.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -335,18 +336,73 @@ def float_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.where(valid, values, np.nan)
 
 
+# -- parquet -----------------------------------------------------------------------------------
+class _SharedReads:
+    """What :func:`shared_reads` holds: each file's schema, and each column of it as read
+    (per dictionary mode: plain, or dictionary-encoded as ``read_dictionary`` asks)."""
+
+    def __init__(self, exclude: Callable[[Path], bool] | None) -> None:
+        self.exclude = exclude
+        self.schemas: dict[Path, pa.Schema] = {}
+        self.columns: dict[tuple[Path, str, bool], pa.ChunkedArray] = {}
+
+    def holds(self, path: Path) -> bool:
+        return self.exclude is None or not self.exclude(path)
+
+    def read(self, path: Path, names: list[str], keep: list[str]) -> pa.Table:
+        """The columns ``names`` of ``path``, reading from the file only those not read yet."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        wanted = [(c, c in keep) for c in names]
+        missing = [c for c, d in wanted if (path, c, d) not in self.columns]
+        if missing:
+            dictionary = [c for c in missing if c in keep]
+            table = pq.ParquetFile(path, read_dictionary=dictionary or None).read(
+                columns=missing)
+            for c in missing:
+                self.columns[(path, c, c in keep)] = table.column(c)
+        metadata = self.schemas[path].metadata
+        return pa.table({c: self.columns[(path, c, d)] for c, d in wanted}).replace_schema_metadata(
+            metadata)
+
+
+_SHARED: contextvars.ContextVar[_SharedReads | None] = contextvars.ContextVar(
+    "rcp_data_shared_reads", default=None)
+
+
+@contextlib.contextmanager
+def shared_reads(exclude: Callable[[Path], bool] | None = None) -> Iterator[None]:
+    """Within the block, :func:`read_parquet` reads each column of a file once (per
+    dictionary mode) and :func:`read_parquet_schema` each schema once: every later read is
+    served the same arrow arrays (immutable), its columns and types still checked. For a
+    command that reads one release in several stages (``verify``) and writes none of its
+    files meanwhile. ``exclude``: files never held (large tables read once)."""
+    token = _SHARED.set(_SharedReads(exclude))
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def read_parquet_schema(path: str | Path, *, what: str = "a parquet table") -> pa.Schema:
     """The schema of a parquet file; a missing or unreadable file is an InputError naming it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(path)
+    shared = _SHARED.get()
+    if shared is not None and path in shared.schemas:
+        return shared.schemas[path]
     if not path.exists():
         raise InputError(f"missing file (expected {what})", path=str(path))
     try:
-        return pq.read_schema(path)
+        schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
+    if shared is not None and shared.holds(path):
+        shared.schemas[path] = schema
+    return schema
 
 
 def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
@@ -376,7 +432,10 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None, *,
     if columns is not None:
         columns = [c for c in columns if c in found.names]
     keep = [c for c in read_dictionary if columns is None or c in columns]
+    shared = _SHARED.get()
     try:  # the one file as such (pq.read_table goes through pyarrow.dataset, importing pandas)
+        if shared is not None and path in shared.schemas:
+            return shared.read(path, list(found.names) if columns is None else columns, keep)
         return pq.ParquetFile(path, read_dictionary=keep or None).read(columns=columns)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
         raise InputError(f"cannot read parquet ({exc})", path=str(path)) from exc
@@ -389,6 +448,7 @@ __all__ = [
     "clean_stale_temporaries", "pid_alive",
     "BOM", "TEXT_ENCODING", "open_text", "read_text", "without_bom",
     "dumps_json", "loads_json", "read_json", "read_parquet", "read_parquet_schema",
+    "shared_reads",
     "SchemaDiff", "schema_diff",
     "types_compatible", "write_json",
 ]

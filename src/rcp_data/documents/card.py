@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from huggingface_hub import DatasetCard, DatasetCardData
+from huggingface_hub import DatasetCardData
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.io import atomic_write_text
+from rcp_data.core.io import atomic_write_text, read_parquet
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.documents.card_facts import (
     CardFacts,
@@ -64,6 +64,7 @@ from rcp_data.model.history import (
     new_release_history,
     read_history,
 )
+from rcp_data.model.keys import PairKeys, contains, strings, vocabulary
 from rcp_data.model.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -79,6 +80,7 @@ from rcp_data.model.layout import (
 from rcp_data.model.manifest import BuildManifest, load_manifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
+from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
 from rcp_data.stages.calibration.bt_settings import BT_SETTINGS
 from rcp_data.stages.calibration.tournament import SCORE_RANGE
@@ -214,58 +216,96 @@ class SubsetFacts:
 
 def all_subset_facts(rd: Release) -> list[SubsetFacts]:
     """Facts of every subset, reading each provenance pool once."""
-    pools: dict[str, pd.DataFrame] = {}
+    pools: dict[str, pa.Table] = {}
     out = []
     for s in rd.spec.subset_names:
         split = rd.spec.provenance_split(s)
         if split not in pools:
-            pools = {split: rd.provenance("pool", split)}
+            pools = {split: _arrow_table(rd, provenance_file("pool", split), "pool")}
         out.append(subset_facts(rd, s, pool=pools[split]))
     return out
 
 
-def _pairs(queries: pd.Series, docs: pd.Series) -> pd.MultiIndex:
-    """(query, document) pairs as a MultiIndex of plain strings (vectorized membership)."""
-    return pd.MultiIndex.from_arrays([queries.astype(object), docs.astype(object)])
+def _arrow_table(rd: Release, rel: str, kind: str, columns: list[str] | None = None
+                 ) -> pa.Table:
+    return read_release_table(rd.root / rel, kind, columns)
 
 
-def subset_facts(rd: Release, subset: str, *, pool: pd.DataFrame | None = None
-                 ) -> SubsetFacts:
+def _pair_keys(*pairs: tuple[pa.Array, pa.Array]) -> list[np.ndarray]:
+    """Keys of the (query, document) pairs of several tables over one vocabulary of their ids
+    (:class:`rcp_data.model.keys.PairKeys`, compared as plain strings); a pair with a null id
+    has key -1 and matches nothing."""
+    arrays = [(strings(q), strings(d)) for q, d in pairs]
+    keys = PairKeys(vocabulary(*(q for q, _ in arrays)), vocabulary(*(d for _, d in arrays)))
+    return [keys(q, d) for q, d in arrays]
+
+
+def _among(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Whether each key (not -1) is one of ``others``."""
+    return contains(keys, others[others >= 0]) & (keys >= 0)
+
+
+def _count_true(col: pa.ChunkedArray) -> int:
+    """How many values of a boolean column are true (a null is not)."""
+    return int(pc.sum(col).as_py() or 0)
+
+
+def _per_query(ids: pa.Array) -> np.ndarray:
+    """Rows per distinct (non-null) query id."""
+    return pc.value_counts(ids.drop_null()).field("counts").to_numpy(zero_copy_only=False)
+
+
+def subset_facts(rd: Release, subset: str, *, pool: pa.Table | None = None) -> SubsetFacts:
     """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
     spec = rd.spec
-    queries = rd.table(subset, "queries", columns=["id"])
+    queries = strings(_arrow_table(rd, subset_file(subset, "queries"), "queries", ["id"])
+                      .column("id"))
     corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
-    qrels = rd.table(subset, "qrels", columns=["query-id", "corpus-id", "score", "theta"])
-    excluded = (rd.table(subset, "excluded").explode("excluded-corpus-ids").dropna()
-                if rd.has(subset, "excluded") else pd.DataFrame(columns=["query-id",
-                                                                        "excluded-corpus-ids"]))
-    ex_pairs = _pairs(excluded["query-id"], excluded["excluded-corpus-ids"]).unique()
+    qrels = _arrow_table(rd, subset_file(subset, "qrels"), "qrels",
+                         ["query-id", "corpus-id", "score", "theta"])
+    ex_q = ex_d = pa.array([], pa.string())
+    if rd.has(subset, "excluded"):   # one row per listed document, nulls left out
+        ex = _arrow_table(rd, subset_file(subset, "excluded"), "excluded")
+        listed = ex.column("excluded-corpus-ids").combine_chunks()
+        ex_d = strings(pc.list_flatten(listed))
+        ex_q = strings(ex.column("query-id")).take(pc.list_parent_indices(listed))
+        valid = pc.and_(pc.is_valid(ex_q), pc.is_valid(ex_d))
+        ex_q, ex_d = ex_q.filter(valid), ex_d.filter(valid)
     split = spec.provenance_split(subset)
-    pool = rd.provenance("pool", split) if pool is None else pool
-    qids = set(queries["id"])
-    pool = pool[pool["query-id"].isin(qids)]
-    sizes = pool.groupby("query-id").size()
-    keys = _pairs(qrels["query-id"], qrels["corpus-id"])
-    is_excluded = np.asarray(keys.isin(ex_pairs), dtype=bool)
-    outside = ~np.asarray(keys.isin(_pairs(pool["query-id"], pool["corpus-id"])), dtype=bool)
-    pos = spec.positive_mask(qrels["score"]) & ~is_excluded
-    with_pos = set(qrels.loc[pos, "query-id"])
-    n_pos = qrels.loc[pos].groupby("query-id").size()
-    top = pq.read_table(rd.root / subset_file(subset, "top_ranked"), columns=["corpus-ids"])
+    pool = _arrow_table(rd, provenance_file("pool", split), "pool") if pool is None else pool
+    qids = set(queries.drop_null().to_pylist())
+    pool = pool.filter(pc.is_in(pool.column("query-id"), value_set=queries.drop_null()))
+    sizes = _per_query(strings(pool.column("query-id")))
+    qrel_q = strings(qrels.column("query-id"))
+    keys, ex_keys, pool_keys = _pair_keys((qrel_q, qrels.column("corpus-id")), (ex_q, ex_d),
+                                          (pool.column("query-id"), pool.column("corpus-id")))
+    ex_pairs = np.unique(ex_keys[ex_keys >= 0])
+    is_excluded = _among(keys, ex_pairs)
+    outside = ~_among(keys, pool_keys)
+    grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
+    pos = spec.positive_mask(grades) & ~is_excluded
+    positive_q = qrel_q.filter(pa.array(pos))
+    with_pos = set(positive_q.drop_null().to_pylist())
+    n_pos = _per_query(positive_q)
+    theta = qrels.column("theta")
+    unjudged = theta.null_count + (_count_true(pc.is_nan(theta))
+                                   if pa.types.is_floating(theta.type) else 0)
+    top = read_parquet(rd.root / subset_file(subset, "top_ranked"), ["corpus-ids"])
     lengths = pc.list_value_length(top.column("corpus-ids")).to_numpy(zero_copy_only=False)
     return SubsetFacts(
         name=subset,
         queries=len(queries),
         corpus=int(corpus_rows),
-        pool_pairs=len(pool),
-        gt_injected=int(pool["gt_injected"].sum()),
-        judged=int(pool["judged"].sum()) if "judged" in pool else len(pool),
+        pool_pairs=pool.num_rows,
+        gt_injected=_count_true(pool.column("gt_injected")),
+        judged=(_count_true(pool.column("judged")) if "judged" in pool.column_names
+                else pool.num_rows),
         pool_min=int(sizes.min()) if len(sizes) else 0,
         pool_max=int(sizes.max()) if len(sizes) else 0,
         excluded_docs=len(ex_pairs),
-        queries_with_exclusions=int(excluded["query-id"].nunique()),
+        queries_with_exclusions=len(pc.unique(ex_q)),
         positives_outside_pool=int((pos & outside).sum()),
-        unjudged_rows=int(qrels["theta"].isna().sum()),
+        unjudged_rows=int(unjudged),
         queries_without_positive=len(qids - with_pos),
         queries_with_more_positives_than_pool=int((n_pos > spec.pool.size).sum()),
         candidates_min=int(lengths.min()) if len(lengths) else 0,
@@ -519,13 +559,31 @@ def synthetic_facts(spec: SuiteSpec, rd: Release) -> SyntheticFacts:
                               spec.pool.retrievers))
 
 
+def parse_card_data(text: str) -> DatasetCardData:
+    """A card's metadata as huggingface_hub's :class:`DatasetCard` reads it (its front-matter
+    pattern and its card-data class), the YAML parsed by libyaml's safe loader where PyYAML has
+    it (``DatasetCard`` uses the pure-Python one: the same values, several times slower)."""
+    import yaml
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    match = REGEX_YAML_BLOCK.search(text)
+    if match is None:
+        return DatasetCardData()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    found = yaml.load(match.group(2), Loader=loader) or {}  # noqa: S506
+    if not isinstance(found, dict):
+        raise InputError("the rendered card's YAML front matter is not a mapping")
+    return DatasetCardData(**found)
+
+
 def check_card(text: str, data: DatasetCardData) -> None:
-    """Parse the card back with huggingface_hub's card classes; refuse a mismatch."""
-    parsed = DatasetCard(text)
-    if parsed.data.to_dict() != data.to_dict():
+    """Parse the card back as huggingface_hub reads it (:func:`parse_card_data`); refuse a
+    mismatch."""
+    parsed = parse_card_data(text).to_dict()
+    if parsed != data.to_dict():
         raise InputError("the rendered card's YAML does not parse back to its card data")
     for key in ("configs", "license", "tags", "pretty_name"):
-        if not parsed.data.to_dict().get(key):
+        if not parsed.get(key):
             raise InputError(f"the rendered card has no {key!r}")
 
 
@@ -825,6 +883,7 @@ __all__ = [
     "ADDED_CONFIGS", "ADDED_SECTIONS", "DataNotes", "LayoutFacts", "LayoutRow", "PoolFacts",
     "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts", "SubsetFacts",
     "SyntheticFacts", "TieEffect", "ViewGap", "card_data", "card_environment", "check_card",
+    "parse_card_data",
     "config_entries", "data_notes", "layout_facts", "paper_rule_distances", "pool_facts",
     "protocol_facts", "release_history", "render_card", "render_release_texts",
     "replay_results", "source_notes", "stage_a_facts", "subset_facts", "suite_tag",

@@ -5,6 +5,7 @@ its filters, and :func:`card_sentence`, which renders one macro alone."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import metric_label
@@ -35,12 +36,14 @@ def _paragraph(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", text.strip())
 
 
+@lru_cache(maxsize=1)
 def card_environment():
     """The Jinja environment of ``templates/card.md.j2``: strict, no escaping; the filters
     ``n`` (``1,234``), ``fmt`` (a format spec), ``setting`` (a fit setting) and
     ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``); it loads the
     packaged templates by name (``card.md.j2`` imports its sentences from
-    ``card_prose.md.j2``)."""
+    ``card_prose.md.j2``). One environment per process, so that each template is compiled
+    once (the packaged templates do not change while it runs)."""
     import jinja2
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
