@@ -22,7 +22,9 @@ family of pairs (Holm or Bonferroni).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -30,21 +32,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED
-from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
+from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
 from rcp_data.scoring.runs_in import check_run_name, read_ranking_table, run_names
+from rcp_data.stages.inputs.id_spans import IdSpans, mix
 from rcp_data.stages.inputs.qrels_files import read_qrels
+from rcp_data.stages.inputs.trec_run_bytes import split_trec_run
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
 FORMATS = ("table", "tsv", "csv", "json")
 DEFAULT_TIE_RULE = "doc-id"
 MEAN_ID = "all"
+MAX_THREADS = 4
 
 
 def measure_name(k: int, gain: str = "linear", judged_only: bool = False) -> str:
@@ -224,16 +228,18 @@ class QrelsScore:
 
 @dataclass(frozen=True)
 class _Judged:
-    """The qrels, indexed: query ids (sorted), grades grouped by query, and the sorted
-    ``query * n_docs + doc`` keys of the judged pairs for a vectorised look-up."""
+    """The qrels, indexed: query ids (sorted), grades grouped by query, and the judged pairs'
+    keys (a fingerprint of query and document, sorted) for a vectorised look-up."""
 
     query_ids: np.ndarray
     offsets: np.ndarray
     grades: np.ndarray
-    query_array: pa.Array            # query_ids as Arrow strings
-    docs: pa.Array                   # the judged documents' dictionary
+    position: Mapping[str, int]      # query id -> its index in query_ids
+    docs: IdSpans                    # each pair's document, grouped by query
+    doc_words: np.ndarray
+    pair_query: np.ndarray           # each pair's query index
     keys: np.ndarray                 # sorted pair keys
-    key_grades: np.ndarray           # the grade of each key
+    key_pair: np.ndarray             # the pair of each key
     ideals: dict = field(default_factory=dict, compare=False, repr=False)   # (gain, k) -> IDCG
 
     @classmethod
@@ -243,13 +249,14 @@ class _Judged:
                                        return_inverse=True, return_counts=True)
         offsets = np.concatenate([[0], np.cumsum(counts)])
         grades = frame["grade"].to_numpy(dtype=np.int64)
-        enc = pc.dictionary_encode(pa.array(frame["corpus-id"].to_numpy(dtype=str),
-                                            type=pa.string()))
-        keys = qpos.astype(np.int64) * max(len(enc.dictionary), 1) + \
-            enc.indices.to_numpy().astype(np.int64)
+        docs = IdSpans.of(frame["corpus-id"].to_numpy(dtype=str))
+        words = docs.words()
+        keys = _pair_keys(docs.fingerprint(words), qpos)
         order = np.argsort(keys, kind="stable")
-        return cls(qids, offsets, grades, pa.array(qids, type=pa.string()), enc.dictionary,
-                   keys[order], grades[order])
+        if np.any(keys[order][1:] == keys[order][:-1]):       # two pairs, one fingerprint
+            raise InputError("qrels pairs collide in their 64-bit fingerprint; please report")
+        return cls(qids, offsets, grades, {q: i for i, q in enumerate(qids.tolist())}, docs,
+                   words, qpos.astype(np.int64), keys[order], order)
 
     def ideal(self, gain: str, k: int) -> np.ndarray:
         """Ideal DCG@k per query (computed once per gain and cutoff)."""
@@ -257,76 +264,152 @@ class _Judged:
             self.ideals[(gain, k)] = ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
         return self.ideals[(gain, k)]
 
+    def grades_of(self, qpos: np.ndarray, docs: IdSpans, words: np.ndarray) -> np.ndarray:
+        """The grade of each (query index, document), -1 where the pair is not judged; the
+        fingerprint's match is confirmed on the words."""
+        if len(self.keys) == 0 or len(qpos) == 0:
+            return np.full(len(qpos), -1, dtype=np.int64)
+        key = _pair_keys(docs.fingerprint(words), qpos)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        pair = self.key_pair[at]
+        width = min(words.shape[1], self.doc_words.shape[1])
+        hit = (self.keys[at] == key) & (self.pair_query[pair] == qpos) & \
+            (self.docs.lengths[pair] == docs.lengths) & \
+            (self.doc_words[pair, :width] == words[:, :width]).all(axis=1)
+        return np.where(hit, self.grades[pair], -1)
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary codes (int64) and the dictionary of a string column."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    enc = pc.dictionary_encode(arr)
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+
+def _pair_keys(doc_fingerprints: np.ndarray, qpos: np.ndarray) -> np.ndarray:
+    return mix(doc_fingerprints ^ (qpos.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93)))
 
 
 @dataclass(frozen=True)
-class _RunCodes:
-    """A run's query and document columns as dictionary codes (encoded once per run)."""
+class _Candidates:
+    """The rows of one run that can reach the top k of their query (score at least the k-th
+    best), grouped by query in rank order: query index, score, gain, byte rank of the
+    corpus-id (within the run)."""
 
-    q: np.ndarray
-    queries: pa.Array
-    d: np.ndarray
-    docs: pa.Array
-
-    @classmethod
-    def of(cls, run: pa.Table) -> _RunCodes:
-        q, queries = _codes(run.column("query-id"))
-        d, docs = _codes(run.column("corpus-id"))
-        return cls(q, queries, d, docs)
+    qpos: np.ndarray
+    scores: np.ndarray
+    gains: np.ndarray
+    doc_rank: np.ndarray
 
 
-def _check_run(codes: _RunCodes, source: str) -> None:
+def _run_ids(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:
+    """A run's query ids, corpus-ids (as byte spans) and scores, in file order."""
+    if isinstance(run, str | Path) and Path(run).is_file() and \
+            Path(run).suffix not in (".parquet", ".json"):
+        spans = split_trec_run(Path(run).read_bytes())
+        if spans is not None:
+            return spans.queries, spans.docs, spans.scores
+    table = _run_table(run)
+    return (IdSpans.from_arrow(table.column("query-id")),
+            IdSpans.from_arrow(table.column("corpus-id")),
+            table.column("score").to_numpy().astype(np.float64))
+
+
+def _query_groups(queries: IdSpans, judged: _Judged) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's query: a run-local index (one per distinct id) and its qrels index (-1: not
+    in the qrels), from the blocks of equal ids the file holds."""
+    n = len(queries)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    words, lengths = queries.words(), queries.lengths
+    new = np.ones(n, dtype=bool)
+    new[1:] = (lengths[1:] != lengths[:-1]) | (words[1:] != words[:-1]).any(axis=1)
+    first = np.flatnonzero(new)
+    local: dict[str, int] = {}
+    ids = [local.setdefault(q, len(local)) for q in queries.texts(first)]
+    size = np.diff(np.append(first, n))
+    qrels_index = np.array([judged.position.get(q, -1) for q in local], dtype=np.int64)
+    run_local = np.repeat(np.asarray(ids, dtype=np.int64), size)
+    return run_local, qrels_index[run_local]
+
+
+def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, words: np.ndarray,
+                   source: str) -> None:
     """A document ranked twice for a query is an InputError naming its first repeat's row."""
-    key = codes.q * max(len(codes.docs), 1) + codes.d
+    key = _pair_keys(docs.fingerprint(words), local)
+    sk = np.sort(key)
+    if not np.any(sk[1:] == sk[:-1]):
+        return
     order = np.argsort(key, kind="stable")
     sk = key[order]
-    repeat = sk[1:] == sk[:-1]
-    if repeat.any():
-        i = int(order[1:][repeat].min())
-        raise InputError(f"document {codes.docs[int(codes.d[i])].as_py()!r} is ranked twice "
-                         f"for query {codes.queries[int(codes.q[i])].as_py()!r}", path=source,
-                         row=i + 1, field="corpus-id")
+    same = np.flatnonzero(sk[1:] == sk[:-1])
+    a, b = order[same], order[same + 1]                  # equal fingerprints: confirm
+    real = (local[a] == local[b]) & (docs.lengths[a] == docs.lengths[b]) & \
+        (words[a] == words[b]).all(axis=1)
+    if real.any():
+        i = int(np.maximum(a, b)[real].min())
+        raise InputError(f"document {docs.text(i)!r} is ranked twice for query "
+                         f"{queries.text(i)!r}", path=source, row=i + 1, field="corpus-id")
 
 
-def _ndcg_run(judged: _Judged, run: pa.Table, codes: _RunCodes, ks: Sequence[int], gain: str,
-              judged_only: bool, tie_rule: str) -> tuple[dict[int, np.ndarray], int]:
-    """nDCG@k per qrels query for each k (queries the run misses: 0), and the number of run
-    rows of queries without qrels."""
-    qpos = pc.index_in(codes.queries, value_set=judged.query_array)
-    qpos = qpos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)[codes.q]
+def _candidates(judged: _Judged, run: str | Path | pd.DataFrame, k: int, gain: str,
+                judged_only: bool, source: str) -> tuple[_Candidates, int]:
+    """The candidates of one run for cutoffs up to ``k``, and the number of its rows of
+    queries without qrels."""
+    queries, docs, scores = _run_ids(run)
+    if len(scores) and not np.isfinite(scores).all():
+        row = int((~np.isfinite(scores)).argmax())
+        raise InputError(f"score {float(scores[row])} is not finite", path=source,
+                         row=row + 1, field="score")
+    local, qpos = _query_groups(queries, judged)
+    words = docs.words()
+    _check_repeats(local, queries, docs, words, source)
     known = qpos >= 0
-    ignored = int((~known).sum())
-    didx, docs = codes.d, codes.docs
-    in_qrels = pc.index_in(docs, value_set=judged.docs).fill_null(-1).to_numpy(
-        zero_copy_only=False).astype(np.int64)[didx]
-    key = qpos * max(len(judged.docs), 1) + in_qrels
-    pos = np.minimum(np.searchsorted(judged.keys, key), max(len(judged.keys) - 1, 0))
-    hit = known & (in_qrels >= 0) & (judged.keys[pos] == key) if len(judged.keys) else \
-        np.zeros(len(key), dtype=bool)
-    keep = known & hit if judged_only else known
-    rows = np.flatnonzero(keep)
-    if np.any(np.diff(qpos[rows]) < 0):                    # a run file is usually grouped
-        rows = rows[np.argsort(qpos[rows], kind="stable")]  # within a query: the file's order
-    q = qpos[rows]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(judged.query_ids)))])
-    grades = np.where(hit[rows], judged.key_grades[pos[rows]], 0)
-    gains = gain_of(grades, gain)
-    key_rank = byte_order_key(pa.DictionaryArray.from_arrays(
-        pa.array(didx[rows], type=pa.int64()), docs)) if tie_rule == "doc-id" else None
-    scores = run.column("score").to_numpy().astype(np.float64)[rows]
-    out = {}
+    ignored = int(len(qpos) - np.count_nonzero(known))
+    rows = np.flatnonzero(known)
+    grades = None
+    if judged_only:
+        grades = judged.grades_of(qpos[rows], docs.take(rows), words[rows])
+        rows, grades = rows[grades >= 0], grades[grades >= 0]
+    q, s = qpos[rows], scores[rows]
+    block = np.ones(len(rows), dtype=bool)
+    block[1:] = q[1:] != q[:-1]
+    heads = q[block]
+    ordered = not np.any(~block[1:] & (s[1:] > s[:-1])) and len(np.unique(heads)) == len(heads)
+    if not ordered:                     # blocks by query, score descending, file order in ties
+        order = np.lexsort((-s, q))
+        rows, q, s = rows[order], q[order], s[order]
+        grades = None if grades is None else grades[order]
+        block[:] = True
+        block[1:] = q[1:] != q[:-1]
+    first = np.flatnonzero(block)
+    size = np.diff(np.append(first, len(rows)))
+    kth = s[first + np.minimum(size, k) - 1] if len(first) else s[:0]
+    take = s >= np.repeat(kth, size)
+    rows, q, s = rows[take], q[take], s[take]
+    grades = judged.grades_of(q, docs.take(rows), words[rows]) if grades is None else \
+        grades[take]
+    cand_docs = docs.take(rows)
+    return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain),
+                       cand_docs.byte_rank(words[rows])), ignored
+
+
+def _ndcg_runs(judged: _Judged, candidates: Sequence[_Candidates], ks: Sequence[int],
+               gain: str, tie_rule: str) -> list[dict[int, np.ndarray]]:
+    """nDCG@k per qrels query of every run (queries a run misses: 0), with one call of the
+    engine for all runs: each (run, query) is one group of candidates."""
+    n_q = len(judged.query_ids)
+    group = np.concatenate([r * n_q + c.qpos for r, c in enumerate(candidates)]) \
+        if candidates else np.zeros(0, dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=len(candidates)
+                                                         * n_q))])
+    scores = np.concatenate([c.scores for c in candidates])[order]
+    gains = np.concatenate([c.gains for c in candidates])[order]
+    key = np.concatenate([c.doc_rank for c in candidates])[order] if tie_rule == "doc-id" \
+        else None
+    out: list[dict[int, np.ndarray]] = [{} for _ in candidates]
     for k in ks:
         dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=(tie_rule,),
-                       doc_key=key_rank)[tie_rule]
+                       doc_key=key)[tie_rule].reshape(len(candidates), n_q)
         ideal = judged.ideal(gain, k)
-        out[k] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
-    return out, ignored
+        ndcg = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
+        for r in range(len(candidates)):
+            out[r][k] = ndcg[r]
+    return out
 
 
 def score_qrels(qrels: str | Path | pd.DataFrame,
@@ -361,15 +444,20 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     measures = {x: measure_name(x, gain, judged_only) for x in ks}
     ideal_any = judged.ideal(gain, max(ks)) > 0
     keep = ideal_any.nonzero()[0]
-    per_query: dict[str, dict[str, np.ndarray]] = {}
     ignored: dict[str, int] = {}
-    for name, run in named.items():
-        src = "<frame>" if isinstance(run, pd.DataFrame) else str(run)
-        table = _run_table(run)
-        codes = _RunCodes.of(table)
-        _check_run(codes, src)
-        values, ignored[name] = _ndcg_run(judged, table, codes, ks, gain, judged_only, tie_rule)
-        per_query[name] = {measures[x]: values[x][keep] for x in ks}
+    sources = {name: "<frame>" if isinstance(run, pd.DataFrame) else str(run)
+               for name, run in named.items()}
+
+    def one(name: str) -> tuple[_Candidates, int]:
+        return _candidates(judged, named[name], max(ks), gain, judged_only, sources[name])
+
+    with ThreadPoolExecutor(max_workers=_threads(len(named))) as pool:
+        done = list(pool.map(one, named))
+    for name, (_, rows) in zip(named, done, strict=True):
+        ignored[name] = rows
+    values = _ndcg_runs(judged, [c for c, _ in done], ks, gain, tie_rule)
+    per_query = {name: {measures[x]: v[x][keep] for x in ks}
+                 for name, v in zip(named, values, strict=True)}
     queries = tuple(judged.query_ids[keep].tolist())
     comparisons = _compare(per_query, list(measures.values()), correction, resamples,
                            seed) if compare else ()
@@ -377,6 +465,11 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                       per_query=per_query, gain=gain, judged_only=judged_only,
                       tie_rule=tie_rule, correction=correction, comparisons=comparisons,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
+
+
+def _threads(runs: int) -> int:
+    """Runs are read and reduced to candidates in threads (NumPy and Arrow release the GIL)."""
+    return max(1, min(runs, os.cpu_count() or 1, MAX_THREADS))
 
 
 def _run_table(run: str | Path | pd.DataFrame) -> pa.Table:
