@@ -31,17 +31,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
-from rcp_data.scoring.runs_in import check_run_name, read_ranking_table, run_names
-from rcp_data.stages.inputs.id_spans import IdSpans, mix
+from rcp_data.scoring.qrels_runs import ReadRun, pair_keys, read_run
+from rcp_data.scoring.runs_in import check_run_name, run_names
+from rcp_data.stages.inputs.id_spans import IdSpans
 from rcp_data.stages.inputs.qrels_files import read_qrels
-from rcp_data.stages.inputs.trec_run_bytes import split_trec_run
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
@@ -251,7 +250,7 @@ class _Judged:
         grades = frame["grade"].to_numpy(dtype=np.int64)
         docs = IdSpans.of(frame["corpus-id"].to_numpy(dtype=str))
         words = docs.words()
-        keys = _pair_keys(docs.fingerprint(words), qpos)
+        keys = pair_keys(docs.fingerprint(words), qpos)
         order = np.argsort(keys, kind="stable")
         if np.any(keys[order][1:] == keys[order][:-1]):       # two pairs, one fingerprint
             raise InputError("qrels pairs collide in their 64-bit fingerprint; please report")
@@ -269,7 +268,7 @@ class _Judged:
         fingerprint's match is confirmed on the words."""
         if len(self.keys) == 0 or len(qpos) == 0:
             return np.full(len(qpos), -1, dtype=np.int64)
-        key = _pair_keys(docs.fingerprint(words), qpos)
+        key = pair_keys(docs.fingerprint(words), qpos)
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         pair = self.key_pair[at]
         width = min(words.shape[1], self.doc_words.shape[1])
@@ -277,10 +276,6 @@ class _Judged:
             (self.docs.lengths[pair] == docs.lengths) & \
             (self.doc_words[pair, :width] == words[:, :width]).all(axis=1)
         return np.where(hit, self.grades[pair], -1)
-
-
-def _pair_keys(doc_fingerprints: np.ndarray, qpos: np.ndarray) -> np.ndarray:
-    return mix(doc_fingerprints ^ (qpos.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93)))
 
 
 @dataclass(frozen=True)
@@ -295,76 +290,25 @@ class _Candidates:
     doc_rank: np.ndarray
 
 
-def _run_ids(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:
-    """A run's query ids, corpus-ids (as byte spans) and scores, in file order."""
-    if isinstance(run, str | Path) and Path(run).is_file() and \
-            Path(run).suffix not in (".parquet", ".json"):
-        spans = split_trec_run(Path(run).read_bytes())
-        if spans is not None:
-            return spans.queries, spans.docs, spans.scores
-    table = _run_table(run)
-    return (IdSpans.from_arrow(table.column("query-id")),
-            IdSpans.from_arrow(table.column("corpus-id")),
-            table.column("score").to_numpy().astype(np.float64))
-
-
-def _query_groups(queries: IdSpans, judged: _Judged) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's query: a run-local index (one per distinct id) and its qrels index (-1: not
-    in the qrels), from the blocks of equal ids the file holds."""
-    n = len(queries)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    words, lengths = queries.words(), queries.lengths
-    new = np.ones(n, dtype=bool)
-    new[1:] = (lengths[1:] != lengths[:-1]) | (words[1:] != words[:-1]).any(axis=1)
-    first = np.flatnonzero(new)
-    local: dict[str, int] = {}
-    ids = [local.setdefault(q, len(local)) for q in queries.texts(first)]
-    size = np.diff(np.append(first, n))
-    qrels_index = np.array([judged.position.get(q, -1) for q in local], dtype=np.int64)
-    run_local = np.repeat(np.asarray(ids, dtype=np.int64), size)
-    return run_local, qrels_index[run_local]
-
-
-def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, words: np.ndarray,
-                   source: str) -> None:
-    """A document ranked twice for a query is an InputError naming its first repeat's row."""
-    key = _pair_keys(docs.fingerprint(words), local)
-    sk = np.sort(key)
-    if not np.any(sk[1:] == sk[:-1]):
-        return
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    same = np.flatnonzero(sk[1:] == sk[:-1])
-    a, b = order[same], order[same + 1]                  # equal fingerprints: confirm
-    real = (local[a] == local[b]) & (docs.lengths[a] == docs.lengths[b]) & \
-        (words[a] == words[b]).all(axis=1)
-    if real.any():
-        i = int(np.maximum(a, b)[real].min())
-        raise InputError(f"document {docs.text(i)!r} is ranked twice for query "
-                         f"{queries.text(i)!r}", path=source, row=i + 1, field="corpus-id")
-
-
-def _candidates(judged: _Judged, run: str | Path | pd.DataFrame, k: int, gain: str,
-                judged_only: bool, source: str) -> tuple[_Candidates, int]:
+def _candidates(judged: _Judged, run: ReadRun, k: int, gain: str, judged_only: bool
+                ) -> tuple[_Candidates, int]:
     """The candidates of one run for cutoffs up to ``k``, and the number of its rows of
     queries without qrels."""
-    queries, docs, scores = _run_ids(run)
-    if len(scores) and not np.isfinite(scores).all():
-        row = int((~np.isfinite(scores)).argmax())
-        raise InputError(f"score {float(scores[row])} is not finite", path=source,
-                         row=row + 1, field="score")
-    local, qpos = _query_groups(queries, judged)
-    words = docs.words()
-    _check_repeats(local, queries, docs, words, source)
-    known = qpos >= 0
-    ignored = int(len(qpos) - np.count_nonzero(known))
-    rows = np.flatnonzero(known)
+    block_qpos = np.array([judged.position.get(q, -1) for q in run.block_query],
+                          dtype=np.int64)
+    size = run.block_size
+    known_blocks = block_qpos >= 0
+    ignored = int(size[~known_blocks].sum())
+    # rows of known queries, by block (file order)
+    rows = np.flatnonzero(np.repeat(known_blocks, size))
+    q = np.repeat(block_qpos[known_blocks], size[known_blocks])
     grades = None
     if judged_only:
-        grades = judged.grades_of(qpos[rows], docs.take(rows), words[rows])
-        rows, grades = rows[grades >= 0], grades[grades >= 0]
-    q, s = qpos[rows], scores[rows]
+        docs = run.docs.take(rows)
+        grades = judged.grades_of(q, docs, docs.words())
+        judged_rows = grades >= 0
+        rows, q, grades = rows[judged_rows], q[judged_rows], grades[judged_rows]
+    s = run.scores[rows]
     block = np.ones(len(rows), dtype=bool)
     block[1:] = q[1:] != q[:-1]
     heads = q[block]
@@ -380,11 +324,11 @@ def _candidates(judged: _Judged, run: str | Path | pd.DataFrame, k: int, gain: s
     kth = s[first + np.minimum(size, k) - 1] if len(first) else s[:0]
     take = s >= np.repeat(kth, size)
     rows, q, s = rows[take], q[take], s[take]
-    grades = judged.grades_of(q, docs.take(rows), words[rows]) if grades is None else \
-        grades[take]
-    cand_docs = docs.take(rows)
-    return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain),
-                       cand_docs.byte_rank(words[rows])), ignored
+    docs = run.docs.take(rows)
+    words = docs.words()
+    grades = judged.grades_of(q, docs, words) if grades is None else grades[take]
+    return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain), docs.byte_rank(words)), \
+        ignored
 
 
 def _ndcg_runs(judged: _Judged, candidates: Sequence[_Candidates], ks: Sequence[int],
@@ -449,7 +393,9 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                for name, run in named.items()}
 
     def one(name: str) -> tuple[_Candidates, int]:
-        return _candidates(judged, named[name], max(ks), gain, judged_only, sources[name])
+        run = named[name]
+        read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
+        return _candidates(judged, read, max(ks), gain, judged_only)
 
     with ThreadPoolExecutor(max_workers=_threads(len(named))) as pool:
         done = list(pool.map(one, named))
@@ -470,13 +416,6 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
 def _threads(runs: int) -> int:
     """Runs are read and reduced to candidates in threads (NumPy and Arrow release the GIL)."""
     return max(1, min(runs, os.cpu_count() or 1, MAX_THREADS))
-
-
-def _run_table(run: str | Path | pd.DataFrame) -> pa.Table:
-    if not isinstance(run, pd.DataFrame):
-        return read_ranking_table(run, split="")
-    frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
-    return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
 
 
 def _named_runs(runs, names) -> dict:

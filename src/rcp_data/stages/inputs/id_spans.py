@@ -10,6 +10,7 @@ of fingerprints is then confirmed on the words); :meth:`IdSpans.byte_rank` order
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -21,9 +22,10 @@ _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def padded(data: bytes | np.ndarray) -> np.ndarray:
-    """``data`` as uint8 with :data:`PAD` zero bytes after it."""
-    raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes | bytearray | memoryview) \
-        else np.asarray(data, dtype=np.uint8)
+    """``data`` as uint8 with :data:`PAD` zero bytes after it (read-only for bytes)."""
+    if isinstance(data, bytes):
+        return np.frombuffer(data + bytes(PAD), dtype=np.uint8)
+    raw = np.asarray(data, dtype=np.uint8)
     out = np.zeros(len(raw) + PAD, dtype=np.uint8)
     out[:len(raw)] = raw
     return out
@@ -73,7 +75,7 @@ class IdSpans:
         """The spans of Python strings (UTF-8)."""
         return cls.from_arrow(pa.array(list(map(str, ids)), type=pa.string()))
 
-    @property
+    @cached_property
     def lengths(self) -> np.ndarray:
         return self.ends - self.starts
 

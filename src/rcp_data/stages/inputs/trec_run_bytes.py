@@ -69,7 +69,7 @@ def split_trec_run(data: bytes) -> TrecRunSpans | None:
     if len(seps) != FIELDS * lines:
         return None
     ends = seps.reshape(-1, FIELDS)
-    if not (body[ends[:, -1]] == _NEWLINE).all():        # so the other five are spaces
+    if not (body[ends[:, -1]] == _NEWLINE).all():        # five spaces, then the newline
         return None
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
