@@ -19,7 +19,7 @@ import pyarrow as pa
 from rcp_data.core.errors import InputError
 from rcp_data.scoring.runs_in import read_ranking_table
 from rcp_data.stages.inputs.id_spans import IdSpans, mix
-from rcp_data.stages.inputs.trec_run_bytes import split_trec_run
+from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
 
@@ -66,7 +66,7 @@ def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
 def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:
     if isinstance(run, str | Path) and Path(run).is_file() and \
             Path(run).suffix not in (".parquet", ".json"):
-        split = split_trec_run(Path(run).read_bytes())
+        split = read_trec_run_spans(run)
         if split is not None:
             return split.queries, split.docs, split.scores
     table = _table(run)
@@ -97,7 +97,7 @@ def _blocks(queries: IdSpans) -> tuple[np.ndarray, list[str]]:
 def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, source: str) -> None:
     """A document ranked twice for a query is an InputError naming its first repeat's row."""
     words = docs.words()
-    key = pair_keys(docs.fingerprint(words), local)
+    key = docs.fingerprint(words) + local.astype(np.uint64) * _QUERY_SALT
     sk = np.sort(key)
     if not np.any(sk[1:] == sk[:-1]):
         return

@@ -389,16 +389,20 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     ideal_any = judged.ideal(gain, max(ks)) > 0
     keep = ideal_any.nonzero()[0]
     ignored: dict[str, int] = {}
-    sources = {name: "<frame>" if isinstance(run, pd.DataFrame) else str(run)
-               for name, run in named.items()}
+    sources = {name: run if isinstance(run, str) else str(run) if isinstance(run, Path)
+               else "<frame>" for name, run in named.items()}
 
     def one(name: str) -> tuple[_Candidates, int]:
         run = named[name]
         read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
         return _candidates(judged, read, max(ks), gain, judged_only)
 
-    with ThreadPoolExecutor(max_workers=_threads(len(named))) as pool:
-        done = list(pool.map(one, named))
+    workers = _threads(len(named))
+    if workers == 1:
+        done = [one(name) for name in named]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, named))
     for name, (_, rows) in zip(named, done, strict=True):
         ignored[name] = rows
     values = _ndcg_runs(judged, [c for c, _ in done], ks, gain, tie_rule)

@@ -19,6 +19,8 @@ PAD = 8                                    # zero bytes after the data: a word r
 _MASKS = np.array([(1 << (8 * r)) - 1 for r in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+_ODD = np.array([0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                 0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3], dtype=np.uint64)
 
 
 def padded(data: bytes | np.ndarray) -> np.ndarray:
@@ -93,20 +95,20 @@ class IdSpans:
         out = np.empty((len(lengths), width), dtype=np.uint64)
         last = len(self.buf) - PAD
         for j in range(width):
-            rest = np.clip(lengths - 8 * j, 0, 8)
-            pos = np.minimum(self.starts + 8 * j, last)
-            out[:, j] = at[pos] & _MASKS[rest]
+            rest = np.minimum(lengths, 8) if j == 0 else \
+                np.minimum(np.maximum(lengths - 8 * j, 0), 8)
+            pos = self.starts if j == 0 else np.minimum(self.starts + 8 * j, last)
+            np.bitwise_and(at[pos], _MASKS[rest], out=out[:, j])
         return out
 
     def fingerprint(self, words: np.ndarray | None = None) -> np.ndarray:
         """One uint64 per id: equal ids have equal fingerprints, whatever the width of
-        ``words`` (only an id's own words are mixed in)."""
+        ``words`` (the words past an id's end are zero)."""
         words = self.words() if words is None else words
-        lengths = self.lengths
-        h = mix(lengths.astype(np.uint64) * _MIX ^ words[:, 0])
-        for j in range(1, words.shape[1]):
-            h = np.where(lengths > 8 * j, mix(h ^ words[:, j]), h)
-        return h
+        h = self.lengths.astype(np.uint64) * _MIX
+        for j in range(words.shape[1]):
+            h += words[:, j] * _ODD[j % len(_ODD)]
+        return mix(h)
 
     def byte_rank(self, words: np.ndarray | None = None) -> np.ndarray:
         """Rank of each id in byte-wise ascending order (strcmp, as

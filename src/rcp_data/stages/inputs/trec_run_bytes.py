@@ -10,14 +10,16 @@ the fast path accepts nothing the line reader would refuse and scores exactly wh
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from rcp_data.core.io import BOM
-from rcp_data.stages.inputs.id_spans import IdSpans, padded
+from rcp_data.stages.inputs.id_spans import PAD, IdSpans
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
@@ -42,23 +44,43 @@ class TrecRunSpans:
         return len(self.scores)
 
 
+def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
+    """:func:`split_trec_run` of a file, read into a buffer with room for the padding (no
+    copy of its bytes)."""
+    with Path(path).open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        raw = bytearray(size + PAD)
+        got = fh.readinto(memoryview(raw)[:size])
+    if got != size or raw.startswith(BOM) or not size or raw[size - 1] != _NEWLINE:
+        return split_trec_run(bytes(raw[:got]))        # rare: copy, then mend
+    return _split(raw, size)
+
+
 def split_trec_run(data: bytes) -> TrecRunSpans | None:
     """The run in ``data`` (a TREC run file's bytes), or None when it is not canonical."""
     if data.startswith(BOM):
         data = data[len(BOM):]
-    if not data or data.startswith(b"\n"):
-        return None
     if not data.endswith(b"\n"):
         data += b"\n"
-    if not data.isascii():
+    return _split(bytearray(data + bytes(PAD)), len(data))
+
+
+def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
+    """The run in ``raw[:size]`` (``raw`` ends in :data:`PAD` spare bytes, set to zero here;
+    ``raw[size - 1]`` is a newline)."""
+    raw[size:] = bytes(len(raw) - size)
+    if size == 0 or raw[0] == _NEWLINE:
+        return None
+    data = memoryview(raw)[:size]
+    if not raw.isascii():
         try:
-            text = data.decode("utf-8")
+            text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
             return None
         if _WIDE_SPACE.search(text):                     # str.split() would split there
             return None
-    buf = padded(data)
-    body = buf[:len(data)]
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    body = buf[:size]
     cut = body <= _SPACE                                 # spaces, newlines, control bytes
     if cut[0] or (cut[1:] & cut[:-1]).any():             # an empty field or a blank line
         return None
@@ -96,7 +118,7 @@ def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     return not ((filled | low | (low + _SIXES)) & _HIGH).any()
 
 
-def _column(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     """One field of every line as an Arrow string array: the fields and the gaps between them
     make one array over the file's bytes (no copy), and every other value is taken."""
     n = len(starts)
@@ -110,4 +132,4 @@ def _column(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     return both.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
 
-__all__ = ["FIELDS", "TrecRunSpans", "split_trec_run"]
+__all__ = ["FIELDS", "TrecRunSpans", "read_trec_run_spans", "split_trec_run"]
