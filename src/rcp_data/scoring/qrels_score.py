@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
@@ -243,19 +245,21 @@ class _Judged:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Judged:
-        frame = frame.sort_values("query-id", kind="stable").reset_index(drop=True)
-        qids, qpos, counts = np.unique(frame["query-id"].to_numpy(dtype=str),
-                                       return_inverse=True, return_counts=True)
-        offsets = np.concatenate([[0], np.cumsum(counts)])
-        grades = frame["grade"].to_numpy(dtype=np.int64)
-        docs = IdSpans.of(frame["corpus-id"].to_numpy(dtype=str))
+        queries = pa.array(frame["query-id"], type=pa.string())
+        order = pc.sort_indices(queries).to_numpy()      # stable, byte-wise (code points)
+        enc = pc.dictionary_encode(queries.take(order))  # first appearance: sorted order
+        qpos = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        qids = np.array(enc.dictionary.to_pylist(), dtype=str)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(qpos, minlength=len(qids)))])
+        grades = frame["grade"].to_numpy(dtype=np.int64)[order]
+        docs = IdSpans.from_arrow(pa.array(frame["corpus-id"], type=pa.string()).take(order))
         words = docs.words()
         keys = pair_keys(docs.fingerprint(words), qpos)
-        order = np.argsort(keys, kind="stable")
-        if np.any(keys[order][1:] == keys[order][:-1]):       # two pairs, one fingerprint
+        by_key = np.argsort(keys, kind="stable")
+        if np.any(keys[by_key][1:] == keys[by_key][:-1]):    # two pairs, one fingerprint
             raise InputError("qrels pairs collide in their 64-bit fingerprint; please report")
         return cls(qids, offsets, grades, {q: i for i, q in enumerate(qids.tolist())}, docs,
-                   words, qpos.astype(np.int64), keys[order], order)
+                   words, qpos, keys[by_key], by_key)
 
     def ideal(self, gain: str, k: int) -> np.ndarray:
         """Ideal DCG@k per query (computed once per gain and cutoff)."""
@@ -299,6 +303,15 @@ def _candidates(judged: _Judged, run: ReadRun, k: int, gain: str, judged_only: b
     size = run.block_size
     known_blocks = block_qpos >= 0
     ignored = int(size[~known_blocks].sum())
+    fast = None if judged_only or not known_blocks.all() else _sorted_top(run, block_qpos, k)
+    if fast is not None:
+        rows, q = fast
+        s = run.scores[rows]
+        docs = run.docs.take(rows)
+        words = docs.words()
+        grades = judged.grades_of(q, docs, words)
+        return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain),
+                           docs.byte_rank(words)), ignored
     # rows of known queries, by block (file order)
     rows = np.flatnonzero(np.repeat(known_blocks, size))
     q = np.repeat(block_qpos[known_blocks], size[known_blocks])
@@ -329,6 +342,23 @@ def _candidates(judged: _Judged, run: ReadRun, k: int, gain: str, judged_only: b
     grades = judged.grades_of(q, docs, words) if grades is None else grades[take]
     return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain), docs.byte_rank(words)), \
         ignored
+
+
+def _sorted_top(run: ReadRun, block_qpos: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The candidate rows and their query index when every block is a qrels query of its
+    own, its scores not increasing (a run file's usual order); else None."""
+    first, s = run.block_start, run.scores
+    if len(first) == 0 or len(np.unique(block_qpos)) != len(block_qpos):
+        return None
+    rises = s[1:] > s[:-1]
+    rises[first[1:] - 1] = False                         # a new block may start higher
+    if rises.any():
+        return None
+    size = run.block_size
+    kth = s[first + np.minimum(size, k) - 1]
+    rows = np.flatnonzero(s >= np.repeat(kth, size))
+    return rows, block_qpos[np.searchsorted(first, rows, side="right") - 1]
 
 
 def _ndcg_runs(judged: _Judged, candidates: Sequence[_Candidates], ks: Sequence[int],
