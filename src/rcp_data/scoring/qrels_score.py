@@ -393,8 +393,9 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 tie_rule: str = DEFAULT_TIE_RULE, correction: str | None = None,
                 resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True
                 ) -> QrelsScore:
-    """Score runs (TREC run files, parquet tables, mteb prediction folders, or frames with
-    ``query-id, corpus-id, score``) on graded ``qrels`` (a file :func:`read_qrels` reads, or a
+    """Score runs (TREC run files, parquet tables, mteb prediction folders, frames with
+    ``query-id, corpus-id, score``, or runs :func:`~rcp_data.scoring.qrels_runs.read_run` read)
+    on graded ``qrels`` (a file :func:`read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
     or more, every pair is compared on every measure (``compare=False``: none). Returns a :class:`QrelsScore`; raises
     :class:`~rcp_data.core.errors.InputError` for a malformed file and
