@@ -370,3 +370,38 @@ def test_a_document_ranked_twice_names_its_row(tmp_path):
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert str(run) in err and "row 4" in err and "field 'corpus-id'" in err
     assert "'a' is ranked twice for query 'q1'" in err
+
+
+@pytest.mark.parametrize("tie_rule", ["doc-id", "group-mean", "pool-order"])
+def test_long_ties_at_the_cutoff(trecdl_data, tmp_path, tie_rule):
+    """Ties reaching past the cutoff, short (a few rows) and long (every row of a query tied):
+    a ranked file scores as its shuffled copy, and as pytrec_eval under trec_eval's ties."""
+    qrels = read_qrels(trecdl_data / "qrels.dl19-passage.txt")
+    run = _generated_run(qrels, seed=5, depth=120, unjudged=40)
+    flat = run["query-id"].isin(sorted(run["query-id"].unique())[::2])
+    run.loc[flat, "score"] = 0.0                          # every row of half the queries ties
+    ranked = run.sort_values(["query-id", "score"], ascending=[True, False], kind="stable")
+    assert ranked.groupby("query-id")["score"].apply(lambda s: (s == s.iloc[9]).sum()).max() > 32
+    paths = {"ranked": _write_run(tmp_path / "ranked.trec", ranked),
+             "shuffled": _write_run(tmp_path / "shuffled.trec",
+                                    ranked.sample(frac=1.0, random_state=4))}
+    result = score_qrels(qrels, paths, k=[10, 20], tie_rule=tie_rule, compare=False)
+    for m in result.measures:
+        a, b = result.per_query["ranked"][m], result.per_query["shuffled"][m]
+        if tie_rule != "pool-order":                     # pool order is the file's
+            assert np.abs(a - b).max() < TOL
+    if tie_rule == "doc-id":
+        ours = _per_query(result, "ranked", "nDCG@10")
+        ref = _pytrec(qrels, run, 10)
+        assert max(abs(ours[q] - ref[q]) for q in ref) < TOL
+    if tie_rule == "pool-order":                         # the file's order, by hand
+        first = ranked.groupby("query-id").head(10)
+        grade = dict(zip(zip(qrels["query-id"], qrels["corpus-id"]), qrels["grade"]))
+        disc = 1 / np.log2(np.arange(2, 12))
+        ideal = dict(zip(result.queries, [None] * len(result.queries)))
+        for q, part in first.groupby("query-id"):
+            g = np.array([max(grade.get((q, d), 0), 0) for d in part["corpus-id"]], float)
+            best = np.sort(np.maximum(qrels.loc[qrels["query-id"] == q, "grade"], 0))[::-1][:10]
+            ideal[q] = (g @ disc[:len(g)]) / (best @ disc[:len(best)])
+        ours = _per_query(result, "ranked", "nDCG@10")
+        assert max(abs(ours[q] - ideal[q]) for q in ideal if ideal[q] is not None) < TOL

@@ -27,13 +27,15 @@ _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
 @dataclass(frozen=True)
 class ReadRun:
     """A run in file order: query ids and corpus-ids as spans, scores, and the blocks of rows
-    with one query id (``block_start[b]``: the block's first row, ``block_query[b]``: its id)."""
+    with one query id (``block_start[b]``: the block's first row, ``block_query[b]``: its id).
+    ``ranked``: as run files usually are, one block per query, scores not increasing in each."""
 
     queries: IdSpans
     docs: IdSpans
     scores: np.ndarray
     block_start: np.ndarray
     block_query: tuple[str, ...]
+    ranked: bool = False
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -60,7 +62,10 @@ def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
     ids = np.array([local.setdefault(q, len(local)) for q in names], dtype=np.int64)
     size = np.diff(np.append(start, len(scores)))
     _check_repeats(np.repeat(ids, size), queries, docs, source)
-    return ReadRun(queries, docs, scores, start, tuple(names))
+    rises = scores[1:] > scores[:-1]
+    rises[start[1:] - 1] = False                         # a new block may start higher
+    ranked = len(local) == len(names) and not rises.any()
+    return ReadRun(queries, docs, scores, start, tuple(names), ranked)
 
 
 def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:

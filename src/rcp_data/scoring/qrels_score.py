@@ -50,6 +50,7 @@ FORMATS = ("table", "tsv", "csv", "json")
 DEFAULT_TIE_RULE = "doc-id"
 MEAN_ID = "all"
 MAX_THREADS = 4
+_TIE_STEPS = 32
 
 
 def measure_name(k: int, gain: str = "linear", judged_only: bool = False) -> str:
@@ -346,19 +347,26 @@ def _candidates(judged: _Judged, run: ReadRun, k: int, gain: str, judged_only: b
 
 def _sorted_top(run: ReadRun, block_qpos: np.ndarray, k: int
                 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The candidate rows and their query index when every block is a qrels query of its
-    own, its scores not increasing (a run file's usual order); else None."""
+    """The candidate rows and their query index of a ranked run (:attr:`ReadRun.ranked`):
+    each block's first k rows and the rows after them that tie with the k-th; else None."""
     first, s = run.block_start, run.scores
-    if len(first) == 0 or len(np.unique(block_qpos)) != len(block_qpos):
-        return None
-    rises = s[1:] > s[:-1]
-    rises[first[1:] - 1] = False                         # a new block may start higher
-    if rises.any():
+    if not run.ranked or len(first) == 0:
         return None
     size = run.block_size
-    kth = s[first + np.minimum(size, k) - 1]
-    rows = np.flatnonzero(s >= np.repeat(kth, size))
-    return rows, block_qpos[np.searchsorted(first, rows, side="right") - 1]
+    end = first + size
+    stop = first + np.minimum(size, k)
+    kth = s[stop - 1]
+    for _ in range(_TIE_STEPS):                          # the tie at the cutoff, a row a step
+        more = (stop < end) & (s[np.minimum(stop, len(s) - 1)] == kth)
+        if not more.any():
+            break
+        stop = stop + more
+    else:                                                # a long tie: compare every row
+        rows = np.flatnonzero(s >= np.repeat(kth, size))
+        return rows, block_qpos[np.searchsorted(first, rows, side="right") - 1]
+    counts = stop - first
+    starts = np.repeat(first - (np.cumsum(counts) - counts), counts)
+    return starts + np.arange(int(counts.sum())), np.repeat(block_qpos, counts)
 
 
 def _ndcg_runs(judged: _Judged, candidates: Sequence[_Candidates], ks: Sequence[int],
