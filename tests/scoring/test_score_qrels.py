@@ -396,9 +396,10 @@ def test_long_ties_at_the_cutoff(trecdl_data, tmp_path, tie_rule):
         assert max(abs(ours[q] - ref[q]) for q in ref) < TOL
     if tie_rule == "pool-order":                         # the file's order, by hand
         first = ranked.groupby("query-id").head(10)
-        grade = dict(zip(zip(qrels["query-id"], qrels["corpus-id"]), qrels["grade"]))
+        grade = dict(zip(zip(qrels["query-id"], qrels["corpus-id"], strict=True),
+                         qrels["grade"], strict=True))
         disc = 1 / np.log2(np.arange(2, 12))
-        ideal = dict(zip(result.queries, [None] * len(result.queries)))
+        ideal = dict.fromkeys(result.queries)
         for q, part in first.groupby("query-id"):
             g = np.array([max(grade.get((q, d), 0), 0) for d in part["corpus-id"]], float)
             best = np.sort(np.maximum(qrels.loc[qrels["query-id"] == q, "grade"], 0))[::-1][:10]
