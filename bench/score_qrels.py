@@ -10,8 +10,20 @@ nDCG@10 (linear gain, trec_eval's doc-id ties), file reading included:
 - ``rcp_data.score_qrels(qrels, runs)``.
 
 Modules are imported before the clock starts; the pair comparisons that ``score`` adds for two
-runs or more (no part of pytrec_eval's work) are left out (``compare=False``). Prints both times, their ratio (target >= 20) and the largest per-query difference (must be
-<= 1e-12).
+runs or more (no part of pytrec_eval's work) are left out (``compare=False``). Each timing gives
+wall and CPU seconds (CPU: every thread of the process; ``score_qrels`` reads runs in up to
+two threads). Besides the whole (files to nDCG), it times each side's two halves apart:
+
+- reading: ``pytrec_eval.parse_run`` of every file, against ``qrels_runs.read_run`` (split on
+  the bytes, ranks and scores parsed, blocks of queries, repeats checked);
+- computing: ``evaluate`` of the parsed runs (with the qrels' parse and the evaluator), against
+  ``score_qrels`` of the read runs (the qrels read before the clock, indexed inside it);
+
+and two floors of any reader of the same bytes: a bare ``read_bytes`` of every file, and that
+plus one NumPy pass finding the fields' separators (``flatnonzero(bytes <= 32)``), the least a
+NumPy reader does. The last line, ``RATIO``, is the issue's number (target >= 20x); the line
+above it gives the two halves' ratios, and the largest per-query difference (both the whole and
+the halves, against pytrec_eval) must be <= 1e-12. About 2 minutes at the default scale.
 
     PYTHONPATH=src .venv/bin/python bench/score_qrels.py [--runs 100] [--depth 1000]
 """
