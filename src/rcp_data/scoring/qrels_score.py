@@ -13,6 +13,13 @@ nDCG@k (Eq. 1, discount ``1/log2(rank + 1)``) with the engine of :mod:`rcp_data.
 - queries: every qrels query with a positive grade; a query the run misses scores 0 (trec_eval
   ``-c``); run rows of other queries are ignored.
 
+How it is computed: each run is read by :func:`~rcp_data.scoring.qrels_runs.read_run` (a TREC
+file split on its bytes; runs in threads), then reduced to its candidates, the rows that can
+reach the top k of their query (score at least the k-th best, so the whole tie at the cutoff);
+only those are looked up in the qrels (a fingerprint of query and corpus-id, confirmed on the
+id's bytes) and ordered by corpus-id; one call of the engine scores every run's candidates, and
+each query's ideal DCG is computed once for all runs.
+
 Measures are named as ir-measures names them (``nDCG@10``, ``nDCG(dcg='exp-log2')@20``,
 ``nDCG(judged_only=True)@10``). Paired comparisons between the runs, per measure and pair: mean
 difference, two-sided paired t-test (``scipy.stats.ttest_rel``), a 95% percentile interval from
