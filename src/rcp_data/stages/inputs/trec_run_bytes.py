@@ -23,6 +23,7 @@ from rcp_data.stages.inputs.id_spans import PAD, IdSpans
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
+_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
 _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
@@ -81,18 +82,15 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
             return None
     buf = np.frombuffer(raw, dtype=np.uint8)
     body = buf[:size]
-    cut = body <= _SPACE                                 # spaces, newlines, control bytes
-    if cut[0] or (cut[1:] & cut[:-1]).any():             # an empty field or a blank line
+    seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
+    if len(seps) % FIELDS or seps[0] == 0:
         return None
-    lines = int(np.count_nonzero(body == _NEWLINE))
-    if np.count_nonzero(body < _SPACE) != lines:         # a tab, a CR or another control byte
+    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
         return None
-    seps = np.flatnonzero(cut)
-    if len(seps) != FIELDS * lines:
+    if (np.diff(seps) == 1).any():                       # an empty field or a blank line
         return None
     ends = seps.reshape(-1, FIELDS)
-    if not (body[ends[:, -1]] == _NEWLINE).all():        # five spaces, then the newline
-        return None
+    lines = len(ends)
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
