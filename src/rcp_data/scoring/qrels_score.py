@@ -443,7 +443,7 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
         read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
         return _candidates(judged, read, max(ks), gain, judged_only)
 
-    workers = _threads(len(named))
+    workers = _threads(sum(not isinstance(run, ReadRun) for run in named.values()))
     if workers == 1:
         done = [one(name) for name in named]
     else:
@@ -464,7 +464,8 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
 
 
 def _threads(runs: int) -> int:
-    """Runs are read and reduced to candidates in threads (NumPy and Arrow release the GIL)."""
+    """Runs to read are read and reduced to candidates in threads (NumPy and Arrow release the
+    GIL); runs already read, in this one."""
     return max(1, min(runs, os.cpu_count() or 1, MAX_THREADS))
 
 
