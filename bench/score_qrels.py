@@ -10,8 +10,20 @@ nDCG@10 (linear gain, trec_eval's doc-id ties), file reading included:
 - ``rcp_data.score_qrels(qrels, runs)``.
 
 Modules are imported before the clock starts; the pair comparisons that ``score`` adds for two
-runs or more (no part of pytrec_eval's work) are left out (``compare=False``). Prints both times, their ratio (target >= 20) and the largest per-query difference (must be
-<= 1e-12).
+runs or more (no part of pytrec_eval's work) are left out (``compare=False``). Each timing gives
+wall and CPU seconds (CPU: every thread of the process; ``score_qrels`` reads runs in up to
+two threads). Besides the whole (files to nDCG), it times each side's two halves apart:
+
+- reading: ``pytrec_eval.parse_run`` of every file, against ``qrels_runs.read_run`` (split on
+  the bytes, ranks and scores parsed, blocks of queries, repeats checked);
+- computing: ``evaluate`` of the parsed runs (with the qrels' parse and the evaluator), against
+  ``score_qrels`` of the read runs (the qrels read before the clock, indexed inside it);
+
+and two floors of any reader of the same bytes: a bare ``read_bytes`` of every file, and that
+plus one NumPy pass finding the fields' separators (``flatnonzero(bytes <= 32)``), the least a
+NumPy reader does. The last line, ``RATIO``, is the issue's number (target >= 20x); the line
+above it gives the two halves' ratios, and the largest per-query difference (both the whole and
+the halves, against pytrec_eval) must be <= 1e-12. About 2 minutes at the default scale.
 
     PYTHONPATH=src .venv/bin/python bench/score_qrels.py [--runs 100] [--depth 1000]
 """
@@ -19,6 +31,8 @@ runs or more (no part of pytrec_eval's work) are left out (``compare=False``). P
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -54,7 +68,18 @@ def write_runs(qrels: Path, folder: Path, n_runs: int, depth: int, seed: int = 0
     return paths
 
 
-def with_pytrec_eval(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float]]:
+def pytrec_parse(runs: list[Path]) -> list[dict]:
+    import pytrec_eval
+
+    out = []
+    for path in runs:
+        with path.open() as fh:
+            out.append(pytrec_eval.parse_run(fh))
+    return out
+
+
+def pytrec_evaluate(qrels: Path, runs: list[Path], parsed: list[dict]
+                    ) -> dict[str, dict[str, float]]:
     import pytrec_eval
 
     with qrels.open() as fh:
@@ -62,20 +87,52 @@ def with_pytrec_eval(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float
     evaluator = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut_10"})
     scored = [q for q, docs in qrel.items() if any(g > 0 for g in docs.values())]
     out = {}
-    for path in runs:
-        with path.open() as fh:
-            run = pytrec_eval.parse_run(fh)
+    for path, run in zip(runs, parsed, strict=True):
         res = evaluator.evaluate(run)
         out[path.stem] = {q: res[q]["ndcg_cut_10"] if q in res else 0.0 for q in scored}
     return out
 
 
-def with_rcp_data(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float]]:
+def with_pytrec_eval(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float]]:
+    return pytrec_evaluate(qrels, runs, pytrec_parse(runs))
+
+
+def rcp_read(runs: list[Path]) -> dict:
+    from rcp_data.scoring.qrels_runs import read_run
+
+    return {path.stem: read_run(path, str(path)) for path in runs}
+
+
+def with_rcp_data(qrels, runs) -> dict[str, dict[str, float]]:
     from rcp_data.scoring.qrels_score import score_qrels
 
     res = score_qrels(qrels, runs, k=10, compare=False)
     return {run: dict(zip(res.queries, values["nDCG@10"].tolist(), strict=True))
             for run, values in res.per_query.items()}
+
+
+def bare_read(runs: list[Path]) -> int:
+    """The floor of any reader: the files' bytes, and one pass that finds every field."""
+    total = 0
+    for path in runs:
+        data = path.read_bytes()
+        total += len(data)
+    return total
+
+
+def bare_read_and_find(runs: list[Path]) -> int:
+    total = 0
+    for path in runs:
+        total += len(np.flatnonzero(np.frombuffer(path.read_bytes(), dtype=np.uint8) <= 32))
+    return total
+
+
+def timed(fn, *args):
+    """``fn(*args)``, its wall time and its CPU time (every thread of the process)."""
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def main() -> None:
@@ -87,22 +144,41 @@ def main() -> None:
     import pytrec_eval  # noqa: F401  (both sides' imports stay outside the timings)
 
     import rcp_data.scoring.qrels_score  # noqa: F401
+    from rcp_data.stages.inputs.qrels_files import read_qrels
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = write_runs(args.qrels, Path(tmp), args.runs, args.depth)
-        t0 = time.perf_counter()
-        base = with_pytrec_eval(args.qrels, runs)
-        t_base = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ours = with_rcp_data(args.qrels, runs)
-        t_ours = time.perf_counter() - t0
+        base, t_base, c_base = timed(with_pytrec_eval, args.qrels, runs)
+        ours, t_ours, c_ours = timed(with_rcp_data, args.qrels, runs)
+        parsed, t_parse, c_parse = timed(pytrec_parse, runs)
+        _, t_eval, c_eval = timed(pytrec_evaluate, args.qrels, runs, parsed)
+        del parsed
+        read, t_read, c_read = timed(rcp_read, runs)
+        frame = read_qrels(args.qrels)
+        computed, t_comp, c_comp = timed(with_rcp_data, frame, read)
+        _, t_bare, c_bare = timed(bare_read, runs)
+        _, t_find, c_find = timed(bare_read_and_find, runs)
     diff = max(abs(ours[r][q] - v) for r, by_q in base.items() for q, v in by_q.items())
-    same = all(set(ours[r]) == set(by_q) for r, by_q in base.items())
-    print(f"{args.runs} runs x {args.depth} documents per query, DL19 qrels")
-    print(f"pytrec_eval (parse + evaluate): {t_base:.3f} s")
-    print(f"rcp_data.score_qrels:           {t_ours:.3f} s")
-    print(f"ratio: {t_base / t_ours:.1f}x (target >= 20)")
+    diff = max([diff] + [abs(computed[r][q] - v) for r, by_q in base.items()
+                         for q, v in by_q.items()])
+    same = all(set(ours[r]) == set(by_q) == set(computed[r]) for r, by_q in base.items())
+    print(f"{args.runs} runs x {args.depth} documents per query, DL19 qrels; load "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; wall s / CPU s")
+    rows = [("pytrec_eval: parse_run + evaluate (files -> nDCG)", t_base, c_base),
+            ("rcp_data.score_qrels (files -> nDCG)", t_ours, c_ours),
+            ("pytrec_eval: parse_run only", t_parse, c_parse),
+            ("rcp_data: read_run only (split, checks)", t_read, c_read),
+            ("pytrec_eval: evaluate only (parsed runs)", t_eval, c_eval),
+            ("rcp_data: score_qrels only (read runs)", t_comp, c_comp),
+            ("floor: bare read of the files", t_bare, c_bare),
+            ("floor: bare read + one pass finding the fields", t_find, c_find)]
+    for name, t, c in rows:
+        print(f"  {name:50s} {t:8.3f} {c:8.3f}")
     print(f"same queries: {same}; largest per-query difference: {diff:.3g} (must be <= 1e-12)")
+    print(f"  reading only: {t_parse / t_read:.1f}x wall, {c_parse / c_read:.1f}x CPU; "
+          f"computing only: {t_eval / t_comp:.1f}x wall, {c_eval / c_comp:.1f}x CPU")
+    print(f"RATIO score --qrels vs pytrec_eval, files to per-query nDCG@10: "
+          f"{t_base / t_ours:.1f}x wall, {c_base / c_ours:.1f}x CPU (target >= 20x)")
 
 
 if __name__ == "__main__":

@@ -328,3 +328,81 @@ def test_public_api_exports_score_qrels():
 
     assert rcp_data.score_qrels is score_qrels
     assert "score_qrels" in rcp_data.__all__ and "QrelsScore" in rcp_data.__all__
+
+
+# -- the byte reader and the candidates' paths ---------------------------------------------------
+@pytest.mark.parametrize("tie_rule", ["doc-id", "group-mean"])
+def test_file_order_changes_no_score(trecdl_data, tmp_path, tie_rule):
+    """A run sorted as run files are (the sorted fast path), shuffled, and with its queries
+    interleaved and rows of a query without qrels: the same nDCG per query, and pytrec_eval's
+    under trec_eval's ties."""
+    qrels = read_qrels(trecdl_data / "qrels.dl19-passage.txt")
+    run = _generated_run(qrels, seed=11)
+    ranked = run.sort_values(["query-id", "score"], ascending=[True, False], kind="stable")
+    stranger = pd.DataFrame({"query-id": "no-such-query", "corpus-id": ["a", "b"],
+                             "score": [1.0, 0.5]})
+    orders = {"sorted": pd.concat([ranked, stranger]),
+              "shuffled": pd.concat([run, stranger]).sample(frac=1.0, random_state=2),
+              "interleaved": pd.concat([ranked.iloc[::2], stranger, ranked.iloc[1::2]])}
+    paths = {name: _write_run(tmp_path / f"{name}.trec", frame) for name, frame in orders.items()}
+    for judged_only in (False, True):
+        result = score_qrels(qrels, paths, k=[10, 20], tie_rule=tie_rule,
+                             judged_only=judged_only, compare=False)
+        assert result.ignored_rows == dict.fromkeys(paths, 2)
+        for m in result.measures:
+            base = result.per_query["sorted"][m]
+            for name in ("shuffled", "interleaved"):
+                assert np.abs(result.per_query[name][m] - base).max() < TOL, (name, m)
+        if tie_rule == "doc-id":
+            for k in (10, 20):
+                ours = _per_query(result, "sorted", measure_name(k, judged_only=judged_only))
+                ref = _pytrec(qrels, _judged(qrels, run) if judged_only else run, k)
+                assert max(abs(ours[q] - ref[q]) for q in ref) < TOL
+
+
+def test_a_document_ranked_twice_names_its_row(tmp_path):
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("q1 0 a 1\nq2 0 a 2\n", encoding="utf-8")
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 a 1 1.0 t\nq2 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 t\nq1 Q0 a 3 0.2 t\n",
+                   encoding="utf-8")
+    rc, out, err = _cli("--qrels", str(qrels), str(run))
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert str(run) in err and "row 4" in err and "field 'corpus-id'" in err
+    assert "'a' is ranked twice for query 'q1'" in err
+
+
+@pytest.mark.parametrize("tie_rule", ["doc-id", "group-mean", "pool-order"])
+def test_long_ties_at_the_cutoff(trecdl_data, tmp_path, tie_rule):
+    """Ties reaching past the cutoff, short (a few rows) and long (every row of a query tied):
+    a ranked file scores as its shuffled copy, and as pytrec_eval under trec_eval's ties."""
+    qrels = read_qrels(trecdl_data / "qrels.dl19-passage.txt")
+    run = _generated_run(qrels, seed=5, depth=120, unjudged=40)
+    flat = run["query-id"].isin(sorted(run["query-id"].unique())[::2])
+    run.loc[flat, "score"] = 0.0                          # every row of half the queries ties
+    ranked = run.sort_values(["query-id", "score"], ascending=[True, False], kind="stable")
+    assert ranked.groupby("query-id")["score"].apply(lambda s: (s == s.iloc[9]).sum()).max() > 32
+    paths = {"ranked": _write_run(tmp_path / "ranked.trec", ranked),
+             "shuffled": _write_run(tmp_path / "shuffled.trec",
+                                    ranked.sample(frac=1.0, random_state=4))}
+    result = score_qrels(qrels, paths, k=[10, 20], tie_rule=tie_rule, compare=False)
+    for m in result.measures:
+        a, b = result.per_query["ranked"][m], result.per_query["shuffled"][m]
+        if tie_rule != "pool-order":                     # pool order is the file's
+            assert np.abs(a - b).max() < TOL
+    if tie_rule == "doc-id":
+        ours = _per_query(result, "ranked", "nDCG@10")
+        ref = _pytrec(qrels, run, 10)
+        assert max(abs(ours[q] - ref[q]) for q in ref) < TOL
+    if tie_rule == "pool-order":                         # the file's order, by hand
+        first = ranked.groupby("query-id").head(10)
+        grade = dict(zip(zip(qrels["query-id"], qrels["corpus-id"], strict=True),
+                         qrels["grade"], strict=True))
+        disc = 1 / np.log2(np.arange(2, 12))
+        ideal = dict.fromkeys(result.queries)
+        for q, part in first.groupby("query-id"):
+            g = np.array([max(grade.get((q, d), 0), 0) for d in part["corpus-id"]], float)
+            best = np.sort(np.maximum(qrels.loc[qrels["query-id"] == q, "grade"], 0))[::-1][:10]
+            ideal[q] = (g @ disc[:len(g)]) / (best @ disc[:len(best)])
+        ours = _per_query(result, "ranked", "nDCG@10")
+        assert max(abs(ours[q] - ideal[q]) for q in ideal if ideal[q] is not None) < TOL

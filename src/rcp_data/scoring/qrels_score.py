@@ -13,6 +13,13 @@ nDCG@k (Eq. 1, discount ``1/log2(rank + 1)``) with the engine of :mod:`rcp_data.
 - queries: every qrels query with a positive grade; a query the run misses scores 0 (trec_eval
   ``-c``); run rows of other queries are ignored.
 
+How it is computed: each run is read by :func:`~rcp_data.scoring.qrels_runs.read_run` (a TREC
+file split on its bytes; runs in threads), then reduced to its candidates, the rows that can
+reach the top k of their query (score at least the k-th best, so the whole tie at the cutoff);
+only those are looked up in the qrels (a fingerprint of query and corpus-id, confirmed on the
+id's bytes) and ordered by corpus-id; one call of the engine scores every run's candidates, and
+each query's ideal DCG is computed once for all runs.
+
 Measures are named as ir-measures names them (``nDCG@10``, ``nDCG(dcg='exp-log2')@20``,
 ``nDCG(judged_only=True)@10``). Paired comparisons between the runs, per measure and pair: mean
 difference, two-sided paired t-test (``scipy.stats.ttest_rel``), a 95% percentile interval from
@@ -22,7 +29,9 @@ family of pairs (Holm or Bonferroni).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -36,8 +45,10 @@ from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED
-from rcp_data.scoring.metrics import byte_order_key, dcg_at_k, ideal_dcg
-from rcp_data.scoring.runs_in import check_run_name, read_ranking_table, run_names
+from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
+from rcp_data.scoring.qrels_runs import ReadRun, pair_keys, read_run
+from rcp_data.scoring.runs_in import check_run_name, run_names
+from rcp_data.stages.inputs.id_spans import IdSpans
 from rcp_data.stages.inputs.qrels_files import read_qrels
 
 GAINS = ("linear", "exp")
@@ -45,6 +56,8 @@ CORRECTIONS = ("holm", "bonferroni")
 FORMATS = ("table", "tsv", "csv", "json")
 DEFAULT_TIE_RULE = "doc-id"
 MEAN_ID = "all"
+MAX_THREADS = 4
+_TIE_STEPS = 32
 
 
 def measure_name(k: int, gain: str = "linear", judged_only: bool = False) -> str:
@@ -224,32 +237,37 @@ class QrelsScore:
 
 @dataclass(frozen=True)
 class _Judged:
-    """The qrels, indexed: query ids (sorted), grades grouped by query, and the sorted
-    ``query * n_docs + doc`` keys of the judged pairs for a vectorised look-up."""
+    """The qrels, indexed: query ids (sorted), grades grouped by query, and the judged pairs'
+    keys (a fingerprint of query and document, sorted) for a vectorised look-up."""
 
     query_ids: np.ndarray
     offsets: np.ndarray
     grades: np.ndarray
-    query_array: pa.Array            # query_ids as Arrow strings
-    docs: pa.Array                   # the judged documents' dictionary
+    position: Mapping[str, int]      # query id -> its index in query_ids
+    docs: IdSpans                    # each pair's document, grouped by query
+    doc_words: np.ndarray
+    pair_query: np.ndarray           # each pair's query index
     keys: np.ndarray                 # sorted pair keys
-    key_grades: np.ndarray           # the grade of each key
+    key_pair: np.ndarray             # the pair of each key
     ideals: dict = field(default_factory=dict, compare=False, repr=False)   # (gain, k) -> IDCG
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Judged:
-        frame = frame.sort_values("query-id", kind="stable").reset_index(drop=True)
-        qids, qpos, counts = np.unique(frame["query-id"].to_numpy(dtype=str),
-                                       return_inverse=True, return_counts=True)
-        offsets = np.concatenate([[0], np.cumsum(counts)])
-        grades = frame["grade"].to_numpy(dtype=np.int64)
-        enc = pc.dictionary_encode(pa.array(frame["corpus-id"].to_numpy(dtype=str),
-                                            type=pa.string()))
-        keys = qpos.astype(np.int64) * max(len(enc.dictionary), 1) + \
-            enc.indices.to_numpy().astype(np.int64)
-        order = np.argsort(keys, kind="stable")
-        return cls(qids, offsets, grades, pa.array(qids, type=pa.string()), enc.dictionary,
-                   keys[order], grades[order])
+        queries = pa.array(frame["query-id"], type=pa.string())
+        order = pc.sort_indices(queries).to_numpy()      # stable, byte-wise (code points)
+        enc = pc.dictionary_encode(queries.take(order))  # first appearance: sorted order
+        qpos = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        qids = np.array(enc.dictionary.to_pylist(), dtype=str)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(qpos, minlength=len(qids)))])
+        grades = frame["grade"].to_numpy(dtype=np.int64)[order]
+        docs = IdSpans.from_arrow(pa.array(frame["corpus-id"], type=pa.string()).take(order))
+        words = docs.words()
+        keys = pair_keys(docs.fingerprint(words), qpos)
+        by_key = np.argsort(keys, kind="stable")
+        if np.any(keys[by_key][1:] == keys[by_key][:-1]):    # two pairs, one fingerprint
+            raise InputError("qrels pairs collide in their 64-bit fingerprint; please report")
+        return cls(qids, offsets, grades, {q: i for i, q in enumerate(qids.tolist())}, docs,
+                   words, qpos, keys[by_key], by_key)
 
     def ideal(self, gain: str, k: int) -> np.ndarray:
         """Ideal DCG@k per query (computed once per gain and cutoff)."""
@@ -257,76 +275,130 @@ class _Judged:
             self.ideals[(gain, k)] = ideal_dcg(self.offsets, gain_of(self.grades, gain), k)
         return self.ideals[(gain, k)]
 
-
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary codes (int64) and the dictionary of a string column."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    enc = pc.dictionary_encode(arr)
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+    def grades_of(self, qpos: np.ndarray, docs: IdSpans, words: np.ndarray) -> np.ndarray:
+        """The grade of each (query index, document), -1 where the pair is not judged; the
+        fingerprint's match is confirmed on the words."""
+        if len(self.keys) == 0 or len(qpos) == 0:
+            return np.full(len(qpos), -1, dtype=np.int64)
+        key = pair_keys(docs.fingerprint(words), qpos)
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        pair = self.key_pair[at]
+        width = min(words.shape[1], self.doc_words.shape[1])
+        hit = (self.keys[at] == key) & (self.pair_query[pair] == qpos) & \
+            (self.docs.lengths[pair] == docs.lengths) & \
+            (self.doc_words[pair, :width] == words[:, :width]).all(axis=1)
+        return np.where(hit, self.grades[pair], -1)
 
 
 @dataclass(frozen=True)
-class _RunCodes:
-    """A run's query and document columns as dictionary codes (encoded once per run)."""
+class _Candidates:
+    """The rows of one run that can reach the top k of their query (score at least the k-th
+    best), grouped by query in rank order: query index, score, gain, byte rank of the
+    corpus-id (within the run)."""
 
-    q: np.ndarray
-    queries: pa.Array
-    d: np.ndarray
-    docs: pa.Array
-
-    @classmethod
-    def of(cls, run: pa.Table) -> _RunCodes:
-        q, queries = _codes(run.column("query-id"))
-        d, docs = _codes(run.column("corpus-id"))
-        return cls(q, queries, d, docs)
+    qpos: np.ndarray
+    scores: np.ndarray
+    gains: np.ndarray
+    doc_rank: np.ndarray
 
 
-def _check_run(codes: _RunCodes, source: str) -> None:
-    """A document ranked twice for a query is an InputError naming its first repeat's row."""
-    key = codes.q * max(len(codes.docs), 1) + codes.d
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    repeat = sk[1:] == sk[:-1]
-    if repeat.any():
-        i = int(order[1:][repeat].min())
-        raise InputError(f"document {codes.docs[int(codes.d[i])].as_py()!r} is ranked twice "
-                         f"for query {codes.queries[int(codes.q[i])].as_py()!r}", path=source,
-                         row=i + 1, field="corpus-id")
+def _candidates(judged: _Judged, run: ReadRun, k: int, gain: str, judged_only: bool
+                ) -> tuple[_Candidates, int]:
+    """The candidates of one run for cutoffs up to ``k``, and the number of its rows of
+    queries without qrels."""
+    block_qpos = np.array([judged.position.get(q, -1) for q in run.block_query],
+                          dtype=np.int64)
+    size = run.block_size
+    known_blocks = block_qpos >= 0
+    ignored = int(size[~known_blocks].sum())
+    fast = None if judged_only or not known_blocks.all() else _sorted_top(run, block_qpos, k)
+    if fast is not None:
+        rows, q = fast
+        s = run.scores[rows]
+        docs = run.docs.take(rows)
+        words = docs.words()
+        grades = judged.grades_of(q, docs, words)
+        return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain),
+                           docs.byte_rank(words)), ignored
+    # rows of known queries, by block (file order)
+    rows = np.flatnonzero(np.repeat(known_blocks, size))
+    q = np.repeat(block_qpos[known_blocks], size[known_blocks])
+    grades = None
+    if judged_only:
+        docs = run.docs.take(rows)
+        grades = judged.grades_of(q, docs, docs.words())
+        judged_rows = grades >= 0
+        rows, q, grades = rows[judged_rows], q[judged_rows], grades[judged_rows]
+    s = run.scores[rows]
+    block = np.ones(len(rows), dtype=bool)
+    block[1:] = q[1:] != q[:-1]
+    heads = q[block]
+    ordered = not np.any(~block[1:] & (s[1:] > s[:-1])) and len(np.unique(heads)) == len(heads)
+    if not ordered:                     # blocks by query, score descending, file order in ties
+        order = np.lexsort((-s, q))
+        rows, q, s = rows[order], q[order], s[order]
+        grades = None if grades is None else grades[order]
+        block[:] = True
+        block[1:] = q[1:] != q[:-1]
+    first = np.flatnonzero(block)
+    size = np.diff(np.append(first, len(rows)))
+    kth = s[first + np.minimum(size, k) - 1] if len(first) else s[:0]
+    take = s >= np.repeat(kth, size)
+    rows, q, s = rows[take], q[take], s[take]
+    docs = run.docs.take(rows)
+    words = docs.words()
+    grades = judged.grades_of(q, docs, words) if grades is None else grades[take]
+    return _Candidates(q, s, gain_of(np.maximum(grades, 0), gain), docs.byte_rank(words)), \
+        ignored
 
 
-def _ndcg_run(judged: _Judged, run: pa.Table, codes: _RunCodes, ks: Sequence[int], gain: str,
-              judged_only: bool, tie_rule: str) -> tuple[dict[int, np.ndarray], int]:
-    """nDCG@k per qrels query for each k (queries the run misses: 0), and the number of run
-    rows of queries without qrels."""
-    qpos = pc.index_in(codes.queries, value_set=judged.query_array)
-    qpos = qpos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)[codes.q]
-    known = qpos >= 0
-    ignored = int((~known).sum())
-    didx, docs = codes.d, codes.docs
-    in_qrels = pc.index_in(docs, value_set=judged.docs).fill_null(-1).to_numpy(
-        zero_copy_only=False).astype(np.int64)[didx]
-    key = qpos * max(len(judged.docs), 1) + in_qrels
-    pos = np.minimum(np.searchsorted(judged.keys, key), max(len(judged.keys) - 1, 0))
-    hit = known & (in_qrels >= 0) & (judged.keys[pos] == key) if len(judged.keys) else \
-        np.zeros(len(key), dtype=bool)
-    keep = known & hit if judged_only else known
-    rows = np.flatnonzero(keep)
-    if np.any(np.diff(qpos[rows]) < 0):                    # a run file is usually grouped
-        rows = rows[np.argsort(qpos[rows], kind="stable")]  # within a query: the file's order
-    q = qpos[rows]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(judged.query_ids)))])
-    grades = np.where(hit[rows], judged.key_grades[pos[rows]], 0)
-    gains = gain_of(grades, gain)
-    key_rank = byte_order_key(pa.DictionaryArray.from_arrays(
-        pa.array(didx[rows], type=pa.int64()), docs)) if tie_rule == "doc-id" else None
-    scores = run.column("score").to_numpy().astype(np.float64)[rows]
-    out = {}
+def _sorted_top(run: ReadRun, block_qpos: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The candidate rows and their query index of a ranked run (:attr:`ReadRun.ranked`):
+    each block's first k rows and the rows after them that tie with the k-th; else None."""
+    first, s = run.block_start, run.scores
+    if not run.ranked or len(first) == 0:
+        return None
+    size = run.block_size
+    end = first + size
+    stop = first + np.minimum(size, k)
+    kth = s[stop - 1]
+    for _ in range(_TIE_STEPS):                          # the tie at the cutoff, a row a step
+        more = (stop < end) & (s[np.minimum(stop, len(s) - 1)] == kth)
+        if not more.any():
+            break
+        stop = stop + more
+    else:                                                # a long tie: compare every row
+        rows = np.flatnonzero(s >= np.repeat(kth, size))
+        return rows, block_qpos[np.searchsorted(first, rows, side="right") - 1]
+    counts = stop - first
+    starts = np.repeat(first - (np.cumsum(counts) - counts), counts)
+    return starts + np.arange(int(counts.sum())), np.repeat(block_qpos, counts)
+
+
+def _ndcg_runs(judged: _Judged, candidates: Sequence[_Candidates], ks: Sequence[int],
+               gain: str, tie_rule: str) -> list[dict[int, np.ndarray]]:
+    """nDCG@k per qrels query of every run (queries a run misses: 0), with one call of the
+    engine for all runs: each (run, query) is one group of candidates."""
+    n_q = len(judged.query_ids)
+    group = np.concatenate([r * n_q + c.qpos for r, c in enumerate(candidates)]) \
+        if candidates else np.zeros(0, dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=len(candidates)
+                                                         * n_q))])
+    scores = np.concatenate([c.scores for c in candidates])[order]
+    gains = np.concatenate([c.gains for c in candidates])[order]
+    key = np.concatenate([c.doc_rank for c in candidates])[order] if tie_rule == "doc-id" \
+        else None
+    out: list[dict[int, np.ndarray]] = [{} for _ in candidates]
     for k in ks:
         dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=(tie_rule,),
-                       doc_key=key_rank)[tie_rule]
+                       doc_key=key)[tie_rule].reshape(len(candidates), n_q)
         ideal = judged.ideal(gain, k)
-        out[k] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
-    return out, ignored
+        ndcg = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), 0.0)
+        for r in range(len(candidates)):
+            out[r][k] = ndcg[r]
+    return out
 
 
 def score_qrels(qrels: str | Path | pd.DataFrame,
@@ -336,8 +408,9 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 tie_rule: str = DEFAULT_TIE_RULE, correction: str | None = None,
                 resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True
                 ) -> QrelsScore:
-    """Score runs (TREC run files, parquet tables, mteb prediction folders, or frames with
-    ``query-id, corpus-id, score``) on graded ``qrels`` (a file :func:`read_qrels` reads, or a
+    """Score runs (TREC run files, parquet tables, mteb prediction folders, frames with
+    ``query-id, corpus-id, score``, or runs :func:`~rcp_data.scoring.qrels_runs.read_run` read)
+    on graded ``qrels`` (a file :func:`read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
     or more, every pair is compared on every measure (``compare=False``: none). Returns a :class:`QrelsScore`; raises
     :class:`~rcp_data.core.errors.InputError` for a malformed file and
@@ -361,15 +434,26 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     measures = {x: measure_name(x, gain, judged_only) for x in ks}
     ideal_any = judged.ideal(gain, max(ks)) > 0
     keep = ideal_any.nonzero()[0]
-    per_query: dict[str, dict[str, np.ndarray]] = {}
     ignored: dict[str, int] = {}
-    for name, run in named.items():
-        src = "<frame>" if isinstance(run, pd.DataFrame) else str(run)
-        table = _run_table(run)
-        codes = _RunCodes.of(table)
-        _check_run(codes, src)
-        values, ignored[name] = _ndcg_run(judged, table, codes, ks, gain, judged_only, tie_rule)
-        per_query[name] = {measures[x]: values[x][keep] for x in ks}
+    sources = {name: run if isinstance(run, str) else str(run) if isinstance(run, Path)
+               else "<frame>" for name, run in named.items()}
+
+    def one(name: str) -> tuple[_Candidates, int]:
+        run = named[name]
+        read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
+        return _candidates(judged, read, max(ks), gain, judged_only)
+
+    workers = _threads(sum(not isinstance(run, ReadRun) for run in named.values()))
+    if workers == 1:
+        done = [one(name) for name in named]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, named))
+    for name, (_, rows) in zip(named, done, strict=True):
+        ignored[name] = rows
+    values = _ndcg_runs(judged, [c for c, _ in done], ks, gain, tie_rule)
+    per_query = {name: {measures[x]: v[x][keep] for x in ks}
+                 for name, v in zip(named, values, strict=True)}
     queries = tuple(judged.query_ids[keep].tolist())
     comparisons = _compare(per_query, list(measures.values()), correction, resamples,
                            seed) if compare else ()
@@ -379,11 +463,10 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
 
 
-def _run_table(run: str | Path | pd.DataFrame) -> pa.Table:
-    if not isinstance(run, pd.DataFrame):
-        return read_ranking_table(run, split="")
-    frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
-    return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
+def _threads(runs: int) -> int:
+    """Runs to read are read and reduced to candidates in threads (NumPy and Arrow release the
+    GIL); runs already read, in this one."""
+    return max(1, min(runs, os.cpu_count() or 1, MAX_THREADS))
 
 
 def _named_runs(runs, names) -> dict:

@@ -1,0 +1,133 @@
+"""A canonical TREC run file split on its bytes, with no Python object per line.
+
+Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank score tag``
+joined by single spaces, no other whitespace or control byte, no blank line (a leading
+byte-order mark is dropped, a missing final newline allowed), ranks integers and scores numbers
+that Arrow parses. :func:`split_trec_run` returns None for any other file, and
+:func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names its bad line, so
+the fast path accepts nothing the line reader would refuse and scores exactly what it reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from rcp_data.core.io import BOM
+from rcp_data.stages.inputs.id_spans import PAD, IdSpans
+
+FIELDS = 6
+_SPACE, _NEWLINE = 32, 10
+_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
+_ZEROS = np.uint64(0x3030303030303030)
+_SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
+_HIGH = np.uint64(0x8080808080808080)
+_LOW = np.array([(1 << (8 * r)) - 1 for r in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr(c).isspace())
+                         + "]")
+
+
+@dataclass(frozen=True)
+class TrecRunSpans:
+    """The query and document ids of a run as spans of the file's bytes; scores float64, in
+    file order (row ``i`` is line ``i + 1``)."""
+
+    queries: IdSpans
+    docs: IdSpans
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
+def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
+    """:func:`split_trec_run` of a file, read into a buffer with room for the padding (no
+    copy of its bytes)."""
+    with Path(path).open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        raw = bytearray(size + PAD)
+        got = fh.readinto(memoryview(raw)[:size])
+    if got != size or raw.startswith(BOM) or not size or raw[size - 1] != _NEWLINE:
+        return split_trec_run(bytes(raw[:got]))        # rare: copy, then mend
+    return _split(raw, size)
+
+
+def split_trec_run(data: bytes) -> TrecRunSpans | None:
+    """The run in ``data`` (a TREC run file's bytes), or None when it is not canonical."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    return _split(bytearray(data + bytes(PAD)), len(data))
+
+
+def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
+    """The run in ``raw[:size]`` (``raw`` ends in :data:`PAD` spare bytes, set to zero here;
+    ``raw[size - 1]`` is a newline)."""
+    raw[size:] = bytes(len(raw) - size)
+    if size == 0 or raw[0] == _NEWLINE:
+        return None
+    data = memoryview(raw)[:size]
+    if not raw.isascii():
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if _WIDE_SPACE.search(text):                     # str.split() would split there
+            return None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    body = buf[:size]
+    seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
+    if len(seps) % FIELDS or seps[0] == 0:
+        return None
+    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
+        return None
+    if (np.diff(seps) == 1).any():                       # an empty field or a blank line
+        return None
+    ends = seps.reshape(-1, FIELDS)
+    lines = len(ends)
+    starts = np.empty(lines, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1, -1] + 1
+    spans = {c: (starts if c == 0 else ends[:, c - 1] + 1, ends[:, c]) for c in (0, 2, 3, 4)}
+    try:
+        if not _all_digits(buf, *spans[3]):
+            _column(data, *spans[3]).cast(pa.int64())    # ranks: checked only, as the line
+        scores = _column(data, *spans[4]).cast(pa.float64())   # reader does
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return TrecRunSpans(IdSpans(buf, *spans[0]), IdSpans(buf, *spans[2]),
+                        scores.to_numpy(zero_copy_only=False))
+
+
+def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether every field ``buf[start:end]`` is 1 to 8 ASCII digits (one word each)."""
+    spans = IdSpans(buf, starts, ends)
+    if len(spans) == 0 or int(spans.lengths.max()) > 8:
+        return False
+    word = spans.words(1)[:, 0]
+    filled = word | (_ZEROS & ~_LOW[spans.lengths])     # '0' past the end
+    low = filled - _ZEROS                               # each byte 0..9 when a digit
+    return not ((filled | low | (low + _SIXES)) & _HIGH).any()
+
+
+def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """One field of every line as an Arrow string array: the fields and the gaps between them
+    make one array over the file's bytes (no copy), and every other value is taken."""
+    n = len(starts)
+    big = len(data) >= 2**31 - 1
+    offsets = np.empty(2 * n + 1, dtype=np.int64 if big else np.int32)
+    offsets[0:-1:2] = starts
+    offsets[1::2] = ends
+    offsets[-1] = len(data)
+    both = pa.Array.from_buffers(pa.large_string() if big else pa.string(), 2 * n,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return both.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
+
+
+__all__ = ["FIELDS", "TrecRunSpans", "read_trec_run_spans", "split_trec_run"]
