@@ -81,15 +81,42 @@ def _candidates(sub: SubsetRuns) -> pd.DataFrame:
                          "q": qidx, "i": np.arange(len(qidx))})
 
 
+class _PairCodes:
+    """One int64 key per ``(query-id, corpus-id)`` of a subset (``q * 2^32 + document code``;
+    negative for a query outside the subset), so joins compare integers, not strings."""
+
+    def __init__(self, qpos: pd.Series) -> None:
+        self._qpos = pd.Index(qpos.index)
+        self._q = qpos.to_numpy(np.int64)
+        self._docs = pd.Index([], dtype=object)
+
+    def key(self, frame: pd.DataFrame) -> np.ndarray:
+        docs = frame["corpus-id"].to_numpy(dtype=object)
+        d = self._docs.get_indexer(docs)
+        if (d < 0).any():
+            self._docs = self._docs.append(pd.Index(pd.unique(docs[d < 0])))
+            d = self._docs.get_indexer(docs)
+        if "q" in frame:
+            q = frame["q"].to_numpy(np.int64)
+        else:
+            at = self._qpos.get_indexer(frame["query-id"].to_numpy(dtype=object))
+            q = np.where(at >= 0, self._q[at], -1)
+        return q * (1 << 32) + d
+
+    def keyed(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(key=self.key(frame))
+
+
 def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: set,
-           n_q: int, k: int, gain: str, positive: int) -> _Aligned:
+           n_q: int, k: int, gain: str, positive: int, codes: _PairCodes) -> _Aligned:
+    """A label set on a subset's candidates (``cand`` keyed by ``codes``)."""
     rows = frame[frame["query-id"].isin(qpos.index)]
     if excluded:
         keys = list(zip(rows["query-id"], rows["corpus-id"], strict=True))
         rows = rows[[key not in excluded for key in keys]]
     rows = rows.assign(q=qpos.reindex(rows["query-id"]).to_numpy().astype(np.int64))
-    merged = cand.merge(rows[["query-id", "corpus-id", "grade"]], how="left",
-                        on=["query-id", "corpus-id"])
+    rows = codes.keyed(rows)
+    merged = cand[["key", "i"]].merge(rows[["key", "grade"]], how="left", on="key")
     gains = np.zeros(len(cand))
     hit = merged["grade"].notna().to_numpy()
     gains[merged["i"].to_numpy()[hit]] = gain_of(merged["grade"].to_numpy()[hit], gain)
@@ -141,14 +168,12 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
     pooled Spearman with ceiling and floor (its interval only with ``spearman_interval``: a
     correlation, not a rate, and the one costly resampling)."""
     out = {}
-    keys = ["query-id", "corpus-id"]
-    pool_all = cand.merge(graded[[*keys, "grade"]], how="left", on=keys)
-    rest = graded[~pd.MultiIndex.from_frame(graded[keys]).isin(
-        pd.MultiIndex.from_frame(cand[keys]))]                  # graded outside the pool
-    for name, sc in scores.items():
-        pool = pool_all.merge(sc, on=keys)
+    pool_all = cand[["key", "q"]].merge(graded[["key", "grade"]], how="left", on="key")
+    rest = graded.loc[~graded["key"].isin(cand["key"]).to_numpy(), ["key", "grade", "q"]]
+    for name, sc in scores.items():                   # rest: graded outside the pool
+        pool = pool_all.merge(sc[["key", "value"]], on="key")
         g = pd.concat([pool[pool["grade"].notna()],
-                       rest.merge(sc, on=keys)], ignore_index=True)
+                       rest.merge(sc[["key", "value"]], on="key")], ignore_index=True)
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(),
                                g["q"].to_numpy(int), n_q)
         grade = pool["grade"].fillna(0).to_numpy()
@@ -296,15 +321,30 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
             sets: list[LabelSet], extras: list[LabelSet], reference: str, *, k: int, rule: str,
             gain: str, thr: int, p: float, seed: int, resamples: int, draws: int
             ) -> tuple[dict, dict]:
-    n_q = sub.n_queries
-    qpos = pd.Series(np.arange(n_q), index=pd.Index(sub.query_ids.astype(str)))
     excluded: set = set()
     if rel.has(s, "excluded"):
         ex = rel.table(s, "excluded")
         excluded = {(q, d) for q, ds in zip(ex["query-id"], ex["excluded-corpus-ids"],
                                             strict=True) for d in (ds if ds is not None else ())}
-    aligned = {ls.name: _align(ls.frame, cand, qpos, excluded, n_q, k, gain,
-                               rel.spec.grade_positive) for ls in sets}
+    return subset_stats(sub, cand, _scores(rel, s, rq), sets, extras, reference,
+                        excluded=excluded, positive=rel.spec.grade_positive, k=k, rule=rule,
+                        gain=gain, thr=thr, p=p, seed=seed, resamples=resamples, draws=draws)
+
+
+def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataFrame],
+                 sets: list[LabelSet], extras: list[LabelSet], reference: str, *,
+                 excluded: set, positive: int, k: int, rule: str, gain: str, thr: int,
+                 p: float, seed: int, resamples: int, draws: int) -> tuple[dict, dict]:
+    """One subset's analysis from its runs, candidates (:func:`_candidates`), scores
+    (``{name: query-id, corpus-id, value}``) and label sets; the JSON part and what
+    :func:`_pooled` needs."""
+    n_q = sub.n_queries
+    qpos = pd.Series(np.arange(n_q), index=pd.Index(sub.query_ids.astype(str)))
+    codes = _PairCodes(qpos)
+    cand = codes.keyed(cand)
+    aligned = {ls.name: _align(ls.frame, cand, qpos, excluded, n_q, k, gain, positive, codes)
+               for ls in sets}
+    scores = {name: codes.keyed(sc) for name, sc in scores.items()}
     weights = query_weights(n_q, resamples=resamples, seed=seed)
     gains = np.vstack([sub.gains[0]] + [a.gains for a in aligned.values()])
     ideal = np.vstack([ideal_dcg(sub.ideal_offsets, sub.ideal_gains[0], k)]
@@ -317,16 +357,14 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
         v[~a.has_positive] = np.nan
         if rk.kept(v).sum() >= 2:                      # a label set of this subset's queries
             values[name] = v
-    scores = _scores(rel, s, rq)
     label_layer = {name: _label_layer(a.graded, scores, cand, n_q, weights, thr, seed)
                    for name, a in aligned.items() if len(a.graded)}
-    ref_rows = aligned[reference].graded[["query-id", "corpus-id", "grade", "q"]]
+    ref_rows = aligned[reference].graded[["key", "grade"]]
     vs_ref = {}
     for name, a in aligned.items():
         if name == reference or not len(a.graded):
             continue
-        both = a.graded.merge(ref_rows, on=["query-id", "corpus-id", "q"],
-                              suffixes=("", "_ref"))
+        both = a.graded[["key", "grade", "q"]].merge(ref_rows, on="key", suffixes=("", "_ref"))
         c = lab.concordance(both["grade"].to_numpy(), both["grade_ref"].to_numpy(),
                             both["q"].to_numpy(), n_q)
         vs_ref[name] = {"documents": len(both), "pairs": int(c.pairs.sum()),
@@ -355,7 +393,8 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
     modes = rk.failure_modes(ref_values)
     conc = None
     if "rcp_theta" in scores:
-        g = aligned[reference].graded.merge(scores["rcp_theta"], on=["query-id", "corpus-id"])
+        g = aligned[reference].graded[["key", "grade", "q"]].merge(
+            scores["rcp_theta"][["key", "value"]], on="key")
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
                                n_q)
     sens = rk.separation(ref_values).separated if reference in values else np.array([np.nan])

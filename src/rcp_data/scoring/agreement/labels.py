@@ -116,15 +116,20 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
     n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
     s_pos, q_pos = score[positive], query[positive]
     neg = ~positive
-    order = np.lexsort((score[neg], query[neg]))
+    order = np.argsort(score[neg], kind="stable")
     s_neg, q_neg = score[neg][order], query[neg][order]
-    bounds = np.searchsorted(q_neg, np.arange(n_q + 1))
-    wins = np.zeros((n_q, n_q))
-    for q2 in np.flatnonzero(np.diff(bounds)):
-        part = s_neg[bounds[q2]:bounds[q2 + 1]]
-        left = np.searchsorted(part, s_pos, "left")
-        right = np.searchsorted(part, s_pos, "right")
-        wins[:, q2] = np.bincount(q_pos, left + 0.5 * (right - left), minlength=n_q)
+    # negatives below (left) and at most (right) each positive's score, all queries together
+    left = np.searchsorted(s_neg, s_pos, "left")
+    right = np.searchsorted(s_neg, s_pos, "right")
+    cuts, where = np.unique(np.concatenate([left, right]), return_inverse=True)
+    # below[c, q2]: negatives of q2 among the first cuts[c] (integer counts, so exact)
+    block = np.searchsorted(cuts, np.arange(len(s_neg)), "right")
+    below = np.bincount(block * n_q + q_neg, minlength=(len(cuts) + 1) * n_q)
+    below = np.cumsum(below.reshape(-1, n_q), axis=0)[:-1].astype(np.float64)
+    # hits[q1, c]: positives of q1 counting cuts[c], once for left and once for right
+    hits = np.bincount(np.concatenate([q_pos, q_pos]) * len(cuts) + where.reshape(-1),
+                       minlength=n_q * len(cuts)).reshape(n_q, -1).astype(np.float64)
+    wins = (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
     return PooledAuc(wins, np.bincount(q_pos, minlength=n_q).astype(float),
                      np.bincount(query[neg], minlength=n_q).astype(float))
 
