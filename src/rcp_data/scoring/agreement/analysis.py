@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import TIE_RULES
@@ -85,26 +87,43 @@ class _PairCodes:
     """One int64 key per ``(query-id, corpus-id)`` of a subset (``q * 2^32 + document code``;
     negative for a query outside the subset), so joins compare integers, not strings."""
 
-    def __init__(self, qpos: pd.Series) -> None:
-        self._qpos = pd.Index(qpos.index)
-        self._q = qpos.to_numpy(np.int64)
-        self._docs = pd.Index([], dtype=object)
+    def __init__(self, query_ids: np.ndarray) -> None:
+        self._queries = pa.array(np.asarray(query_ids, dtype=object), type=pa.string())
+        self._docs = pa.array([], type=pa.string())
 
     def key(self, frame: pd.DataFrame) -> np.ndarray:
-        docs = frame["corpus-id"].to_numpy(dtype=object)
-        d = self._docs.get_indexer(docs)
-        if (d < 0).any():
-            self._docs = self._docs.append(pd.Index(pd.unique(docs[d < 0])))
-            d = self._docs.get_indexer(docs)
+        docs = pa.array(frame["corpus-id"], type=pa.string())
+        d = pc.index_in(docs, value_set=self._docs)
+        if d.null_count:
+            new = pc.unique(docs.filter(pc.is_null(d)))
+            self._docs = pa.concat_arrays([self._docs, new])
+            d = pc.index_in(docs, value_set=self._docs)
+        d = d.to_numpy(zero_copy_only=False).astype(np.int64)
         if "q" in frame:
             q = frame["q"].to_numpy(np.int64)
         else:
-            at = self._qpos.get_indexer(frame["query-id"].to_numpy(dtype=object))
-            q = np.where(at >= 0, self._q[at], -1)
+            q = pc.index_in(pa.array(frame["query-id"], type=pa.string()),
+                            value_set=self._queries).fill_null(-1).to_numpy().astype(np.int64)
         return q * (1 << 32) + d
 
     def keyed(self, frame: pd.DataFrame) -> pd.DataFrame:
         return frame.assign(key=self.key(frame))
+
+
+def _join(left: np.ndarray, right: np.ndarray, how: str = "inner"
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs ``(l, r)`` joining int keys in ``pd.merge``'s order (left's order; ``how="left"``
+    keeps unmatched left rows with ``r = -1``)."""
+    index = pd.Index(right)
+    if index.is_unique:
+        r = index.get_indexer(left)
+        if how == "left":
+            return np.arange(len(left)), r
+        hit = np.flatnonzero(r >= 0)
+        return hit, r[hit]
+    m = pd.DataFrame({"key": left, "l": np.arange(len(left))}).merge(
+        pd.DataFrame({"key": right, "r": np.arange(len(right))}), how=how, on="key")
+    return m["l"].to_numpy(np.int64), m["r"].fillna(-1).to_numpy(np.int64)
 
 
 def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: set,
@@ -116,10 +135,11 @@ def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: s
         rows = rows[[key not in excluded for key in keys]]
     rows = rows.assign(q=qpos.reindex(rows["query-id"]).to_numpy().astype(np.int64))
     rows = codes.keyed(rows)
-    merged = cand[["key", "i"]].merge(rows[["key", "grade"]], how="left", on="key")
+    li, ri = _join(cand["key"].to_numpy(), rows["key"].to_numpy(), "left")
+    grade = np.where(ri >= 0, rows["grade"].to_numpy(np.float64)[ri], np.nan)
     gains = np.zeros(len(cand))
-    hit = merged["grade"].notna().to_numpy()
-    gains[merged["i"].to_numpy()[hit]] = gain_of(merged["grade"].to_numpy()[hit], gain)
+    hit = ~np.isnan(grade)
+    gains[cand["i"].to_numpy()[li[hit]]] = gain_of(grade[hit], gain)
     order = np.argsort(rows["q"].to_numpy(), kind="stable")
     counts = np.bincount(rows["q"].to_numpy(), minlength=n_q)
     offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -168,12 +188,22 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
     pooled Spearman with ceiling and floor (its interval only with ``spearman_interval``: a
     correlation, not a rate, and the one costly resampling)."""
     out = {}
-    pool_all = cand[["key", "q"]].merge(graded[["key", "grade"]], how="left", on="key")
-    rest = graded.loc[~graded["key"].isin(cand["key"]).to_numpy(), ["key", "grade", "q"]]
-    for name, sc in scores.items():                   # rest: graded outside the pool
-        pool = pool_all.merge(sc[["key", "value"]], on="key")
-        g = pd.concat([pool[pool["grade"].notna()],
-                       rest.merge(sc[["key", "value"]], on="key")], ignore_index=True)
+    g_key, g_grade, g_q = (graded[c].to_numpy() for c in ("key", "grade", "q"))
+    li, ri = _join(cand["key"].to_numpy(), g_key, "left")
+    pool_key, pool_q = cand["key"].to_numpy()[li], cand["q"].to_numpy(np.int64)[li]
+    pool_grade = np.where(ri >= 0, g_grade.astype(np.float64)[ri], np.nan)
+    rest = ~np.isin(g_key, cand["key"].to_numpy())              # graded outside the pool
+    rest_key, rest_grade, rest_q = g_key[rest], g_grade[rest], g_q[rest]
+    for name, sc in scores.items():
+        sc_key, sc_value = sc["key"].to_numpy(), sc["value"].to_numpy(np.float64)
+        pl, pr = _join(pool_key, sc_key)
+        rl, rr = _join(rest_key, sc_key)
+        graded_pool = ~np.isnan(pool_grade[pl])
+        g = pd.DataFrame({"value": np.concatenate([sc_value[pr][graded_pool], sc_value[rr]]),
+                          "grade": np.concatenate([pool_grade[pl][graded_pool],
+                                                   rest_grade[rl]]).astype(np.float64),
+                          "q": np.concatenate([pool_q[pl][graded_pool], rest_q[rl]])})
+        pool = pd.DataFrame({"value": sc_value[pr], "grade": pool_grade[pl], "q": pool_q[pl]})
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(),
                                g["q"].to_numpy(int), n_q)
         grade = pool["grade"].fillna(0).to_numpy()
@@ -301,8 +331,9 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
         raise UsageError(f"unknown reference label set {reference!r}; choose one of "
                          f"{', '.join(names)}")
     subsets, pooled_parts = {}, []
+    split = _by_subset(sets, data.subsets)
     for si, (s, sub) in enumerate(data.subsets.items()):
-        subsets[s], part = _subset(rel, s, sub, cands[s], qrels[s], sets, extras, reference,
+        subsets[s], part = _subset(rel, s, sub, cands[s], qrels[s], split[s], extras, reference,
                                    k=k, rule=rule, gain=gain, thr=thr, p=rbo_p,
                                    seed=seed + si, resamples=resamples, draws=draws)
         pooled_parts.append(part)
@@ -315,6 +346,30 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
                                                  "rbo_package": rk.RBO_VARIANTS[1],
                                                  "average_overlap": "rbo package .rbo(p=1.0)"}}}
     return AgreeResult(settings, subsets, _pooled(pooled_parts, resamples, seed))
+
+
+def _by_subset(sets: list[LabelSet], subsets: Mapping[str, SubsetRuns]
+               ) -> dict[str, list[LabelSet]]:
+    """Each label set cut into the rows of each subset's queries, in the set's row order (the
+    rows :func:`_align` keeps), reading each set once; every whole set for every subset when
+    two subsets share a query id."""
+    names = list(subsets)
+    qids = [np.asarray(subsets[s].query_ids, dtype=object) for s in names]
+    every = pa.array(np.concatenate(qids) if qids else [], type=pa.string())
+    if not names or pc.count_distinct(every).as_py() != len(every):
+        return {s: sets for s in names}
+    owner = np.repeat(np.arange(len(names)), [len(q) for q in qids])
+    out: dict[str, list[LabelSet]] = {s: [] for s in names}
+    for ls in sets:
+        at = pc.index_in(pa.array(ls.frame["query-id"], type=pa.string()), value_set=every)
+        who = np.where(at.is_valid().to_numpy(zero_copy_only=False),
+                       owner[at.fill_null(0).to_numpy()], -1)
+        order = np.argsort(who, kind="stable")
+        bounds = np.searchsorted(who[order], np.arange(len(names) + 1))
+        for i, s in enumerate(names):
+            rows = np.sort(order[bounds[i]:bounds[i + 1]])
+            out[s].append(LabelSet(ls.name, ls.source, ls.frame.iloc[rows]))
+    return out
 
 
 def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.DataFrame,
@@ -340,7 +395,7 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
     :func:`_pooled` needs."""
     n_q = sub.n_queries
     qpos = pd.Series(np.arange(n_q), index=pd.Index(sub.query_ids.astype(str)))
-    codes = _PairCodes(qpos)
+    codes = _PairCodes(sub.query_ids)
     cand = codes.keyed(cand)
     aligned = {ls.name: _align(ls.frame, cand, qpos, excluded, n_q, k, gain, positive, codes)
                for ls in sets}
@@ -359,12 +414,15 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
             values[name] = v
     label_layer = {name: _label_layer(a.graded, scores, cand, n_q, weights, thr, seed)
                    for name, a in aligned.items() if len(a.graded)}
-    ref_rows = aligned[reference].graded[["key", "grade"]]
+    ref_key = aligned[reference].graded["key"].to_numpy()
+    ref_grade = aligned[reference].graded["grade"].to_numpy(np.float64)
     vs_ref = {}
     for name, a in aligned.items():
         if name == reference or not len(a.graded):
             continue
-        both = a.graded[["key", "grade", "q"]].merge(ref_rows, on="key", suffixes=("", "_ref"))
+        li, ri = _join(a.graded["key"].to_numpy(), ref_key)
+        both = pd.DataFrame({"grade": a.graded["grade"].to_numpy(np.float64)[li],
+                             "grade_ref": ref_grade[ri], "q": a.graded["q"].to_numpy()[li]})
         c = lab.concordance(both["grade"].to_numpy(), both["grade_ref"].to_numpy(),
                             both["q"].to_numpy(), n_q)
         vs_ref[name] = {"documents": len(both), "pairs": int(c.pairs.sum()),
@@ -393,8 +451,11 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
     modes = rk.failure_modes(ref_values)
     conc = None
     if "rcp_theta" in scores:
-        g = aligned[reference].graded[["key", "grade", "q"]].merge(
-            scores["rcp_theta"][["key", "value"]], on="key")
+        ref = aligned[reference].graded
+        li, ri = _join(ref["key"].to_numpy(), scores["rcp_theta"]["key"].to_numpy())
+        g = pd.DataFrame({"value": scores["rcp_theta"]["value"].to_numpy(np.float64)[ri],
+                          "grade": ref["grade"].to_numpy(np.float64)[li],
+                          "q": ref["q"].to_numpy()[li]})
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
                                n_q)
     sens = rk.separation(ref_values).separated if reference in values else np.array([np.nan])
