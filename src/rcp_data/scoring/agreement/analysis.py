@@ -211,10 +211,13 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
         auc = lab.pooled_auc(pool["value"].to_numpy(), grade >= threshold, q_pool, n_q)
         above = {}
         value = pool["value"].to_numpy()
+        ranks, n_ranks = lab._codes(value)            # one ranking of the pool for each level
         for level in sorted(set(grade[grade > 0])):
             sel = (grade == level) | (grade <= 0)
-            c = lab.ordered_pairs(value[sel], (grade[sel] == level).astype(int), q_pool[sel],
-                                  n_q)
+            is_level = (grade[sel] == level).astype(np.int64)
+            c = lab.ordered_pairs(value[sel], is_level, q_pool[sel], n_q,
+                                  score_codes=(ranks[sel], n_ranks),
+                                  label_codes=(is_level, int(is_level.max(initial=0)) + 1))
             above[f"{level:g}"] = c.with_interval(weights).to_json()
         rho = (lab.pooled_spearman(g["value"].to_numpy(), g["grade"].to_numpy(),
                                    g["q"].to_numpy(int), seed=seed,
@@ -231,7 +234,7 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
 
 def _boards(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     keep = rk.kept(values)
-    w = weights[:, keep]
+    w = weights if keep.all() else weights[:, keep]
     with np.errstate(invalid="ignore", divide="ignore"):
         return (w @ values[keep]) / w.sum(axis=1, keepdims=True)
 
@@ -258,8 +261,8 @@ def _compare(a: str, b: str, va: np.ndarray, vb: np.ndarray, weights: np.ndarray
 
 
 def _ranking_layer(values: dict[str, np.ndarray], models: list[str], reference: str,
-                   weights: np.ndarray, p: float) -> dict:
-    seps = {m: rk.separation(v, weights=weights) for m, v in values.items()}
+                   weights: np.ndarray, p: float, seps: dict[str, rk.Separation]) -> dict:
+    """``seps``: :func:`rk.separation` of each of ``values`` with ``weights``."""
     out: dict = {
         "leaderboards": {m: dict(zip(models, map(float, rk.leaderboard(v)), strict=True))
                          for m, v in values.items()},
@@ -412,6 +415,7 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
         v[~a.has_positive] = np.nan
         if rk.kept(v).sum() >= 2:                      # a label set of this subset's queries
             values[name] = v
+    seps = {m: rk.separation(v, weights=weights) for m, v in values.items()}
     label_layer = {name: _label_layer(a.graded, scores, cand, n_q, weights, thr, seed)
                    for name, a in aligned.items() if len(a.graded)}
     ref_key = aligned[reference].graded["key"].to_numpy()
@@ -429,7 +433,7 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
                         **c.with_interval(weights).to_json()}
     out = {"queries": n_q, "systems": list(sub.models),
            "labels": label_layer, "labels_vs_reference": vs_ref,
-           **_ranking_layer(values, list(sub.models), reference, weights, p)}
+           **_ranking_layer(values, list(sub.models), reference, weights, p, seps)}
     if sum(e.name in values for e in extras) >= 2 and len(sub.models) >= 2 and \
             reference in values:
         ref_board = rk.leaderboard(values[reference])
@@ -458,8 +462,8 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
                           "q": ref["q"].to_numpy()[li]})
         conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
                                n_q)
-    sens = rk.separation(ref_values).separated if reference in values else np.array([np.nan])
-    sens_rcp = rk.separation(values[RCP]).separated
+    sens = seps[reference].separated if reference in values else np.array([np.nan])
+    sens_rcp = seps[RCP].separated                     # (the same without weights)
     return out, {"modes": modes, "conc": conc, "sens": (sens.mean(), sens_rcp.mean())}
 
 
