@@ -306,6 +306,24 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
         raise UsageError(f"--rbo-p must lie in (0, 1] (got {rbo_p})")
     if resamples < 1 or draws < 1:
         raise UsageError("--resamples and --draws must be at least 1")
+    with one_blas_thread():
+        return _agree(release, labels, aggregate_by=aggregate_by, reference=reference, k=k,
+                      tie_rule=tie_rule, gain=gain, threshold=threshold, rbo_p=rbo_p, seed=seed,
+                      resamples=resamples, draws=draws, suite=suite, client=client)
+
+
+def one_blas_thread():
+    """A context with BLAS on one thread. The products here are small (resamples x queries
+    by queries x systems or queries): a second thread saves little on a quiet machine and,
+    spinning while it waits, costs much CPU time on a loaded one. Results do not depend on
+    it (each output's sum runs in one thread either way)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, threshold, rbo_p,
+           seed, resamples, draws, suite, client) -> AgreeResult:
     from rcp_data.scoring.api import opened
 
     rel = opened(release, suite=suite, client=client)
@@ -557,4 +575,5 @@ def render_table(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["RCP", "AgreeResult", "agree", "qrel_values", "render_table"]
+__all__ = ["RCP", "AgreeResult", "agree", "one_blas_thread", "qrel_values", "render_table",
+           "subset_stats"]
