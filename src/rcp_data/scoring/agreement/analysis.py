@@ -199,18 +199,15 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
         pl, pr = _join(pool_key, sc_key)
         rl, rr = _join(rest_key, sc_key)
         graded_pool = ~np.isnan(pool_grade[pl])
-        g = pd.DataFrame({"value": np.concatenate([sc_value[pr][graded_pool], sc_value[rr]]),
-                          "grade": np.concatenate([pool_grade[pl][graded_pool],
-                                                   rest_grade[rl]]).astype(np.float64),
-                          "q": np.concatenate([pool_q[pl][graded_pool], rest_q[rl]])})
-        pool = pd.DataFrame({"value": sc_value[pr], "grade": pool_grade[pl], "q": pool_q[pl]})
-        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(),
-                               g["q"].to_numpy(int), n_q)
-        grade = pool["grade"].fillna(0).to_numpy()
-        q_pool = pool["q"].to_numpy(int)
-        auc = lab.pooled_auc(pool["value"].to_numpy(), grade >= threshold, q_pool, n_q)
+        g_value = np.concatenate([sc_value[pr][graded_pool], sc_value[rr]])
+        g_grade = np.concatenate([pool_grade[pl][graded_pool], rest_grade[rl]]).astype(
+            np.float64)
+        g_q = np.concatenate([pool_q[pl][graded_pool], rest_q[rl]]).astype(np.int64)
+        conc = lab.concordance(g_value, g_grade, g_q, n_q)
+        value, q_pool = sc_value[pr], pool_q[pl]
+        grade = np.where(np.isnan(pool_grade[pl]), 0.0, pool_grade[pl])   # ungraded: 0
+        auc = lab.pooled_auc(value, grade >= threshold, q_pool, n_q)
         above = {}
-        value = pool["value"].to_numpy()
         ranks, n_ranks = lab._codes(value)            # one ranking of the pool for each level
         for level in sorted(set(grade[grade > 0])):
             sel = (grade == level) | (grade <= 0)
@@ -219,11 +216,10 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
                                   score_codes=(ranks[sel], n_ranks),
                                   label_codes=(is_level, int(is_level.max(initial=0)) + 1))
             above[f"{level:g}"] = c.with_interval(weights).to_json()
-        rho = (lab.pooled_spearman(g["value"].to_numpy(), g["grade"].to_numpy(),
-                                   g["q"].to_numpy(int), seed=seed,
+        rho = (lab.pooled_spearman(g_value, g_grade, g_q, seed=seed,
                                    weights=weights if spearman_interval else None).to_json()
-               if len(g) > 2 else None)
-        out[name] = {"documents": len(g), "concordance": conc.with_interval(weights).to_json(),
+               if len(g_value) > 2 else None)
+        out[name] = {"documents": len(g_value), "concordance": conc.with_interval(weights).to_json(),
                      "pairs": int(conc.pairs.sum()),
                      "auc": {"threshold": threshold, "positives": int(auc.positives.sum()),
                              "negatives": int(auc.negatives.sum()),
@@ -443,11 +439,9 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
         if name == reference or not len(a.graded):
             continue
         li, ri = _join(a.graded["key"].to_numpy(), ref_key)
-        both = pd.DataFrame({"grade": a.graded["grade"].to_numpy(np.float64)[li],
-                             "grade_ref": ref_grade[ri], "q": a.graded["q"].to_numpy()[li]})
-        c = lab.concordance(both["grade"].to_numpy(), both["grade_ref"].to_numpy(),
-                            both["q"].to_numpy(), n_q)
-        vs_ref[name] = {"documents": len(both), "pairs": int(c.pairs.sum()),
+        c = lab.concordance(a.graded["grade"].to_numpy(np.float64)[li], ref_grade[ri],
+                            a.graded["q"].to_numpy()[li], n_q)
+        vs_ref[name] = {"documents": len(li), "pairs": int(c.pairs.sum()),
                         **c.with_interval(weights).to_json()}
     out = {"queries": n_q, "systems": list(sub.models),
            "labels": label_layer, "labels_vs_reference": vs_ref,
@@ -475,10 +469,8 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
     if "rcp_theta" in scores:
         ref = aligned[reference].graded
         li, ri = _join(ref["key"].to_numpy(), scores["rcp_theta"]["key"].to_numpy())
-        g = pd.DataFrame({"value": scores["rcp_theta"]["value"].to_numpy(np.float64)[ri],
-                          "grade": ref["grade"].to_numpy(np.float64)[li],
-                          "q": ref["q"].to_numpy()[li]})
-        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
+        conc = lab.concordance(scores["rcp_theta"]["value"].to_numpy(np.float64)[ri],
+                               ref["grade"].to_numpy(np.float64)[li], ref["q"].to_numpy()[li],
                                n_q)
     sens = seps[reference].separated if reference in values else np.array([np.nan])
     sens_rcp = seps[RCP].separated                     # (the same without weights)
