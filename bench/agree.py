@@ -26,10 +26,9 @@ import os
 import time
 
 import numpy as np
+import pandas as pd
 from replay import POOL, make_tables
 from scipy import stats
-
-import pandas as pd
 
 from rcp_data.scoring.agreement import analysis as an
 from rcp_data.scoring.agreement import rankings as rk
