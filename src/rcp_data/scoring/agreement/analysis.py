@@ -331,11 +331,12 @@ def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, thres
     qrels = {s: rel.table(s, "qrels", ["query-id", "corpus-id", "score", "theta"])
              for s in data.subsets}
     cands = {s: _candidates(sub) for s, sub in data.subsets.items()}
-    known = pd.concat([c[["query-id", "corpus-id"]] for c in cands.values()]
-                      + [q[["query-id", "corpus-id"]] for q in qrels.values()],
-                      ignore_index=True).drop_duplicates()
-    for ls in extras:
-        check_known(ls, known)
+    if extras:                                      # the pairs a label file may name
+        known = pd.concat([c[["query-id", "corpus-id"]] for c in cands.values()]
+                          + [q[["query-id", "corpus-id"]] for q in qrels.values()],
+                          ignore_index=True).drop_duplicates()
+        for ls in extras:
+            check_known(ls, known)
     sets: list[LabelSet] = [LabelSet(RELEASE_LABELS, "<release qrels>", pd.DataFrame({
         "query-id": pd.concat([q["query-id"] for q in qrels.values()]).astype(str).to_numpy(),
         "corpus-id": pd.concat([q["corpus-id"] for q in qrels.values()]).astype(str).to_numpy(),
