@@ -350,9 +350,10 @@ def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, thres
                          f"{', '.join(names)}")
     subsets, pooled_parts = {}, []
     split = _by_subset(sets, data.subsets)
+    reader = _SplitReader(rel)
     for si, (s, sub) in enumerate(data.subsets.items()):
-        subsets[s], part = _subset(rel, s, sub, cands[s], qrels[s], split[s], extras, reference,
-                                   k=k, rule=rule, gain=gain, thr=thr, p=rbo_p,
+        subsets[s], part = _subset(reader, s, sub, cands[s], qrels[s], split[s], extras,
+                                   reference, k=k, rule=rule, gain=gain, thr=thr, p=rbo_p,
                                    seed=seed + si, resamples=resamples, draws=draws)
         pooled_parts.append(part)
     settings = {"release": str(rel.ref or rel.root), "suite": spec.name, "k": k,
@@ -364,6 +365,24 @@ def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, thres
                                                  "rbo_package": rk.RBO_VARIANTS[1],
                                                  "average_overlap": "rbo package .rbo(p=1.0)"}}}
     return AgreeResult(settings, subsets, _pooled(pooled_parts, resamples, seed))
+
+
+class _SplitReader:
+    """The release, with its provenance tables read once per split: the subsets of a split
+    (ViDoRe: the languages of a domain) come one after another, so the last split's tables
+    are kept, and no more."""
+
+    def __init__(self, release: Release) -> None:
+        self._release = release
+        self._last: dict[str, tuple[str, pd.DataFrame]] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._release, name)
+
+    def provenance(self, kind: str, split: str) -> pd.DataFrame:
+        if kind not in self._last or self._last[kind][0] != split:
+            self._last[kind] = (split, self._release.provenance(kind, split))
+        return self._last[kind][1]
 
 
 def _by_subset(sets: list[LabelSet], subsets: Mapping[str, SubsetRuns]
