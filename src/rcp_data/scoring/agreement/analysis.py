@@ -78,9 +78,10 @@ class _Aligned:
 
 def _candidates(sub: SubsetRuns) -> pd.DataFrame:
     qidx = np.repeat(np.arange(sub.n_queries), np.diff(sub.offsets))
-    return pd.DataFrame({"query-id": sub.query_ids[qidx].astype(str),
-                         "corpus-id": sub.corpus_ids.to_numpy(zero_copy_only=False),
-                         "q": qidx, "i": np.arange(len(qidx))})
+    queries = pa.array(np.asarray(sub.query_ids).astype(str), type=pa.string())
+    return pa.table({"query-id": queries.take(pa.array(qidx)),            # built in arrow:
+                     "corpus-id": sub.corpus_ids.cast(pa.string()),        # no Python strings
+                     "q": qidx, "i": np.arange(len(qidx))}).to_pandas()
 
 
 class _PairCodes:
