@@ -278,3 +278,56 @@ def test_count_share_reads_the_verdicts_as_count_ndcg_does():
     crit.loc[3, "C2"] = 0                                  # now both windows are read
     out = lab.count_share(crit).set_index("corpus-id")["count"]
     assert out["a"] == 3 / 4 and out["b"] == 2 / 4
+
+
+@pytest.mark.parametrize("seed", [1, 6])
+def test_pooled_auc_pair_matrix_equals_mann_whitney_per_query_pair(seed):
+    score, grade, q = _graded(seed)
+    score = np.round(score, 1)                                  # ties across queries
+    pos = grade >= 1
+    auc = lab.pooled_auc(score, pos, q)
+    for q1, q2 in np.ndindex(auc.wins.shape):
+        a, b = score[pos & (q == q1)], score[~pos & (q == q2)]
+        want = stats.mannwhitneyu(a, b).statistic if len(a) and len(b) else 0.0
+        assert auc.wins[q1, q2] == want
+
+
+def test_midranks_equal_scipy_rankdata():
+    rng = np.random.default_rng(2)
+    for x in (np.round(rng.normal(size=500), 1), rng.integers(0, 3, 40).astype(float),
+              np.array([2.0]), np.array([]), np.array([1.0, np.nan, 0.0])):
+        np.testing.assert_array_equal(lab.midranks(x), stats.rankdata(x))
+
+
+def test_pooled_spearman_floor_is_the_mean_of_explicit_shuffles():
+    score, grade, q = _graded(3)
+    res = lab.pooled_spearman(score, grade, q, seed=11, floor_shuffles=7)
+    rng = np.random.default_rng(11)
+    ranks = stats.rankdata(score)
+    want = np.mean([stats.spearmanr(lab.shuffled_within(ranks, q, rng), grade).statistic
+                    for _ in range(7)])
+    assert res.floor == pytest.approx(want, abs=1e-12)
+
+
+def test_query_weights_count_the_seeded_draws():
+    w = query_weights(7, resamples=50, seed=9, strata=np.array([0, 1, 0, 1, 1, 0, 1]))
+    rng = np.random.default_rng(9)
+    for members in (np.array([0, 2, 5]), np.array([1, 3, 4, 6])):
+        draws = rng.integers(0, len(members), size=(50, len(members)))
+        for b in range(50):
+            np.testing.assert_array_equal(
+                w[b, members], np.bincount(draws[b], minlength=len(members)))
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_integer_key_join_keeps_merge_order(how):
+    from rcp_data.scoring.agreement.analysis import _join
+
+    rng = np.random.default_rng(4)
+    left = rng.integers(0, 30, 200)
+    for right in (rng.permutation(25), rng.integers(0, 25, 60)):     # unique, duplicates
+        li, ri = _join(left, right, how)
+        m = pd.DataFrame({"key": left, "l": np.arange(200)}).merge(
+            pd.DataFrame({"key": right, "r": np.arange(len(right))}), how=how, on="key")
+        np.testing.assert_array_equal(li, m["l"].to_numpy())
+        np.testing.assert_array_equal(ri, m["r"].fillna(-1).to_numpy(np.int64))

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import TIE_RULES
@@ -76,23 +78,69 @@ class _Aligned:
 
 def _candidates(sub: SubsetRuns) -> pd.DataFrame:
     qidx = np.repeat(np.arange(sub.n_queries), np.diff(sub.offsets))
-    return pd.DataFrame({"query-id": sub.query_ids[qidx].astype(str),
-                         "corpus-id": sub.corpus_ids.to_numpy(zero_copy_only=False),
-                         "q": qidx, "i": np.arange(len(qidx))})
+    queries = pa.array(np.asarray(sub.query_ids).astype(str), type=pa.string())
+    return pa.table({"query-id": queries.take(pa.array(qidx)),            # built in arrow:
+                     "corpus-id": sub.corpus_ids.cast(pa.string()),        # no Python strings
+                     "q": qidx, "i": np.arange(len(qidx))}).to_pandas()
+
+
+class _PairCodes:
+    """One int64 key per ``(query-id, corpus-id)`` of a subset (``q * 2^32 + document code``;
+    negative for a query outside the subset), so joins compare integers, not strings."""
+
+    def __init__(self, query_ids: np.ndarray) -> None:
+        self._queries = pa.array(np.asarray(query_ids, dtype=object), type=pa.string())
+        self._docs = pa.array([], type=pa.string())
+
+    def key(self, frame: pd.DataFrame) -> np.ndarray:
+        docs = pa.array(frame["corpus-id"], type=pa.string())
+        d = pc.index_in(docs, value_set=self._docs)
+        if d.null_count:
+            new = pc.unique(docs.filter(pc.is_null(d)))
+            self._docs = pa.concat_arrays([self._docs, new])
+            d = pc.index_in(docs, value_set=self._docs)
+        d = d.to_numpy(zero_copy_only=False).astype(np.int64)
+        if "q" in frame:
+            q = frame["q"].to_numpy(np.int64)
+        else:
+            q = pc.index_in(pa.array(frame["query-id"], type=pa.string()),
+                            value_set=self._queries).fill_null(-1).to_numpy().astype(np.int64)
+        return q * (1 << 32) + d
+
+    def keyed(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(key=self.key(frame))
+
+
+def _join(left: np.ndarray, right: np.ndarray, how: str = "inner"
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs ``(l, r)`` joining int keys in ``pd.merge``'s order (left's order; ``how="left"``
+    keeps unmatched left rows with ``r = -1``)."""
+    index = pd.Index(right)
+    if index.is_unique:
+        r = index.get_indexer(left)
+        if how == "left":
+            return np.arange(len(left)), r
+        hit = np.flatnonzero(r >= 0)
+        return hit, r[hit]
+    m = pd.DataFrame({"key": left, "l": np.arange(len(left))}).merge(
+        pd.DataFrame({"key": right, "r": np.arange(len(right))}), how=how, on="key")
+    return m["l"].to_numpy(np.int64), m["r"].fillna(-1).to_numpy(np.int64)
 
 
 def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: set,
-           n_q: int, k: int, gain: str, positive: int) -> _Aligned:
+           n_q: int, k: int, gain: str, positive: int, codes: _PairCodes) -> _Aligned:
+    """A label set on a subset's candidates (``cand`` keyed by ``codes``)."""
     rows = frame[frame["query-id"].isin(qpos.index)]
     if excluded:
         keys = list(zip(rows["query-id"], rows["corpus-id"], strict=True))
         rows = rows[[key not in excluded for key in keys]]
     rows = rows.assign(q=qpos.reindex(rows["query-id"]).to_numpy().astype(np.int64))
-    merged = cand.merge(rows[["query-id", "corpus-id", "grade"]], how="left",
-                        on=["query-id", "corpus-id"])
+    rows = codes.keyed(rows)
+    li, ri = _join(cand["key"].to_numpy(), rows["key"].to_numpy(), "left")
+    grade = np.where(ri >= 0, rows["grade"].to_numpy(np.float64)[ri], np.nan)
     gains = np.zeros(len(cand))
-    hit = merged["grade"].notna().to_numpy()
-    gains[merged["i"].to_numpy()[hit]] = gain_of(merged["grade"].to_numpy()[hit], gain)
+    hit = ~np.isnan(grade)
+    gains[cand["i"].to_numpy()[li[hit]]] = gain_of(grade[hit], gain)
     order = np.argsort(rows["q"].to_numpy(), kind="stable")
     counts = np.bincount(rows["q"].to_numpy(), minlength=n_q)
     offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -141,31 +189,38 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
     pooled Spearman with ceiling and floor (its interval only with ``spearman_interval``: a
     correlation, not a rate, and the one costly resampling)."""
     out = {}
-    keys = ["query-id", "corpus-id"]
-    pool_all = cand.merge(graded[[*keys, "grade"]], how="left", on=keys)
-    rest = graded[~pd.MultiIndex.from_frame(graded[keys]).isin(
-        pd.MultiIndex.from_frame(cand[keys]))]                  # graded outside the pool
+    g_key, g_grade, g_q = (graded[c].to_numpy() for c in ("key", "grade", "q"))
+    li, ri = _join(cand["key"].to_numpy(), g_key, "left")
+    pool_key, pool_q = cand["key"].to_numpy()[li], cand["q"].to_numpy(np.int64)[li]
+    pool_grade = np.where(ri >= 0, g_grade.astype(np.float64)[ri], np.nan)
+    rest = ~np.isin(g_key, cand["key"].to_numpy())              # graded outside the pool
+    rest_key, rest_grade, rest_q = g_key[rest], g_grade[rest], g_q[rest]
     for name, sc in scores.items():
-        pool = pool_all.merge(sc, on=keys)
-        g = pd.concat([pool[pool["grade"].notna()],
-                       rest.merge(sc, on=keys)], ignore_index=True)
-        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(),
-                               g["q"].to_numpy(int), n_q)
-        grade = pool["grade"].fillna(0).to_numpy()
-        q_pool = pool["q"].to_numpy(int)
-        auc = lab.pooled_auc(pool["value"].to_numpy(), grade >= threshold, q_pool, n_q)
+        sc_key, sc_value = sc["key"].to_numpy(), sc["value"].to_numpy(np.float64)
+        pl, pr = _join(pool_key, sc_key)
+        rl, rr = _join(rest_key, sc_key)
+        graded_pool = ~np.isnan(pool_grade[pl])
+        g_value = np.concatenate([sc_value[pr][graded_pool], sc_value[rr]])
+        g_grade = np.concatenate([pool_grade[pl][graded_pool], rest_grade[rl]]).astype(
+            np.float64)
+        g_q = np.concatenate([pool_q[pl][graded_pool], rest_q[rl]]).astype(np.int64)
+        conc = lab.concordance(g_value, g_grade, g_q, n_q)
+        value, q_pool = sc_value[pr], pool_q[pl]
+        grade = np.where(np.isnan(pool_grade[pl]), 0.0, pool_grade[pl])   # ungraded: 0
+        auc = lab.pooled_auc(value, grade >= threshold, q_pool, n_q)
         above = {}
-        value = pool["value"].to_numpy()
+        ranks, n_ranks = lab._codes(value)            # one ranking of the pool for each level
         for level in sorted(set(grade[grade > 0])):
             sel = (grade == level) | (grade <= 0)
-            c = lab.ordered_pairs(value[sel], (grade[sel] == level).astype(int), q_pool[sel],
-                                  n_q)
+            is_level = (grade[sel] == level).astype(np.int64)
+            c = lab.ordered_pairs(value[sel], is_level, q_pool[sel], n_q,
+                                  score_codes=(ranks[sel], n_ranks),
+                                  label_codes=(is_level, int(is_level.max(initial=0)) + 1))
             above[f"{level:g}"] = c.with_interval(weights).to_json()
-        rho = (lab.pooled_spearman(g["value"].to_numpy(), g["grade"].to_numpy(),
-                                   g["q"].to_numpy(int), seed=seed,
+        rho = (lab.pooled_spearman(g_value, g_grade, g_q, seed=seed,
                                    weights=weights if spearman_interval else None).to_json()
-               if len(g) > 2 else None)
-        out[name] = {"documents": len(g), "concordance": conc.with_interval(weights).to_json(),
+               if len(g_value) > 2 else None)
+        out[name] = {"documents": len(g_value), "concordance": conc.with_interval(weights).to_json(),
                      "pairs": int(conc.pairs.sum()),
                      "auc": {"threshold": threshold, "positives": int(auc.positives.sum()),
                              "negatives": int(auc.negatives.sum()),
@@ -176,7 +231,7 @@ def _label_layer(graded: pd.DataFrame, scores: dict[str, pd.DataFrame], cand: pd
 
 def _boards(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     keep = rk.kept(values)
-    w = weights[:, keep]
+    w = weights if keep.all() else weights[:, keep]
     with np.errstate(invalid="ignore", divide="ignore"):
         return (w @ values[keep]) / w.sum(axis=1, keepdims=True)
 
@@ -203,8 +258,8 @@ def _compare(a: str, b: str, va: np.ndarray, vb: np.ndarray, weights: np.ndarray
 
 
 def _ranking_layer(values: dict[str, np.ndarray], models: list[str], reference: str,
-                   weights: np.ndarray, p: float) -> dict:
-    seps = {m: rk.separation(v, weights=weights) for m, v in values.items()}
+                   weights: np.ndarray, p: float, seps: dict[str, rk.Separation]) -> dict:
+    """``seps``: :func:`rk.separation` of each of ``values`` with ``weights``."""
     out: dict = {
         "leaderboards": {m: dict(zip(models, map(float, rk.leaderboard(v)), strict=True))
                          for m, v in values.items()},
@@ -248,6 +303,24 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
         raise UsageError(f"--rbo-p must lie in (0, 1] (got {rbo_p})")
     if resamples < 1 or draws < 1:
         raise UsageError("--resamples and --draws must be at least 1")
+    with one_blas_thread():
+        return _agree(release, labels, aggregate_by=aggregate_by, reference=reference, k=k,
+                      tie_rule=tie_rule, gain=gain, threshold=threshold, rbo_p=rbo_p, seed=seed,
+                      resamples=resamples, draws=draws, suite=suite, client=client)
+
+
+def one_blas_thread():
+    """A context with BLAS on one thread. The products here are small (resamples x queries
+    by queries x systems or queries): a second thread saves little on a quiet machine and,
+    spinning while it waits, costs much CPU time on a loaded one. Results do not depend on
+    it (each output's sum runs in one thread either way)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, threshold, rbo_p,
+           seed, resamples, draws, suite, client) -> AgreeResult:
     from rcp_data.scoring.api import opened
 
     rel = opened(release, suite=suite, client=client)
@@ -259,11 +332,12 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
     qrels = {s: rel.table(s, "qrels", ["query-id", "corpus-id", "score", "theta"])
              for s in data.subsets}
     cands = {s: _candidates(sub) for s, sub in data.subsets.items()}
-    known = pd.concat([c[["query-id", "corpus-id"]] for c in cands.values()]
-                      + [q[["query-id", "corpus-id"]] for q in qrels.values()],
-                      ignore_index=True).drop_duplicates()
-    for ls in extras:
-        check_known(ls, known)
+    if extras:                                      # the pairs a label file may name
+        known = pd.concat([c[["query-id", "corpus-id"]] for c in cands.values()]
+                          + [q[["query-id", "corpus-id"]] for q in qrels.values()],
+                          ignore_index=True).drop_duplicates()
+        for ls in extras:
+            check_known(ls, known)
     sets: list[LabelSet] = [LabelSet(RELEASE_LABELS, "<release qrels>", pd.DataFrame({
         "query-id": pd.concat([q["query-id"] for q in qrels.values()]).astype(str).to_numpy(),
         "corpus-id": pd.concat([q["corpus-id"] for q in qrels.values()]).astype(str).to_numpy(),
@@ -276,9 +350,11 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
         raise UsageError(f"unknown reference label set {reference!r}; choose one of "
                          f"{', '.join(names)}")
     subsets, pooled_parts = {}, []
+    split = _by_subset(sets, data.subsets)
+    reader = _SplitReader(rel)
     for si, (s, sub) in enumerate(data.subsets.items()):
-        subsets[s], part = _subset(rel, s, sub, cands[s], qrels[s], sets, extras, reference,
-                                   k=k, rule=rule, gain=gain, thr=thr, p=rbo_p,
+        subsets[s], part = _subset(reader, s, sub, cands[s], qrels[s], split[s], extras,
+                                   reference, k=k, rule=rule, gain=gain, thr=thr, p=rbo_p,
                                    seed=seed + si, resamples=resamples, draws=draws)
         pooled_parts.append(part)
     settings = {"release": str(rel.ref or rel.root), "suite": spec.name, "k": k,
@@ -292,19 +368,76 @@ def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.Da
     return AgreeResult(settings, subsets, _pooled(pooled_parts, resamples, seed))
 
 
+class _SplitReader:
+    """The release, with its provenance tables read once per split: the subsets of a split
+    (ViDoRe: the languages of a domain) come one after another, so the last split's tables
+    are kept, and no more."""
+
+    def __init__(self, release: Release) -> None:
+        self._release = release
+        self._last: dict[str, tuple[str, pd.DataFrame]] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._release, name)
+
+    def provenance(self, kind: str, split: str) -> pd.DataFrame:
+        if kind not in self._last or self._last[kind][0] != split:
+            self._last[kind] = (split, self._release.provenance(kind, split))
+        return self._last[kind][1]
+
+
+def _by_subset(sets: list[LabelSet], subsets: Mapping[str, SubsetRuns]
+               ) -> dict[str, list[LabelSet]]:
+    """Each label set cut into the rows of each subset's queries, in the set's row order (the
+    rows :func:`_align` keeps), reading each set once; every whole set for every subset when
+    two subsets share a query id."""
+    names = list(subsets)
+    qids = [np.asarray(subsets[s].query_ids, dtype=object) for s in names]
+    every = pa.array(np.concatenate(qids) if qids else [], type=pa.string())
+    if not names or pc.count_distinct(every).as_py() != len(every):
+        return {s: sets for s in names}
+    owner = np.repeat(np.arange(len(names)), [len(q) for q in qids])
+    out: dict[str, list[LabelSet]] = {s: [] for s in names}
+    for ls in sets:
+        at = pc.index_in(pa.array(ls.frame["query-id"], type=pa.string()), value_set=every)
+        who = np.where(at.is_valid().to_numpy(zero_copy_only=False),
+                       owner[at.fill_null(0).to_numpy()], -1)
+        order = np.argsort(who, kind="stable")
+        bounds = np.searchsorted(who[order], np.arange(len(names) + 1))
+        for i, s in enumerate(names):
+            rows = np.sort(order[bounds[i]:bounds[i + 1]])
+            out[s].append(LabelSet(ls.name, ls.source, ls.frame.iloc[rows]))
+    return out
+
+
 def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.DataFrame,
             sets: list[LabelSet], extras: list[LabelSet], reference: str, *, k: int, rule: str,
             gain: str, thr: int, p: float, seed: int, resamples: int, draws: int
             ) -> tuple[dict, dict]:
-    n_q = sub.n_queries
-    qpos = pd.Series(np.arange(n_q), index=pd.Index(sub.query_ids.astype(str)))
     excluded: set = set()
     if rel.has(s, "excluded"):
         ex = rel.table(s, "excluded")
         excluded = {(q, d) for q, ds in zip(ex["query-id"], ex["excluded-corpus-ids"],
                                             strict=True) for d in (ds if ds is not None else ())}
-    aligned = {ls.name: _align(ls.frame, cand, qpos, excluded, n_q, k, gain,
-                               rel.spec.grade_positive) for ls in sets}
+    return subset_stats(sub, cand, _scores(rel, s, rq), sets, extras, reference,
+                        excluded=excluded, positive=rel.spec.grade_positive, k=k, rule=rule,
+                        gain=gain, thr=thr, p=p, seed=seed, resamples=resamples, draws=draws)
+
+
+def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataFrame],
+                 sets: list[LabelSet], extras: list[LabelSet], reference: str, *,
+                 excluded: set, positive: int, k: int, rule: str, gain: str, thr: int,
+                 p: float, seed: int, resamples: int, draws: int) -> tuple[dict, dict]:
+    """One subset's analysis from its runs, candidates (:func:`_candidates`), scores
+    (``{name: query-id, corpus-id, value}``) and label sets; the JSON part and what
+    :func:`_pooled` needs."""
+    n_q = sub.n_queries
+    qpos = pd.Series(np.arange(n_q), index=pd.Index(sub.query_ids.astype(str)))
+    codes = _PairCodes(sub.query_ids)
+    cand = codes.keyed(cand)
+    aligned = {ls.name: _align(ls.frame, cand, qpos, excluded, n_q, k, gain, positive, codes)
+               for ls in sets}
+    scores = {name: codes.keyed(sc) for name, sc in scores.items()}
     weights = query_weights(n_q, resamples=resamples, seed=seed)
     gains = np.vstack([sub.gains[0]] + [a.gains for a in aligned.values()])
     ideal = np.vstack([ideal_dcg(sub.ideal_offsets, sub.ideal_gains[0], k)]
@@ -317,23 +450,23 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
         v[~a.has_positive] = np.nan
         if rk.kept(v).sum() >= 2:                      # a label set of this subset's queries
             values[name] = v
-    scores = _scores(rel, s, rq)
+    seps = {m: rk.separation(v, weights=weights) for m, v in values.items()}
     label_layer = {name: _label_layer(a.graded, scores, cand, n_q, weights, thr, seed)
                    for name, a in aligned.items() if len(a.graded)}
-    ref_rows = aligned[reference].graded[["query-id", "corpus-id", "grade", "q"]]
+    ref_key = aligned[reference].graded["key"].to_numpy()
+    ref_grade = aligned[reference].graded["grade"].to_numpy(np.float64)
     vs_ref = {}
     for name, a in aligned.items():
         if name == reference or not len(a.graded):
             continue
-        both = a.graded.merge(ref_rows, on=["query-id", "corpus-id", "q"],
-                              suffixes=("", "_ref"))
-        c = lab.concordance(both["grade"].to_numpy(), both["grade_ref"].to_numpy(),
-                            both["q"].to_numpy(), n_q)
-        vs_ref[name] = {"documents": len(both), "pairs": int(c.pairs.sum()),
+        li, ri = _join(a.graded["key"].to_numpy(), ref_key)
+        c = lab.concordance(a.graded["grade"].to_numpy(np.float64)[li], ref_grade[ri],
+                            a.graded["q"].to_numpy()[li], n_q)
+        vs_ref[name] = {"documents": len(li), "pairs": int(c.pairs.sum()),
                         **c.with_interval(weights).to_json()}
     out = {"queries": n_q, "systems": list(sub.models),
            "labels": label_layer, "labels_vs_reference": vs_ref,
-           **_ranking_layer(values, list(sub.models), reference, weights, p)}
+           **_ranking_layer(values, list(sub.models), reference, weights, p, seps)}
     if sum(e.name in values for e in extras) >= 2 and len(sub.models) >= 2 and \
             reference in values:
         ref_board = rk.leaderboard(values[reference])
@@ -355,11 +488,13 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
     modes = rk.failure_modes(ref_values)
     conc = None
     if "rcp_theta" in scores:
-        g = aligned[reference].graded.merge(scores["rcp_theta"], on=["query-id", "corpus-id"])
-        conc = lab.concordance(g["value"].to_numpy(), g["grade"].to_numpy(), g["q"].to_numpy(),
+        ref = aligned[reference].graded
+        li, ri = _join(ref["key"].to_numpy(), scores["rcp_theta"]["key"].to_numpy())
+        conc = lab.concordance(scores["rcp_theta"]["value"].to_numpy(np.float64)[ri],
+                               ref["grade"].to_numpy(np.float64)[li], ref["q"].to_numpy()[li],
                                n_q)
-    sens = rk.separation(ref_values).separated if reference in values else np.array([np.nan])
-    sens_rcp = rk.separation(values[RCP]).separated
+    sens = seps[reference].separated if reference in values else np.array([np.nan])
+    sens_rcp = seps[RCP].separated                     # (the same without weights)
     return out, {"modes": modes, "conc": conc, "sens": (sens.mean(), sens_rcp.mean())}
 
 
@@ -453,4 +588,5 @@ def render_table(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["RCP", "AgreeResult", "agree", "qrel_values", "render_table"]
+__all__ = ["RCP", "AgreeResult", "agree", "one_blas_thread", "qrel_values", "render_table",
+           "subset_stats"]

@@ -44,9 +44,11 @@ def query_weights(n_queries: int, *, resamples: int = RESAMPLES, seed: int = SEE
     w = np.zeros((resamples, n_queries), dtype=np.float64)
     for s in np.unique(strata):
         members = np.flatnonzero(strata == s)
-        draws = rng.integers(0, len(members), size=(resamples, len(members)))
-        rows = np.repeat(np.arange(resamples), len(members))
-        np.add.at(w, (rows, members[draws.reshape(-1)]), 1.0)
+        n = len(members)
+        draws = rng.integers(0, n, size=(resamples, n))
+        counts = np.bincount((draws + n * np.arange(resamples)[:, None]).reshape(-1),
+                             minlength=resamples * n)
+        w[:, members] += counts.reshape(resamples, n)
     return w
 
 

@@ -50,15 +50,18 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def ordered_pairs(score: np.ndarray, label: np.ndarray, group: np.ndarray,
-                  n_groups: int | None = None) -> PairCounts:
+                  n_groups: int | None = None, *, score_codes: tuple[np.ndarray, int] | None
+                  = None, label_codes: tuple[np.ndarray, int] | None = None) -> PairCounts:
     """Pairs ``(i, j)`` of one group with ``label[i] > label[j]``: how many have
     ``score[i] > score[j]`` (plus half those with equal scores), per group code
-    (``group``: ints ``0..n_groups-1``). O(n log n) per label level, no per-group loop."""
+    (``group``: ints ``0..n_groups-1``). O(n log n) per label level, no per-group loop.
+    ``score_codes`` / ``label_codes``: ``(codes, n)`` of ints ``0..n-1`` in the order of the
+    values, when the caller has them (only their order within a group counts)."""
     score = np.asarray(score, dtype=np.float64)
     group = np.asarray(group, dtype=np.int64)
     n_groups = int(group.max()) + 1 if n_groups is None and len(group) else (n_groups or 0)
-    rank, n_ranks = _codes(score)
-    level, n_levels = _codes(label)
+    rank, n_ranks = _codes(score) if score_codes is None else score_codes
+    level, n_levels = _codes(label) if label_codes is None else label_codes
     span = n_ranks + 1
     key = group * span + rank
     base = group * span
@@ -116,24 +119,42 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
     n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
     s_pos, q_pos = score[positive], query[positive]
     neg = ~positive
-    order = np.lexsort((score[neg], query[neg]))
+    order = np.argsort(score[neg], kind="stable")
     s_neg, q_neg = score[neg][order], query[neg][order]
-    bounds = np.searchsorted(q_neg, np.arange(n_q + 1))
-    wins = np.zeros((n_q, n_q))
-    for q2 in np.flatnonzero(np.diff(bounds)):
-        part = s_neg[bounds[q2]:bounds[q2 + 1]]
-        left = np.searchsorted(part, s_pos, "left")
-        right = np.searchsorted(part, s_pos, "right")
-        wins[:, q2] = np.bincount(q_pos, left + 0.5 * (right - left), minlength=n_q)
+    # negatives below (left) and at most (right) each positive's score, all queries together
+    left = np.searchsorted(s_neg, s_pos, "left")
+    right = np.searchsorted(s_neg, s_pos, "right")
+    cuts, where = np.unique(np.concatenate([left, right]), return_inverse=True)
+    # below[c, q2]: negatives of q2 among the first cuts[c] (integer counts, so exact)
+    block = np.searchsorted(cuts, np.arange(len(s_neg)), "right")
+    below = np.bincount(block * n_q + q_neg, minlength=(len(cuts) + 1) * n_q)
+    below = np.cumsum(below.reshape(-1, n_q), axis=0)[:-1].astype(np.float64)
+    # hits[q1, c]: positives of q1 counting cuts[c], once for left and once for right
+    hits = np.bincount(np.concatenate([q_pos, q_pos]) * len(cuts) + where.reshape(-1),
+                       minlength=n_q * len(cuts)).reshape(n_q, -1).astype(np.float64)
+    wins = (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
     return PooledAuc(wins, np.bincount(q_pos, minlength=n_q).astype(float),
                      np.bincount(query[neg], minlength=n_q).astype(float))
+
+
+def _lex_order(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
+    """``np.lexsort((minor, major))`` (stable) as two stable argsorts, the faster way."""
+    first = np.argsort(minor, kind="stable")
+    return first[np.argsort(np.asarray(major)[first], kind="stable")]
 
 
 def ceiling_values(theta: np.ndarray, grade: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each query's values of ``theta`` reassigned in the order of its grades."""
     out = np.empty(len(theta), dtype=np.float64)
-    out[np.lexsort((grade, query))] = np.asarray(theta, dtype=np.float64)[np.lexsort((theta, query))]
+    out[_lex_order(grade, query)] = np.asarray(theta, dtype=np.float64)[
+        _lex_order(theta, query)]
     return out
+
+
+def _within_order(query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The documents ordered by query, at random within each query (one float key: the query
+    plus a uniform draw in [0, 1) that orders within it)."""
+    return np.argsort(query + rng.random(len(query)) * 0.5)
 
 
 def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generator
@@ -141,9 +162,23 @@ def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generat
     """``theta`` shuffled at random within each query."""
     query = np.asarray(query)
     out = np.empty(len(theta), dtype=np.float64)
-    # one float key: the query, plus a uniform draw in [0, 1) that orders within it
-    out[np.argsort(query, kind="stable")] = np.asarray(theta)[
-        np.argsort(query + rng.random(len(theta)) * 0.5)]
+    out[np.argsort(query, kind="stable")] = np.asarray(theta)[_within_order(query, rng)]
+    return out
+
+
+def midranks(values: np.ndarray) -> np.ndarray:
+    """``scipy.stats.rankdata(values)`` (average ranks of ties) by one sort."""
+    v = np.asarray(values, dtype=np.float64)
+    if np.isnan(v).any():
+        return stats.rankdata(v)
+    o = np.argsort(v, kind="stable")
+    new = np.empty(len(v), dtype=bool)
+    new[:1] = True
+    np.not_equal(v[o][1:], v[o][:-1], out=new[1:])
+    starts = np.flatnonzero(np.append(new, True))            # each tie group, and the end
+    size = np.diff(starts)
+    out = np.empty(len(v), dtype=np.float64)
+    out[o] = np.repeat(starts[:-1] + (size + 1) / 2.0, size)
     return out
 
 
@@ -201,12 +236,17 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     theta = np.asarray(theta, dtype=np.float64)
     grade = np.asarray(grade, dtype=np.float64)
     query = np.asarray(query, dtype=np.int64)
-    rt, rg = stats.rankdata(theta), stats.rankdata(grade)
+    rt, rg = midranks(theta), midranks(grade)
     value = _pearson(rt, rg)
     ceiling = _pearson(ceiling_values(rt, grade, query), rg)
     rng = np.random.default_rng(seed)
-    floor = float(np.mean([_pearson(shuffled_within(rt, query, rng), rg)
-                           for _ in range(floor_shuffles)]))
+    # a within-query shuffle of rt is rt[order] placed at the query-sorted positions, so
+    # its Pearson with rg is a dot product with rg in query order (mean and norm unchanged)
+    rt_c, rg_c = rt - rt.mean(), rg - rg.mean()
+    den = np.sqrt((rt_c * rt_c).sum() * (rg_c * rg_c).sum())
+    rg_by_query = rg_c[np.argsort(query, kind="stable")]
+    floor = float(np.mean([(rt_c[_within_order(query, rng)] * rg_by_query).sum() / den if den
+                           else float("nan") for _ in range(floor_shuffles)]))
     samples = None
     if weights is not None:
         samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])
@@ -230,5 +270,5 @@ def count_share(criteria: pd.DataFrame, *, source: str = "provenance/judge_crite
 
 
 __all__ = ["FLOOR_SHUFFLES", "PairCounts", "PooledAuc", "PooledSpearman", "ceiling_values",
-           "concordance", "count_share", "ordered_pairs", "pooled_auc", "pooled_spearman",
+           "concordance", "count_share", "midranks", "ordered_pairs", "pooled_auc", "pooled_spearman",
            "shuffled_within", "weighted_spearman"]

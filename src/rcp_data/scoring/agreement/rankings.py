@@ -186,11 +186,12 @@ def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
     sep = np.nan_to_num(p, nan=1.0) < alpha
     if weights is None:
         return Separation(p, d.mean(axis=0), sep)
-    w = weights[:, keep]
+    w = weights if keep.all() else weights[:, keep]
     mean, t, df = _t_stats(w.sum(1), w @ d, w @ (d * d))
     if correction is None:                 # |t| above the critical value: p < alpha
         with np.errstate(invalid="ignore"):
-            crit = stats.t.ppf(1.0 - alpha / 2.0, df[:, 0])[:, None]
+            dfs, at = np.unique(df[:, 0], return_inverse=True)   # one value per df
+            crit = stats.t.ppf(1.0 - alpha / 2.0, dfs)[at.reshape(-1)][:, None]
             sample_sep = np.nan_to_num(t, nan=0.0) > crit
     else:
         pb = 2.0 * special.stdtr(df, -np.nan_to_num(t, nan=0.0))
