@@ -81,7 +81,7 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
     from rcp_data.stages.judging.driver import Judging, RunSettings, judge_identity
     from rcp_data.stages.judging.prompts import load_prompts
     from rcp_data.stages.judging.settings import make_schedule
-    from rcp_data.stages.judging.store import Store
+    from rcp_data.stages.judging.store import Store, read_records
 
     prompts, schedule = load_prompts(), make_schedule("stage-b-only")
     run = RunSettings(concurrency=concurrency, show_progress=False, context_tokens=32768)
@@ -107,10 +107,11 @@ async def one_run(url: str, pool, concurrency: int, seconds: float, warmup: floa
                         starved += in_flight < concurrency
                 cpu = time.process_time() - cpu0
                 srv = (proc_cpu(server_pid) - srv0) if server_pid else float("nan")
-                took = [r["seconds"] for r in store.records.values()]
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+                store.flush()
+                took = [r["seconds"] for r in read_records(store.root)]
     steady = [(t, n) for t, n in samples if t > warmup]
     rate = (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]) if len(
         steady) > 1 else float("nan")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,7 @@ from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
 from rcp_data.stages.judging.prompts import Prompts
 from rcp_data.stages.judging.schedule import Window, query_rng, stage_a, stage_b
 from rcp_data.stages.judging.settings import Schedule, plan_query
-from rcp_data.stages.judging.store import Store, window_id
+from rcp_data.stages.judging.store import FLUSH_SECONDS, Store, window_id
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class Judging:
         self._cut_cache: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._format_cache: dict[tuple[str, int], dict | None] = {}
         self._bar = None
+        self._flush_due: asyncio.TimerHandle | None = None
 
     # -- prompts ---------------------------------------------------------------------------
     def _render(self, stage: str, q: PoolQuery, texts: list[str]) -> str:
@@ -172,11 +174,17 @@ class Judging:
                   "attempts": usage["calls"], "usage": usage, "cuts": cut, "tokens_cut": tokens,
                   "seconds": round(busy, 4),
                   "replica": res.replica if res else ""}
-        self.store.append(record)
+        self.store.append(record, flush=False)
+        if self._flush_due is None:  # one write for the answers of the next few ms
+            self._flush_due = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush)
         self.summary.windows_new += 1
         self.summary.invalid_new += status != "ok"
         self._tick(record)
         return values if status == "ok" else None
+
+    def _flush(self) -> None:
+        self._flush_due = None
+        self.store.flush()
 
     def _tick(self, rec: dict) -> None:
         self.summary.census.add(rec["stage"], len(rec["docs"]), rec.get("cuts", 0),
@@ -226,10 +234,17 @@ class Judging:
         self.summary.windows_total = self.planned_windows()
         self._bar = progress(total=self.summary.windows_total, unit="win",
                              disable=not self.run.show_progress, desc="judge")
-        with ThreadPoolExecutor(max_workers=1, initializer=_one_blas_thread) as executor:
+        with ThreadPoolExecutor(max_workers=1, initializer=_one_blas_thread) as executor, \
+                _long_lived_frozen():
             tasks = [asyncio.ensure_future(self._query_stage(q, s, executor))
                      for q in self.pool.queries for s in self.run.stages]
-            results = await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                if self._flush_due is not None:
+                    self._flush_due.cancel()
+                    self._flush_due = None
+                self.store.flush()
         self._bar.close()
         for r in results:
             if isinstance(r, _Budget):
@@ -251,6 +266,19 @@ def _step(gen, answers):
         return gen.send(answers)
     except StopIteration:
         return None
+
+
+@contextlib.contextmanager
+def _long_lived_frozen():
+    """The pool, the store's records and the caches outlive the run: moved out of the
+    collector's sight (``gc.freeze``) for its length, so a full collection, which would stop
+    every call in flight, walks only what the run itself makes."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _one_blas_thread() -> None:
