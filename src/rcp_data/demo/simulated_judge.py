@@ -58,7 +58,7 @@ def _passages(body: str) -> list[str]:
         at = body.find("\n[", at)
         if at >= 0:
             at += 1
-    ends = [a for a, _ in starts[1:]] + [len(body)]
+    ends = [a for a, _ in starts[1:]] + [len(body)] if starts else []
     return [body[b:e] for (_, b), e in zip(starts, ends, strict=True)]
 
 
@@ -123,7 +123,7 @@ class SimulatedJudge:
             v = (rng.random(p.shape) < p).tolist()
             # the text json.dumps gives {"1": {"C1": true, ...}, ...}, written directly
             return "{" + ", ".join(
-                f'"{i + 1}": {{' + ", ".join([w[x] for w, x in zip(words, row)]) + "}"
+                f'"{i + 1}": {{' + ", ".join([w[x] for w, x in zip(words, row, strict=True)]) + "}"
                 for i, row in enumerate(v)) + "}", "stop"
         s = np.clip(np.round(rel + rng.normal(0, self.noise, len(rel)), 1), -5, 5)
         if bad and kind == 2:
