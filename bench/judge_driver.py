@@ -34,12 +34,21 @@ import urllib.request
 from pathlib import Path
 
 SERVER = """
-import sys, time
+import asyncio, json, os, signal, sys, time
 sys.path.insert(0, sys.argv[4])
-from judge_driver import planted
+from judge_driver import LoopWatch, planted
 from rcp_data.demo.simulated_judge import ServerThread, SimulatedJudge
 judge = SimulatedJudge(planted(int(sys.argv[3])), latency=float(sys.argv[1]))
+watch = LoopWatch()
+def dump(*_):
+    tmp = sys.argv[5] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(watch.report(), f)
+    os.replace(tmp, sys.argv[5])
+signal.signal(signal.SIGUSR1, lambda *_: watch.start())
+signal.signal(signal.SIGUSR2, dump)
 with ServerThread(judge, port=int(sys.argv[2])) as s:
+    asyncio.run_coroutine_threadsafe(watch.run(), s.loop)
     print(s.url, flush=True)
     while True:
         time.sleep(3600)
@@ -60,7 +69,7 @@ def start_servers(latency: float, n_queries: int, replicas: int = 1
             port = s.getsockname()[1]
         procs.append(subprocess.Popen(
             [sys.executable, "-c", SERVER, str(latency), str(port), str(n_queries),
-             str(Path(__file__).resolve().parent)],
+             str(Path(__file__).resolve().parent), _lag_file(port)],
             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"}))
     urls = []
     for proc in procs:
@@ -68,6 +77,31 @@ def start_servers(latency: float, n_queries: int, replicas: int = 1
         urllib.request.urlopen(f"{url}/models", timeout=60).read()
         urls.append(url)
     return procs, urls
+
+
+def _lag_file(port: int) -> str:
+    return str(Path(tempfile.gettempdir()) / f"rcp-judge-bench-lag-{port}.json")
+
+
+def server_lag(procs: list[subprocess.Popen]) -> dict:
+    """The servers' loop lag and GC pauses since they were told to start (the worst one)."""
+    import os
+    import signal
+
+    out = {}
+    for proc in procs:
+        path = Path(_lag_file(int(proc.args[4])))
+        path.unlink(missing_ok=True)
+        os.kill(proc.pid, signal.SIGUSR2)
+        for _ in range(200):
+            if path.exists():
+                break
+            time.sleep(0.01)
+        r = json.loads(path.read_text())
+        path.unlink()
+        if not out or r["loop_lag_ms_mean"] > out["loop_lag_ms_mean"]:
+            out = r
+    return out
 
 
 def _text(d: str) -> str:
@@ -105,12 +139,16 @@ class LoopWatch:
     TICK = 0.01
 
     def __init__(self) -> None:
+        self._on = False
+        self._t = 0.0
+        self._reset()
+
+    def _reset(self) -> None:
         self.lags: list[float] = []
         self.gc_cpu = [0.0, 0.0, 0.0]
         self.gc_max = [0.0, 0.0, 0.0]
         self.gc_n = [0, 0, 0]
-        self._on = False
-        self._t = 0.0
+        self._since = time.monotonic()
 
     def _gc(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -133,9 +171,12 @@ class LoopWatch:
             gc.callbacks.remove(self._gc)
 
     def start(self) -> None:
-        self._on = True
+        if not self._on:
+            self._reset()
+            self._on = True
 
-    def report(self, seconds: float) -> dict:
+    def report(self, seconds: float | None = None) -> dict:
+        seconds = time.monotonic() - self._since if seconds is None else seconds
         lags = sorted(self.lags) or [float("nan")]
         return {"loop_lag_ms_mean": round(1000 * sum(lags) / len(lags), 2),
                 "loop_lag_ms_p99": round(1000 * lags[int(0.99 * (len(lags) - 1))], 2),
@@ -153,7 +194,10 @@ def proc_cpu(pid: int) -> float:
 
 
 async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmup: float,
-                  server_pids: list[int] = ()) -> dict:
+                  servers: list[subprocess.Popen] = ()) -> dict:
+    import os
+    import signal
+
     from rcp_data.demo.simulated_judge import MODEL
     from rcp_data.stages.judging.budget import TokenCounter
     from rcp_data.stages.judging.client import ChatClient, ClientSettings
@@ -162,6 +206,7 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
     from rcp_data.stages.judging.settings import make_schedule
     from rcp_data.stages.judging.store import Store, read_records
 
+    server_pids = [p.pid for p in servers]
     prompts, schedule = load_prompts(), make_schedule("stage-b-only")
     run = RunSettings(concurrency=concurrency, show_progress=False, context_tokens=32768)
     client = ChatClient(ClientSettings(model=MODEL, urls=list(urls), timeout=60))
@@ -185,12 +230,16 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
                     in_flight = concurrency - judging._sem._value
                     samples.append((now, judging.summary.windows_new))
                     if now > warmup:
+                        if not watch._on:
+                            for pid in server_pids:
+                                os.kill(pid, signal.SIGUSR1)
                         watch.start()
                         starved += in_flight < concurrency
                 cpu = time.process_time() - cpu0
                 srv = (sum(proc_cpu(p) for p in server_pids) - srv0) if server_pids else float(
                     "nan")
                 watching.cancel()
+                lag = server_lag(list(servers)) if servers else {}
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -208,7 +257,8 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
             # more than the server's fixed latency), and the rate that keeps every slot busy
             "mean_call_s": round(sum(took) / max(len(took), 1), 4),
             "busy_slot_share": round(rate * (sum(took) / max(len(took), 1)) / concurrency, 3),
-            **watch.report(steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0)}
+            **watch.report(steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0),
+            "server": lag}
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -239,8 +289,7 @@ def main() -> int:
     procs, urls = start_servers(args.latency, args.queries, args.replicas)
     try:
         for c in args.concurrency:
-            r = run_async(one_run(urls, pool, c, args.seconds, args.warmup,
-                                  [x.pid for x in procs]))
+            r = run_async(one_run(urls, pool, c, args.seconds, args.warmup, procs))
             r["ideal_calls_per_s"] = c / args.latency
             r["share_of_ideal"] = round(r["calls_per_s"] / r["ideal_calls_per_s"], 3)
             r["load_1min"] = round(os.getloadavg()[0], 2)
@@ -251,8 +300,7 @@ def main() -> int:
     if args.instant_seconds > 0:
         procs, urls = start_servers(0.0, args.queries, args.replicas)
         try:
-            r = run_async(one_run(urls, pool, 64, args.instant_seconds, 2.0,
-                                  [x.pid for x in procs]))
+            r = run_async(one_run(urls, pool, 64, args.instant_seconds, 2.0, procs))
             r["load_1min"] = round(os.getloadavg()[0], 2)
             results["instant"] = r
             print(json.dumps({"instant": r}), flush=True)
@@ -265,7 +313,9 @@ def main() -> int:
         print(f"{r['concurrency']} in flight: {r['calls_per_s']} calls/s = "
               f"{r['share_of_ideal']:.3f} of ideal {r['ideal_calls_per_s']:g}{target}; starved "
               f"{r['starved_share']:.1%} (target < 5%); mean call {1000 * r['mean_call_s']:.1f} "
-              f"ms; driver {r['cpu_ms_per_call']} ms CPU/call; load {r['load_1min']}")
+              f"ms; loop lag driver {r['loop_lag_ms_mean']} ms, server "
+              f"{r['server'].get('loop_lag_ms_mean')} ms; CPU/call driver {r['cpu_ms_per_call']} "
+              f"ms, server {r['server_cpu_ms_per_call']} ms; load {r['load_1min']}")
     if "instant" in results:
         r = results["instant"]
         print(f"instant server: {r['calls_per_s']} calls/s; driver {r['cpu_ms_per_call']} ms, "

@@ -63,6 +63,9 @@ def test_answers_read_the_same_in_any_key_order_or_wrapping():
     a = read_answer("A", '{"1": 2.5, "2": -1}', 2, ids)
     assert a.values == [2.5, -1.0] and a == read_answer("A", '{"2": -1, "[1]": 2.5}', 2, ids)
     assert read_answer("A", '{"1": 2.5, "3": 1}', 2, ids).category == "wrong-count"
+    huge = read_answer("A", '{"1": 12345678901234567890123, "2": NaN}', 2, ids)
+    assert huge == read_answer("A", ' x {"2": NaN, "1": 12345678901234567890123}', 2, ids)
+    assert huge.values[0] == float(12345678901234567890123) and huge.category == "wrong-count"
     assert read_answer("B", '{"1": {"C1": 2, "C2": 1}}', 1, ids).category == "wrong-count"
 
 

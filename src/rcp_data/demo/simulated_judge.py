@@ -184,6 +184,7 @@ class ServerThread:
     def __init__(self, judge: SimulatedJudge, port: int = 0) -> None:
         self.judge, self.port = judge, port
         self.url = ""
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True)
         self._stop: Callable[[], None] | None = None
@@ -204,6 +205,7 @@ class ServerThread:
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.loop = loop  # for a caller's own coroutines (a benchmark's lag probe)
         stop = asyncio.Event()
         self._stop = lambda: loop.call_soon_threadsafe(stop.set)
         self._ready.set()
