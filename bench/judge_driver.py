@@ -181,6 +181,7 @@ class LoopWatch:
         return {"loop_lag_ms_mean": round(1000 * sum(lags) / len(lags), 2),
                 "loop_lag_ms_p99": round(1000 * lags[int(0.99 * (len(lags) - 1))], 2),
                 "gc_cpu_share": round(sum(self.gc_cpu) / max(seconds, 1e-9), 4),
+                "gc_cpu_s": round(sum(self.gc_cpu), 3),
                 "gc_pauses": {f"gen{g}": [self.gc_n[g], round(1000 * self.gc_max[g], 1)]
                               for g in range(3)}}
 
@@ -257,7 +258,9 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
             # more than the server's fixed latency), and the rate that keeps every slot busy
             "mean_call_s": round(sum(took) / max(len(took), 1), 4),
             "busy_slot_share": round(rate * (sum(took) / max(len(took), 1)) / concurrency, 3),
-            **watch.report(steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0),
+            **(w := watch.report(steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0)),
+            "gc_ms_per_call": round(1000 * w["gc_cpu_s"] / max(
+                steady[-1][1] - steady[0][1] if len(steady) > 1 else 0, 1), 3),
             "server": lag}
 
 
