@@ -45,7 +45,7 @@ def dump(*_):
     with open(tmp, "w") as f:
         json.dump(watch.report(), f)
     os.replace(tmp, sys.argv[5])
-signal.signal(signal.SIGUSR1, lambda *_: watch.start())
+signal.signal(signal.SIGUSR1, lambda *_: watch.restart())
 signal.signal(signal.SIGUSR2, dump)
 with ServerThread(judge, port=int(sys.argv[2])) as s:
     asyncio.run_coroutine_threadsafe(watch.run(), s.loop)
@@ -172,8 +172,11 @@ class LoopWatch:
 
     def start(self) -> None:
         if not self._on:
-            self._reset()
-            self._on = True
+            self.restart()
+
+    def restart(self) -> None:
+        self._reset()
+        self._on = True
 
     def report(self, seconds: float | None = None) -> dict:
         seconds = time.monotonic() - self._since if seconds is None else seconds

@@ -11,6 +11,7 @@ category. ``max_calls`` stops the run after that many calls (a later run continu
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import logging
@@ -29,6 +30,7 @@ from rcp_data.stages.judging.settings import Schedule, plan_query
 from rcp_data.stages.judging.store import FLUSH_SECONDS, Store, window_id
 
 log = logging.getLogger(__name__)
+OPEN_PER_SLOT = 4  # windows under way per call slot (see Judging.__init__)
 GC_YOUNG = 10_000  # the young generation's size during a run (Python's default: 700)
 
 
@@ -81,6 +83,11 @@ class Judging:
         # query stages under way at once: enough that their open windows keep every call slot
         # busy while some of them refit, few enough that the windows waiting stay few
         self._active = asyncio.Semaphore(max(32, run.concurrency))
+        # windows under way (asked, or waiting for a call slot) at most OPEN_PER_SLOT per
+        # slot: a query stage's next batch waits for room, so the waiting windows (tasks the
+        # collector walks) stay few while enough wait to keep every slot busy through refits
+        self._open, self._open_cap = 0, OPEN_PER_SLOT * run.concurrency
+        self._room: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
         self._budget_cache: dict[tuple[str, str, int], int] = {}
         self._cut_cache: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._format_cache: dict[tuple[str, int], dict | None] = {}
@@ -121,7 +128,36 @@ class Judging:
         return self._format_cache[key]
 
     # -- windows ---------------------------------------------------------------------------
+    def _fits(self, n: int) -> bool:
+        # a batch fits the room, or the slots would soon idle without it (a batch larger
+        # than the room goes in once fewer windows are open than there are slots)
+        return self._open + n <= self._open_cap or self._open < self.run.concurrency
+
+    async def _admit(self, n: int) -> None:
+        """Wait for room for a batch of ``n`` windows (first come, first served)."""
+        if not self._room and self._fits(n):
+            self._open += n
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._room.append((n, fut))
+        await fut
+
+    def _closed(self) -> None:
+        """A window is done: let in the batches that now fit."""
+        self._open -= 1
+        while self._room and self._fits(self._room[0][0]):
+            n, fut = self._room.popleft()
+            if not fut.done():
+                self._open += n
+                fut.set_result(None)
+
     async def _window(self, q: PoolQuery, win: Window):
+        try:
+            return await self._window_now(q, win)
+        finally:
+            self._closed()
+
+    async def _window_now(self, q: PoolQuery, win: Window):
         doc_ids = [q.doc_ids[d] for d in win.docs]
         wid = window_id(self.store.digest, q.key, win.stage, win.phase, win.seq, doc_ids)
         rec = self.store.records.get(wid)
@@ -212,6 +248,7 @@ class Judging:
         except StopIteration:
             return
         while True:
+            await self._admit(len(batch))
             values = await asyncio.gather(*(self._window(q, win) for win in batch),
                                           return_exceptions=True)
             failed = [v for v in values if isinstance(v, BaseException)]
