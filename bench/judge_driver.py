@@ -13,7 +13,9 @@ and its garbage collector's pauses (CPU time per generation) over the steady sta
 same against an instant server (latency 0): calls/s and CPU per call. ``--replicas N`` runs
 the server as N processes, the driver routing over them (its repeatable endpoints). The
 server plants each passage's relevance from one generator (the hashed fallback draws a
-generator per passage, a cost of the SIMULATED server, not of the driver).
+generator per passage, a cost of the SIMULATED server, not of the driver), and sets its
+collector as the driver does during a run (``gc.freeze`` after the planted table is made, a
+young generation of ``GC_YOUNG``).
 
     PYTHONPATH=src python bench/judge_driver.py --concurrency 128 256 512 --seconds 70
 """
@@ -34,11 +36,16 @@ import urllib.request
 from pathlib import Path
 
 SERVER = """
-import asyncio, json, os, signal, sys, time
+import asyncio, gc, json, os, signal, sys, time
 sys.path.insert(0, sys.argv[4])
 from judge_driver import LoopWatch, planted
 from rcp_data.demo.simulated_judge import ServerThread, SimulatedJudge
+from rcp_data.stages.judging.driver import GC_YOUNG
 judge = SimulatedJudge(planted(int(sys.argv[3])), latency=float(sys.argv[1]))
+# the server's collector set as the driver sets its own: the planted table out of its sight
+gc.collect()
+gc.freeze()
+gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 watch = LoopWatch()
 def dump(*_):
     tmp = sys.argv[5] + ".tmp"
