@@ -25,12 +25,41 @@ from scipy.special import expit
 MODEL = "rcp-data/SIMULATED-judge"
 GAMMA = (1.4, 1.1, 0.9, 0.8, 0.8)
 BETA = (-1.6, -0.6, 0.2, 1.0, 1.9)
-_PASSAGE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+_NUMBER = re.compile(r"\[(\d+)\] ")  # a passage's line starts "[k] "
+_QUERY = re.compile(r"^Query: (.*)$", re.MULTILINE)
+_CRITERION = re.compile(r"^(C\d+) \(", re.MULTILINE)
+
+try:  # orjson (the judge extra): the server's request and answer JSON, faster
+    import orjson
+
+    _loads, _dumps = orjson.loads, orjson.dumps
+except ImportError:  # pragma: no cover - json is the fallback
+    _loads = json.loads
+
+    def _dumps(obj: object) -> bytes:
+        return json.dumps(obj).encode("utf-8")
 
 
 def passage_key(text: str) -> str:
     """How the server finds a passage's planted relevance: its first line."""
     return text.strip().split("\n", 1)[0][:200]
+
+
+def _passages(body: str) -> list[str]:
+    """The passages of a prompt's body: the text after each line that starts "[k] " up to the
+    next such line (what splitting on ``^\\[(\\d+)\\] `` in multiline mode gives, found with
+    ``str.find`` instead of a regular expression tried at every character)."""
+    starts = []  # (where the "[k] " begins, where its text begins)
+    at = 0
+    while at >= 0:
+        m = _NUMBER.match(body, at)
+        if m:
+            starts.append((at, m.end()))
+        at = body.find("\n[", at)
+        if at >= 0:
+            at += 1
+    ends = [a for a, _ in starts[1:]] + [len(body)] if starts else []
+    return [body[b:e] for (_, b), e in zip(starts, ends, strict=True)]
 
 
 @dataclass
@@ -45,6 +74,7 @@ class SimulatedJudge:
     beta: tuple = BETA
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
     _drawn: dict = field(default_factory=dict, repr=False)
+    _heads: dict = field(default_factory=dict, repr=False)
 
     def planted(self, query: str, key: str) -> float:
         """The planted relevance; a passage not given one gets a fixed value drawn from its
@@ -56,17 +86,29 @@ class SimulatedJudge:
             self._drawn[(query, key)] = float(np.random.default_rng(h).normal(0.0, 1.5))
         return self._drawn[(query, key)]
 
+    def _head(self, head: str) -> tuple:
+        """What a prompt's head says (query, stage, criteria), read once per head."""
+        got = self._heads.get(head)
+        if got is None:
+            query = _QUERY.search(head).group(1).strip()
+            stage_b = "yes/no questions" in head
+            ids = _CRITERION.findall(head) if stage_b else []
+            g = np.resize(np.asarray(self.gamma), len(ids))
+            b = np.resize(np.asarray(self.beta), len(ids))
+            # the JSON text of one criterion's answer, false and true
+            words = [(f'"{c}": false', f'"{c}": true') for c in ids]
+            got = self._heads[head] = (query, stage_b, ids, g, b, words)
+        return got
+
     def answer(self, prompt: str, seed: int) -> tuple[str, str]:
         """The answer text and finish_reason of one request."""
         head, body = prompt.split("Passages:\n", 1)
-        query = re.search(r"^Query: (.*)$", head, re.MULTILINE).group(1).strip()
+        query, stage_b, ids, g, b, words = self._head(head)
         body = body.rsplit("\n\nAnswer with", 1)[0]
-        parts = _PASSAGE.split(body)[1:]
-        passages = [parts[i + 1] for i in range(0, len(parts), 2)]
+        passages = _passages(body)
         rel = np.array([self.planted(query, passage_key(p)) for p in passages])
         rng = np.random.default_rng([seed, int(hashlib.sha256(prompt.encode()).hexdigest()[:8],
                                                16)])
-        stage_b = "yes/no questions" in head
         bad = rng.random() < self.malformed
         if bad:
             self.stats["malformed"] += 1
@@ -77,19 +119,16 @@ class SimulatedJudge:
                 passages = passages[:-1]
                 rel = rel[:-1]
         if stage_b:
-            ids = re.findall(r"^(C\d+) \(", head, re.MULTILINE)
-            g = np.resize(np.asarray(self.gamma), len(ids))
-            b = np.resize(np.asarray(self.beta), len(ids))
             p = expit(g * (rel[:, None] - b[None, :]))
-            v = rng.random(p.shape) < p
-            obj = {str(i + 1): {c: bool(v[i, k]) for k, c in enumerate(ids)}
-                   for i in range(len(passages))}
-        else:
-            s = np.clip(np.round(rel + rng.normal(0, self.noise, len(rel)), 1), -5, 5)
-            if bad and kind == 2:
-                s[0] = 9.0
-            obj = {str(i + 1): float(x) for i, x in enumerate(s)}
-        return json.dumps(obj), "stop"
+            v = (rng.random(p.shape) < p).tolist()
+            # the text json.dumps gives {"1": {"C1": true, ...}, ...}, written directly
+            return "{" + ", ".join(
+                f'"{i + 1}": {{' + ", ".join([w[x] for w, x in zip(words, row, strict=True)]) + "}"
+                for i, row in enumerate(v)) + "}", "stop"
+        s = np.clip(np.round(rel + rng.normal(0, self.noise, len(rel)), 1), -5, 5)
+        if bad and kind == 2:
+            s[0] = 9.0
+        return json.dumps({str(i + 1): x for i, x in enumerate(s.tolist())}), "stop"
 
     # -- the HTTP server -------------------------------------------------------------------
     def app(self):
@@ -104,7 +143,7 @@ class SimulatedJudge:
 
         async def chat(request):
             self.stats["requests"] += 1
-            data = await request.json()
+            data = _loads(await request.read())
             counter["n"] += 1
             if self.faults and (counter["n"] * 0.6180339887) % 1.0 < self.faults:
                 self.stats["faults"] += 1
@@ -125,13 +164,13 @@ class SimulatedJudge:
                 await asyncio.sleep(self.latency)
             prompt = data["messages"][-1]["content"]
             text, finish = self.answer(prompt, int(data.get("seed") or 0))
-            return web.json_response({
+            return web.Response(content_type="application/json", body=_dumps({
                 "id": "SIMULATED", "object": "chat.completion", "model": MODEL,
                 "system_fingerprint": "SIMULATED",
                 "choices": [{"index": 0, "finish_reason": finish,
                              "message": {"role": "assistant", "content": text}}],
                 "usage": {"prompt_tokens": len(prompt) // 4,
-                          "completion_tokens": len(text) // 4}})
+                          "completion_tokens": len(text) // 4}}))
 
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", models)
@@ -145,6 +184,7 @@ class ServerThread:
     def __init__(self, judge: SimulatedJudge, port: int = 0) -> None:
         self.judge, self.port = judge, port
         self.url = ""
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True)
         self._stop: Callable[[], None] | None = None
@@ -152,7 +192,12 @@ class ServerThread:
     def _main(self) -> None:
         from aiohttp import web
 
-        loop = asyncio.new_event_loop()
+        try:  # uvloop (the judge extra): a cheaper event loop per request
+            import uvloop
+
+            loop = uvloop.new_event_loop()
+        except ImportError:
+            loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         runner = web.AppRunner(self.judge.app(), access_log=None)
         loop.run_until_complete(runner.setup())
@@ -160,6 +205,7 @@ class ServerThread:
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.loop = loop  # for a caller's own coroutines (a benchmark's lag probe)
         stop = asyncio.Event()
         self._stop = lambda: loop.call_soon_threadsafe(stop.set)
         self._ready.set()

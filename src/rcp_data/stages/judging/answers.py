@@ -24,6 +24,14 @@ CATEGORIES = ("unparsable", "wrong-count", "out-of-range", "refusal", "length", 
 PARSE_VERSION = 1
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_DECODER = json.JSONDecoder()
+try:  # orjson (the judge extra): what json reads of a text that is one object, faster; a text
+    # it refuses (NaN, 1e400, text around the object) is read by json as before, and an integer
+    # beyond 64 bits, which it reads as a float, gives the same reading (float(v), or not 0/1)
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - json alone
+    _fast_loads = None
+_KEYS: dict[int, list[str]] = {}  # w -> ["1", ..., "w"], the keys of a well-formed answer
 
 
 @dataclass(frozen=True)
@@ -44,15 +52,26 @@ def extract_object(text: str) -> dict | None:
     """The first complete JSON object of ``text`` after reasoning and fences are removed."""
     if text is None:
         return None
-    text = _THINK.sub("", text)
-    close = text.lower().rfind("</think>")
-    if close >= 0 and text.find("{", close) >= 0:
-        text = text[close + len("</think>"):]
-    m = _FENCE.match(text)
-    if m:
-        text = m.group(1)
+    if "<" in text:  # no "<": no reasoning block to strip
+        text = _THINK.sub("", text)
+        close = text.lower().rfind("</think>")
+        if close >= 0 and text.find("{", close) >= 0:
+            text = text[close + len("</think>"):]
+    if "```" in text:
+        m = _FENCE.match(text)
+        if m:
+            text = m.group(1)
+    stripped = text.strip()
+    if stripped[:1] == "{" and _fast_loads is not None:  # the whole answer one object (most)
+        try:
+            obj = _fast_loads(stripped)
+        except ValueError:
+            pass
+        else:
+            if isinstance(obj, dict):
+                return obj
     start = text.find("{")
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     while start >= 0:
         try:
             obj, _ = decoder.raw_decode(text, start)
@@ -65,6 +84,11 @@ def extract_object(text: str) -> dict | None:
 
 def _entries(obj: dict, w: int) -> tuple[dict[int, object], str]:
     """Passage number -> value, and what is wrong with the keys ('' when nothing)."""
+    keys = _KEYS.get(w)
+    if keys is None:
+        keys = _KEYS[w] = [str(i + 1) for i in range(w)]
+    if list(obj) == keys:  # the common case, read at once
+        return {i: v for i, v in enumerate(obj.values(), start=1)}, ""
     if len(obj) == 1 and isinstance(next(iter(obj.values())), dict) and str(
             next(iter(obj))) not in {str(i + 1) for i in range(w)}:
         obj = next(iter(obj.values()))  # one wrapper object ({"scores": {...}})
@@ -127,7 +151,8 @@ def read_stage_b(text: str | None, w: int, criteria: list[str], *,
     known = frozenset(criteria)
     for i, v in entries.items():
         # every criterion answered true/false (or 0/1), and no other key
-        row = [_bool(v.get(c)) for c in criteria] if isinstance(v, dict) and len(
+        row = [1 if x is True else 0 if x is False else _bool(x)
+               for x in map(v.get, criteria)] if isinstance(v, dict) and len(
             v) == len(known) and known.issuperset(v) else None
         if row is None or None in row:
             broken.append(i)

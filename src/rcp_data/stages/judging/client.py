@@ -110,9 +110,15 @@ class ChatClient:
 
         self._aiohttp = aiohttp
         self._timeout = aiohttp.ClientTimeout(total=self.s.timeout)
+        # no cookie jar: an OpenAI-compatible API sets none, and a jar costs every call a
+        # lookup and every answer a parse
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
-            headers=self._headers, json_serialize=json.dumps)
+            headers=self._headers, json_serialize=json.dumps,
+            cookie_jar=aiohttp.DummyCookieJar())
+        from yarl import URL
+
+        self._chat_urls = {r.url: URL(f"{r.url}/chat/completions") for r in self.replicas}
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -183,7 +189,7 @@ class ChatClient:
             retry_after = None
             try:
                 async with self._session.post(
-                        f"{r.url}/chat/completions", data=payload,
+                        self._chat_urls[r.url], data=payload,
                         timeout=self._timeout) as resp:
                     status = resp.status
                     if status == 200:

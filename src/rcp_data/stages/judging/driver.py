@@ -11,7 +11,9 @@ category. ``max_calls`` stops the run after that many calls (a later run continu
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import gc
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +27,11 @@ from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
 from rcp_data.stages.judging.prompts import Prompts
 from rcp_data.stages.judging.schedule import Window, query_rng, stage_a, stage_b
 from rcp_data.stages.judging.settings import Schedule, plan_query
-from rcp_data.stages.judging.store import Store, window_id
+from rcp_data.stages.judging.store import FLUSH_SECONDS, Store, window_id
 
 log = logging.getLogger(__name__)
+OPEN_PER_SLOT = 4  # windows under way per call slot (see Judging.__init__)
+GC_YOUNG = 10_000  # the young generation's size during a run (Python's default: 700)
 
 
 @dataclass
@@ -79,10 +83,16 @@ class Judging:
         # query stages under way at once: enough that their open windows keep every call slot
         # busy while some of them refit, few enough that the windows waiting stay few
         self._active = asyncio.Semaphore(max(32, run.concurrency))
+        # windows under way (asked, or waiting for a call slot) at most OPEN_PER_SLOT per
+        # slot: a query stage's next batch waits for room, so the waiting windows (tasks the
+        # collector walks) stay few while enough wait to keep every slot busy through refits
+        self._open, self._open_cap = 0, OPEN_PER_SLOT * run.concurrency
+        self._room: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
         self._budget_cache: dict[tuple[str, str, int], int] = {}
         self._cut_cache: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._format_cache: dict[tuple[str, int], dict | None] = {}
         self._bar = None
+        self._flush_due: asyncio.TimerHandle | None = None
 
     # -- prompts ---------------------------------------------------------------------------
     def _render(self, stage: str, q: PoolQuery, texts: list[str]) -> str:
@@ -118,7 +128,36 @@ class Judging:
         return self._format_cache[key]
 
     # -- windows ---------------------------------------------------------------------------
+    def _fits(self, n: int) -> bool:
+        # a batch fits the room, or the slots would soon idle without it (a batch larger
+        # than the room goes in once fewer windows are open than there are slots)
+        return self._open + n <= self._open_cap or self._open < self.run.concurrency
+
+    async def _admit(self, n: int) -> None:
+        """Wait for room for a batch of ``n`` windows (first come, first served)."""
+        if not self._room and self._fits(n):
+            self._open += n
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._room.append((n, fut))
+        await fut
+
+    def _closed(self) -> None:
+        """A window is done: let in the batches that now fit."""
+        self._open -= 1
+        while self._room and self._fits(self._room[0][0]):
+            n, fut = self._room.popleft()
+            if not fut.done():
+                self._open += n
+                fut.set_result(None)
+
     async def _window(self, q: PoolQuery, win: Window):
+        try:
+            return await self._window_now(q, win)
+        finally:
+            self._closed()
+
+    async def _window_now(self, q: PoolQuery, win: Window):
         doc_ids = [q.doc_ids[d] for d in win.docs]
         wid = window_id(self.store.digest, q.key, win.stage, win.phase, win.seq, doc_ids)
         rec = self.store.records.get(wid)
@@ -172,11 +211,17 @@ class Judging:
                   "attempts": usage["calls"], "usage": usage, "cuts": cut, "tokens_cut": tokens,
                   "seconds": round(busy, 4),
                   "replica": res.replica if res else ""}
-        self.store.append(record)
+        self.store.append(record, flush=False)
+        if self._flush_due is None:  # one write for the answers of the next few ms
+            self._flush_due = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush)
         self.summary.windows_new += 1
         self.summary.invalid_new += status != "ok"
         self._tick(record)
         return values if status == "ok" else None
+
+    def _flush(self) -> None:
+        self._flush_due = None
+        self.store.flush()
 
     def _tick(self, rec: dict) -> None:
         self.summary.census.add(rec["stage"], len(rec["docs"]), rec.get("cuts", 0),
@@ -203,6 +248,7 @@ class Judging:
         except StopIteration:
             return
         while True:
+            await self._admit(len(batch))
             values = await asyncio.gather(*(self._window(q, win) for win in batch),
                                           return_exceptions=True)
             failed = [v for v in values if isinstance(v, BaseException)]
@@ -226,10 +272,17 @@ class Judging:
         self.summary.windows_total = self.planned_windows()
         self._bar = progress(total=self.summary.windows_total, unit="win",
                              disable=not self.run.show_progress, desc="judge")
-        with ThreadPoolExecutor(max_workers=1, initializer=_one_blas_thread) as executor:
+        with ThreadPoolExecutor(max_workers=1, initializer=_one_blas_thread) as executor, \
+                _long_lived_frozen():
             tasks = [asyncio.ensure_future(self._query_stage(q, s, executor))
                      for q in self.pool.queries for s in self.run.stages]
-            results = await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                if self._flush_due is not None:
+                    self._flush_due.cancel()
+                    self._flush_due = None
+                self.store.flush()
         self._bar.close()
         for r in results:
             if isinstance(r, _Budget):
@@ -251,6 +304,24 @@ def _step(gen, answers):
         return gen.send(answers)
     except StopIteration:
         return None
+
+
+@contextlib.contextmanager
+def _long_lived_frozen():
+    """The collector set for a run: what outlives it (the pool, the store's records, the
+    caches) moved out of its sight (``gc.freeze``), so a full collection, which stops every
+    call in flight, walks only what the run makes; and a young generation of ``GC_YOUNG``
+    objects, so that fewer of the calls in flight are caught alive and promoted (measured:
+    GC CPU per call down about threefold, pauses of a few ms). Both undone at the end."""
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def _one_blas_thread() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -108,14 +109,22 @@ class Prompts:
                 "response_format": self.response_format, "score_values": self.score_values}
 
     def render_a(self, query: str, passages: list[str]) -> str:
-        return Template(self.stage_a).safe_substitute(
-            query=query, n=len(passages), passages=format_passages(passages))
+        return self._template_a.fill(query=query, n=len(passages),
+                                     passages=format_passages(passages))
 
     def render_b(self, query: str, passages: list[str]) -> str:
+        return self._template_b.fill(query=query, n=len(passages),
+                                     passages=format_passages(passages))
+
+    @cached_property
+    def _template_a(self) -> _Filled:
+        return _Filled.compile(self.stage_a, ("query", "n", "passages"), {})
+
+    @cached_property
+    def _template_b(self) -> _Filled:
         crit = "\n".join(f"{c.id} ({c.name}): {c.question}" for c in self.rubric.criteria)
-        return Template(self.stage_b).safe_substitute(
-            query=query, n=len(passages), passages=format_passages(passages), criteria=crit,
-            ids=", ".join(self.rubric.ids))
+        return _Filled.compile(self.stage_b, ("query", "n", "passages"),
+                               {"criteria": crit, "ids": ", ".join(self.rubric.ids)})
 
     def schema_a(self, w: int) -> dict:
         item = ({"type": "number", "minimum": -5, "maximum": 5}
@@ -140,6 +149,37 @@ class Prompts:
         if self.response_format == "json_object":
             return {"type": "json_object", "schema": schema}
         return None
+
+
+@dataclass(frozen=True)
+class _Filled:
+    """A template read once: what ``Template.safe_substitute`` gives, as literal pieces with
+    the per-window fields between them (a window's prompt is then one join)."""
+
+    pieces: tuple[str, ...]  # literal, field, literal, field, ..., literal
+    fields: tuple[str, ...]
+
+    @classmethod
+    def compile(cls, text: str, fields: tuple[str, ...], fixed: dict[str, str]) -> _Filled:
+        marker = "\x00"
+        while marker in text or any(marker in v for v in fixed.values()):
+            marker += "\x00"
+        # a field becomes a marker; a value, an escape, an unknown name, as safe_substitute
+        out = Template(text).safe_substitute(
+            {f: f"{marker}{k}{marker}" for k, f in enumerate(fields)} | fixed)
+        parts = out.split(marker)
+        pieces, order = [parts[0]], []
+        for k in range(1, len(parts), 2):
+            order.append(fields[int(parts[k])])
+            pieces.append(parts[k + 1])
+        return cls(tuple(pieces), tuple(order))
+
+    def fill(self, **values: object) -> str:
+        out = [self.pieces[0]]
+        for name, piece in zip(self.fields, self.pieces[1:], strict=True):
+            out.append(str(values[name]))
+            out.append(piece)
+        return "".join(out)
 
 
 def format_passages(passages: list[str]) -> str:
