@@ -27,7 +27,7 @@ from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
 from rcp_data.stages.judging.prompts import Prompts
 from rcp_data.stages.judging.schedule import Window, query_rng, stage_a, stage_b
 from rcp_data.stages.judging.settings import Schedule, plan_query
-from rcp_data.stages.judging.store import FLUSH_SECONDS, Store, window_id
+from rcp_data.stages.judging.store import Store, window_id
 
 log = logging.getLogger(__name__)
 OPEN_PER_SLOT = 4  # windows under way per call slot (see Judging.__init__)
@@ -92,7 +92,6 @@ class Judging:
         self._cut_cache: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._format_cache: dict[tuple[str, int], dict | None] = {}
         self._bar = None
-        self._flush_due: asyncio.TimerHandle | None = None
 
     # -- prompts ---------------------------------------------------------------------------
     def _render(self, stage: str, q: PoolQuery, texts: list[str]) -> str:
@@ -211,17 +210,11 @@ class Judging:
                   "attempts": usage["calls"], "usage": usage, "cuts": cut, "tokens_cut": tokens,
                   "seconds": round(busy, 4),
                   "replica": res.replica if res else ""}
-        self.store.append(record, flush=False)
-        if self._flush_due is None:  # one write for the answers of the next few ms
-            self._flush_due = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush)
+        self.store.append(record)  # on disk before the next call: a kill loses no answer
         self.summary.windows_new += 1
         self.summary.invalid_new += status != "ok"
         self._tick(record)
         return values if status == "ok" else None
-
-    def _flush(self) -> None:
-        self._flush_due = None
-        self.store.flush()
 
     def _tick(self, rec: dict) -> None:
         self.summary.census.add(rec["stage"], len(rec["docs"]), rec.get("cuts", 0),
@@ -279,9 +272,6 @@ class Judging:
             try:
                 results = await asyncio.gather(*tasks, return_exceptions=True)
             finally:
-                if self._flush_due is not None:
-                    self._flush_due.cancel()
-                    self._flush_due = None
                 self.store.flush()
         self._bar.close()
         for r in results:

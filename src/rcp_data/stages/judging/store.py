@@ -3,9 +3,8 @@
 ``STORE/identity.json`` records what produced the store (the judge model, the prompts' and the
 rubric's sha256, the answer format, the schedule, the pool's digest, the parse version); a run
 with another identity is refused, naming the fields that differ. ``STORE/windows.jsonl`` holds
-one JSON record per window, appended as each finishes (written at once, or, for the driver, in
-batches written within ``FLUSH_SECONDS``: a kill then loses at most the answers of that last
-moment, which a resumed run asks again, never a record kept twice or in part); a record's
+one JSON record per window, written to the file as each finishes (a kill loses no answer
+received, and never leaves a record kept twice or in part); a record's
 ``id`` is the sha256 of the identity digest, the query, the stage, the phase, the sequence number and the
 documents in order, so a resumed run finds what it already has and never records a window
 twice. A torn last line (a killed writer) is dropped when the store is opened for writing.
@@ -28,7 +27,6 @@ WINDOWS = "windows.jsonl"
 LOCK = ".lock"
 RUNS = "runs.jsonl"
 STORE_SCHEMA = "rcp-data.judge-store/1"
-FLUSH_SECONDS = 0.05
 
 
 try:  # orjson (the judge extra): the same JSON line, UTF-8, several times faster
@@ -157,7 +155,8 @@ class Store:
 
     def append(self, record: dict, *, flush: bool = True) -> None:
         """Add ``record`` (once: an id already stored is ignored). With ``flush=False`` the
-        line waits for :meth:`flush` (the caller's promise: within ``FLUSH_SECONDS``)."""
+        line waits for :meth:`flush` (for bulk writers that keep nothing unflushed across a
+        call to anyone)."""
         if record["id"] in self._ids:
             return
         self._ids.add(record["id"])
