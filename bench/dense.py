@@ -47,14 +47,32 @@ def passages(n: int, seed: int = 56, start: int = 0, words: int = 56):
     return [f"p{start + i}" for i in range(n)], texts
 
 
-def corpus_reader(n: int, batch: int = 8192, words: int = 56):
-    """A streamed SYNTHETIC corpus of ``n`` passages (generated batch by batch)."""
+def _memory() -> str:
+    """This process's resident set now and at its peak (VmRSS, VmHWM), in GiB."""
+    got = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            got[key] = int(value.split()[0]) * 1024 / GIB
+    return f"RSS {got.get('VmRSS', 0):.3f} GiB, peak {got.get('VmHWM', 0):.3f} GiB"
+
+
+def corpus_reader(n: int, batch: int = 8192, words: int = 56, log_every: int = 0):
+    """A streamed SYNTHETIC corpus of ``n`` passages (generated batch by batch); with
+    ``log_every``, a line on stderr each time that many more passages were handed out (the
+    passages handed out so far, the time and the memory then)."""
     import pyarrow as pa
 
     from rcp_data.sources.base import CorpusReader
 
     def batches():
+        t0, logged = time.perf_counter(), 0
         for lo in range(0, n, batch):
+            if log_every and lo - logged >= log_every:
+                logged = lo
+                print(f"  [{time.strftime('%H:%M:%S')}] {lo:,} passages handed out, "
+                      f"{time.perf_counter() - t0:.0f} s, {_memory()}", file=sys.stderr,
+                      flush=True)
             ids, texts = passages(min(batch, n - lo), start=lo, words=words)
             yield pa.record_batch({"id": pa.array(ids), "title": pa.array([""] * len(ids)),
                                    "text": pa.array(texts)})
@@ -131,8 +149,8 @@ def rss_child(model: str, n: int, n_queries: int, device: str, words: int = 56) 
     from rcp_data.stages.dense import dense_run
 
     t0 = time.perf_counter()
-    run = dense_run(corpus_reader(n, words=words), queries(n_queries), model, depth=150,
-                    device=device)
+    run = dense_run(corpus_reader(n, words=words, log_every=max(8192, n // 50)),
+                    queries(n_queries), model, depth=150, device=device)
     print(json.dumps({"seconds": time.perf_counter() - t0, "rows": len(run)}))
 
 

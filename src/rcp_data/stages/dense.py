@@ -94,25 +94,64 @@ def document_texts(batch: pa.RecordBatch) -> list[str]:
     return [f"{h} {t}" if h else t for h, t in zip(titles, text, strict=True)]
 
 
+def _ordered(scores, positions, k: int):
+    """The first ``k`` of each row by score descending, of equal scores the earlier position."""
+    import torch
+
+    order = torch.argsort(positions, dim=1, stable=True)
+    scores, positions = scores.gather(1, order), positions.gather(1, order)
+    order = torch.argsort(scores, dim=1, descending=True, stable=True)[:, :k]
+    return scores.gather(1, order), positions.gather(1, order)
+
+
+def block_top_k(block, k: int):
+    """The top ``k`` (score, column) of each row of a score block, exactly, in that order: of
+    equal scores the earlier column comes first and is kept at the cut, whatever
+    ``torch.topk`` picks among ties."""
+    import torch
+
+    n = block.shape[1]
+    if n <= k:
+        return _ordered(block, torch.arange(n, device=block.device).expand_as(block), k)
+    top, columns = torch.topk(block, k + 1, dim=1, largest=True, sorted=True)
+    # a row whose k-th score equals its (k+1)-th has a tie at the cut (rare: a duplicated
+    # passage); it is chosen again from every column scoring at least the k-th
+    tied = torch.nonzero(top[:, k - 1] == top[:, k]).flatten().tolist()
+    top, columns = _ordered(top[:, :k], columns[:, :k], k)
+    for r in tied:
+        keep = torch.nonzero(block[r] >= top[r, k - 1]).flatten()
+        row, keep = _ordered(block[r, keep][None], keep[None], k)
+        top[r], columns[r] = row[0], keep[0]
+    return top, columns
+
+
 @dataclass
 class RunningTopK:
-    """The exact top ``k`` (score, document position) per query over the chunks seen so far."""
+    """The exact top ``k`` (score, document position) per query over the documents seen so far,
+    in that order; of equal scores the earlier document wins, so the result does not depend on
+    how the corpus was cut into chunks and blocks."""
 
     k: int
     scores: object = None        # torch (n_queries, <= k) float32
     positions: object = None     # torch (n_queries, <= k) int64
 
     def add(self, block, first: int) -> None:
-        """Merge a score block of documents ``first, first + 1, ...``."""
+        """Merge a score block (queries x documents ``first, first + 1, ...``)."""
         import torch
 
-        pos = torch.arange(first, first + block.shape[1], device=block.device).expand_as(block)
+        top, pos = block_top_k(block, self.k)
+        pos = pos + first
         if self.scores is not None:
-            block = torch.cat([self.scores, block], dim=1)
-            pos = torch.cat([self.positions, pos], dim=1)
-        take = min(self.k, block.shape[1])
-        top, idx = torch.topk(block, take, dim=1, largest=True, sorted=False)
-        self.scores, self.positions = top, torch.gather(pos, 1, idx)
+            top, pos = _ordered(torch.cat([self.scores, top], dim=1),
+                                torch.cat([self.positions, pos], dim=1), self.k)
+        self.scores, self.positions = top, pos
+
+    def add_embeddings(self, queries, documents, first: int) -> None:
+        """Score ``documents`` (embeddings, rows ``first, first + 1, ...``) against every
+        query by inner product, at most :data:`SCORE_BLOCK` scores at a time, and merge them."""
+        step = max(1, SCORE_BLOCK // max(1, queries.shape[0]))
+        for lo in range(0, documents.shape[0], step):
+            self.add(queries @ documents[lo:lo + step].T, first + lo)
 
 
 def _encode(model, texts: list[str], batch_size: int, device: str):
@@ -146,9 +185,7 @@ def dense_run(corpus: CorpusReader, queries: pd.DataFrame, model, *, depth: int,
             if not pending:
                 return
             d = _encode(st, pending, batch_size, device).float()
-            step = max(1, SCORE_BLOCK // max(1, len(qids)))
-            for lo in range(0, d.shape[0], step):
-                tops.add(q @ d[lo:lo + step].T, first + lo)
+            tops.add_embeddings(q, d, first)
             first += d.shape[0]
             ids.extend(pending_ids)
             bar.update(len(pending))
@@ -186,5 +223,5 @@ def dense_run(corpus: CorpusReader, queries: pd.DataFrame, model, *, depth: int,
     return run
 
 
-__all__ = ["BATCH_SIZE", "CHUNK_DOCS", "RunningTopK", "dense_run", "document_texts",
+__all__ = ["BATCH_SIZE", "CHUNK_DOCS", "RunningTopK", "block_top_k", "dense_run", "document_texts",
            "load_model", "pick_device", "spec_model"]
