@@ -114,10 +114,10 @@ def block_top_k(block, k: int):
     if n <= k:
         return _ordered(block, torch.arange(n, device=block.device).expand_as(block), k)
     top, columns = torch.topk(block, k + 1, dim=1, largest=True, sorted=True)
-    # a row whose k-th score equals its (k+1)-th has a tie at the cut (rare: a duplicated
-    # passage); it is chosen again from every column scoring at least the k-th
-    tied = torch.nonzero(top[:, k - 1] == top[:, k]).flatten().tolist()
-    top, columns = _ordered(top[:, :k], columns[:, :k], k)
+    # a row with equal scores among its top k + 1 (rare: a duplicated passage) is chosen again
+    # from every column scoring at least its k-th: the earlier column first
+    tied = torch.nonzero((top[:, 1:] == top[:, :-1]).any(dim=1)).flatten().tolist()
+    top, columns = top[:, :k].contiguous(), columns[:, :k].contiguous()
     for r in tied:
         keep = torch.nonzero(block[r] >= top[r, k - 1]).flatten()
         row, keep = _ordered(block[r, keep][None], keep[None], k)
@@ -142,8 +142,11 @@ class RunningTopK:
         top, pos = block_top_k(block, self.k)
         pos = pos + first
         if self.scores is not None:
-            top, pos = _ordered(torch.cat([self.scores, top], dim=1),
-                                torch.cat([self.positions, pos], dim=1), self.k)
+            # both parts are in order and every kept document precedes the block's: a stable
+            # sort by score alone keeps the earlier document first among equal scores
+            top, pos = torch.cat([self.scores, top], dim=1), torch.cat([self.positions, pos], 1)
+            order = torch.argsort(top, dim=1, descending=True, stable=True)[:, :self.k]
+            top, pos = top.gather(1, order), pos.gather(1, order)
         self.scores, self.positions = top, pos
 
     def add_embeddings(self, queries, documents, first: int) -> None:
