@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                    else "NOT met")
         targets.append(
             f"TARGET encode ratio dense_run / sentence-transformers encode, batch "
-            f"{'/'.join(map(str, sizes))}, {n:,} passages of ~{args.throughput_words} words: lowest {wall:.3f} by wall time, "
+            f"{'/'.join(map(str, sizes))}, {n:,} passages of ~{args.throughput_words} words: "
+            f"lowest {wall:.3f} by wall time, "
             f"{cpu:.3f} by CPU time (target >= 0.9: {verdict})")
     if "rss" not in skip:
         n_rss = args.rss_passages or n_docs
