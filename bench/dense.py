@@ -13,12 +13,14 @@ streamed in record batches (never all in memory). The model is all-MiniLM-L6-v2 
 1. throughput: passages per second of ``dense_run`` at batch sizes 32, 64, 128, 256 against
    sentence-transformers' own ``encode`` on the same texts (``--throughput-passages`` of
    ``--throughput-words`` words, and the same 10 queries, which ``dense_run`` embeds too); the
-   ratio should be >= 0.9 (the stage adds streaming, scoring and the running top-k). The two alternate (ABAB) ``--repeats`` times, best of each, by wall
-   and by CPU time (user + system, all threads): on a shared machine one pass of either can be
-   slowed by other load, and CPU time is what load changes least;
+   ratio should be >= 0.9 (the stage adds streaming, scoring and the running top-k). The two
+   alternate (ABAB) ``--repeats`` times, best of each, by wall and by CPU time (user + system,
+   all threads): on a shared machine one pass of either can be slowed by other load, and CPU
+   time is what load changes least;
 2. peak RSS of one ``dense_run`` over ``1M x scale`` passages (a child process, measured with
    ``os.wait4``; bounded: < 4 GiB), with a progress line (passages, seconds, RSS) on stderr
-   every 2% of them;
+   every 2% of them; ``--rss-random-embeddings`` swaps the model's embeddings for SYNTHETIC
+   random ones (the model still loaded) to see in minutes how memory grows up to 1M;
 3. exact top-150 search for ``1,000 x scale`` queries over ``1M x scale`` random unit vectors of
    the model's dimension, in a child process: the stage's own scoring and running top-k
    (``RunningTopK.add_embeddings``) on chunks as the encoder hands them over, wall and CPU time

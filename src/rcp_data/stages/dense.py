@@ -2,19 +2,20 @@
 corpus (``[pool] dense``, ``rcp-data build --dense MODEL``).
 
 The corpus is read in its record batches and embedded in chunks of ``chunk_docs`` documents
-(sentence-transformers' own ``encode``, ``batch_size`` texts at a time, so the embedding speed is
-the library's); each chunk is scored against every query at once and merged into a running
+(sentence-transformers' own ``encode``, ``batch_size`` texts at a time, so the embedding speed
+is the library's); each chunk is scored against every query at once and merged into a running
 exact top-``depth`` per query, then dropped (one matrix product and one ``torch.topk`` per score
 block, a stable sort of ``2 x depth`` candidates per merge; of equal scores at the cut the
 earlier document is kept, so the run never depends on the chunk sizes). Memory: the query
 embeddings, one chunk of document embeddings and its score block, the running top-k and the
 document ids (about 10 MiB per million short ids), never the corpus' embeddings at once, so no
-embedding file is needed for a corpus of any size. Scores are the model's embeddings' inner products (a model that normalises,
-like all-MiniLM-L6-v2, gives cosine similarities), in float32. A document is embedded as
-``title + " " + text`` when it has a title (as for BM25). The run is ranked as every first-stage
-run without ranks is (:func:`rcp_data.stages.pools.normalize_run`: score descending, ties by
-corpus-id descending). A GPU is used when present, else the CPU; a progress bar shows on a
-terminal only (:mod:`rcp_data.core.progress`).
+embedding file is needed for a corpus of any size. Scores are the model's embeddings' inner
+products (a model that normalises, like all-MiniLM-L6-v2, gives cosine similarities), in
+float32. A document is embedded as ``title + " " + text`` when it has a title (as for BM25). The
+run is ranked as every first-stage run without ranks is
+(:func:`rcp_data.stages.pools.normalize_run`: score descending, ties by corpus-id descending). A
+GPU is used when present, else the CPU; a progress bar shows on a terminal only
+(:mod:`rcp_data.core.progress`).
 """
 
 from __future__ import annotations
