@@ -150,13 +150,16 @@ def throughput(model: str, n: int, batch_sizes: list[int], device: str,
         ow, oc = min(o[0] for o in ours), min(o[1] for o in ours)
         rows.append({"batch_size": b, "st_passages_per_s": n / rw,
                      "dense_run_passages_per_s": n / ow, "ratio": rw / ow,
-                     "cpu_ratio": rc / oc, "st_passages_per_cpu_s": n / rc,
+                     "cpu_ratio": rc / oc,
+                     "cpu_ratio_all": sum(r[1] for r in ref) / sum(o[1] for o in ours),
+                     "st_passages_per_cpu_s": n / rc,
                      "dense_run_passages_per_cpu_s": n / oc,
                      "wall_s": {"st": [r[0] for r in ref], "dense_run": [o[0] for o in ours]},
                      "cpu_s": {"st": [r[1] for r in ref], "dense_run": [o[1] for o in ours]}})
         print(f"  batch {b:>3}: sentence-transformers {n / rw:,.0f}/s ({n / rc:,.0f}/CPU-s), "
               f"dense_run {n / ow:,.0f}/s ({n / oc:,.0f}/CPU-s): ratio {rw / ow:.3f} wall, "
-              f"{rc / oc:.3f} CPU time (best of {repeats}, alternating)", flush=True)
+              f"{rc / oc:.3f} CPU time (best of {repeats}, alternating; "
+              f"{rows[-1]['cpu_ratio_all']:.3f} by all passes' CPU time)", flush=True)
     return rows
 
 
@@ -302,13 +305,15 @@ def main(argv: list[str] | None = None) -> int:
         results["throughput"] = rows = throughput(model, n, sizes, device, repeats=args.repeats,
                                                   words=args.throughput_words)
         wall, cpu = min(r["ratio"] for r in rows), min(r["cpu_ratio"] for r in rows)
+        cpu_all = min(r["cpu_ratio_all"] for r in rows)
         verdict = ("met" if min(wall, cpu) >= 0.9 else "met by CPU time only" if cpu >= 0.9
                    else "NOT met")
         targets.append(
             f"TARGET encode ratio dense_run / sentence-transformers encode, batch "
             f"{'/'.join(map(str, sizes))}, {n:,} passages of ~{args.throughput_words} words: "
             f"lowest {wall:.3f} by wall time, "
-            f"{cpu:.3f} by CPU time (target >= 0.9: {verdict})")
+            f"{cpu:.3f} by CPU time, {cpu_all:.3f} by all passes' CPU time "
+            f"(target >= 0.9: {verdict})")
     if "rss" not in skip:
         n_rss = args.rss_passages or n_docs
         print(f"peak RSS of dense_run over {n_rss:,} passages, {n_queries:,} queries:",
