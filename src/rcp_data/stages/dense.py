@@ -2,16 +2,20 @@
 corpus (``[pool] dense``, ``rcp-data build --dense MODEL``).
 
 The corpus is read in its record batches and embedded in chunks of ``chunk_docs`` documents
-(sentence-transformers' own ``encode``, ``batch_size`` texts at a time, so the embedding speed is
-the library's); each chunk is scored against every query at once and merged into a running
-exact top-``depth`` per query, then dropped. Memory: the query embeddings, one chunk of document
-embeddings and its score block, the running top-k and the document ids, never the corpus'
-embeddings at once. Scores are the model's embeddings' inner products (a model that normalises,
-like all-MiniLM-L6-v2, gives cosine similarities), in float32. A document is embedded as
-``title + " " + text`` when it has a title (as for BM25). The run is ranked as every first-stage
-run without ranks is (:func:`rcp_data.stages.pools.normalize_run`: score descending, ties by
-corpus-id descending). A GPU is used when present, else the CPU; a progress bar shows on a
-terminal only (:mod:`rcp_data.core.progress`).
+(sentence-transformers' own ``encode``, ``batch_size`` texts at a time, so the embedding speed
+is the library's); each chunk is scored against every query at once and merged into a running
+exact top-``depth`` per query, then dropped (one matrix product and one ``torch.topk`` per score
+block, a stable sort of ``2 x depth`` candidates per merge; of equal scores at the cut the
+earlier document is kept, so the run never depends on the chunk sizes). Memory: the query
+embeddings, one chunk of document embeddings and its score block, the running top-k and the
+document ids (about 10 MiB per million short ids), never the corpus' embeddings at once, so no
+embedding file is needed for a corpus of any size. Scores are the model's embeddings' inner
+products (a model that normalises, like all-MiniLM-L6-v2, gives cosine similarities), in
+float32. A document is embedded as ``title + " " + text`` when it has a title (as for BM25). The
+run is ranked as every first-stage run without ranks is
+(:func:`rcp_data.stages.pools.normalize_run`: score descending, ties by corpus-id descending). A
+GPU is used when present, else the CPU; a progress bar shows on a terminal only
+(:mod:`rcp_data.core.progress`).
 """
 
 from __future__ import annotations
@@ -94,25 +98,67 @@ def document_texts(batch: pa.RecordBatch) -> list[str]:
     return [f"{h} {t}" if h else t for h, t in zip(titles, text, strict=True)]
 
 
+def _ordered(scores, positions, k: int):
+    """The first ``k`` of each row by score descending, of equal scores the earlier position."""
+    import torch
+
+    order = torch.argsort(positions, dim=1, stable=True)
+    scores, positions = scores.gather(1, order), positions.gather(1, order)
+    order = torch.argsort(scores, dim=1, descending=True, stable=True)[:, :k]
+    return scores.gather(1, order), positions.gather(1, order)
+
+
+def block_top_k(block, k: int):
+    """The top ``k`` (score, column) of each row of a score block, exactly, in that order: of
+    equal scores the earlier column comes first and is kept at the cut, whatever
+    ``torch.topk`` picks among ties."""
+    import torch
+
+    n = block.shape[1]
+    if n <= k:
+        return _ordered(block, torch.arange(n, device=block.device).expand_as(block), k)
+    top, columns = torch.topk(block, k + 1, dim=1, largest=True, sorted=True)
+    # a row with equal scores among its top k + 1 (rare: a duplicated passage) is chosen again
+    # from every column scoring at least its k-th: the earlier column first
+    tied = torch.nonzero((top[:, 1:] == top[:, :-1]).any(dim=1)).flatten().tolist()
+    top, columns = top[:, :k].contiguous(), columns[:, :k].contiguous()
+    for r in tied:
+        keep = torch.nonzero(block[r] >= top[r, k - 1]).flatten()
+        row, keep = _ordered(block[r, keep][None], keep[None], k)
+        top[r], columns[r] = row[0], keep[0]
+    return top, columns
+
+
 @dataclass
 class RunningTopK:
-    """The exact top ``k`` (score, document position) per query over the chunks seen so far."""
+    """The exact top ``k`` (score, document position) per query over the documents seen so far,
+    in that order; of equal scores the earlier document wins, so the result does not depend on
+    how the corpus was cut into chunks and blocks."""
 
     k: int
     scores: object = None        # torch (n_queries, <= k) float32
     positions: object = None     # torch (n_queries, <= k) int64
 
     def add(self, block, first: int) -> None:
-        """Merge a score block of documents ``first, first + 1, ...``."""
+        """Merge a score block (queries x documents ``first, first + 1, ...``)."""
         import torch
 
-        pos = torch.arange(first, first + block.shape[1], device=block.device).expand_as(block)
+        top, pos = block_top_k(block, self.k)
+        pos = pos + first
         if self.scores is not None:
-            block = torch.cat([self.scores, block], dim=1)
-            pos = torch.cat([self.positions, pos], dim=1)
-        take = min(self.k, block.shape[1])
-        top, idx = torch.topk(block, take, dim=1, largest=True, sorted=False)
-        self.scores, self.positions = top, torch.gather(pos, 1, idx)
+            # both parts are in order and every kept document precedes the block's: a stable
+            # sort by score alone keeps the earlier document first among equal scores
+            top, pos = torch.cat([self.scores, top], dim=1), torch.cat([self.positions, pos], 1)
+            order = torch.argsort(top, dim=1, descending=True, stable=True)[:, :self.k]
+            top, pos = top.gather(1, order), pos.gather(1, order)
+        self.scores, self.positions = top, pos
+
+    def add_embeddings(self, queries, documents, first: int) -> None:
+        """Score ``documents`` (embeddings, rows ``first, first + 1, ...``) against every
+        query by inner product, at most :data:`SCORE_BLOCK` scores at a time, and merge them."""
+        step = max(1, SCORE_BLOCK // max(1, queries.shape[0]))
+        for lo in range(0, documents.shape[0], step):
+            self.add(queries @ documents[lo:lo + step].T, first + lo)
 
 
 def _encode(model, texts: list[str], batch_size: int, device: str):
@@ -146,9 +192,7 @@ def dense_run(corpus: CorpusReader, queries: pd.DataFrame, model, *, depth: int,
             if not pending:
                 return
             d = _encode(st, pending, batch_size, device).float()
-            step = max(1, SCORE_BLOCK // max(1, len(qids)))
-            for lo in range(0, d.shape[0], step):
-                tops.add(q @ d[lo:lo + step].T, first + lo)
+            tops.add_embeddings(q, d, first)
             first += d.shape[0]
             ids.extend(pending_ids)
             bar.update(len(pending))
@@ -186,5 +230,5 @@ def dense_run(corpus: CorpusReader, queries: pd.DataFrame, model, *, depth: int,
     return run
 
 
-__all__ = ["BATCH_SIZE", "CHUNK_DOCS", "RunningTopK", "dense_run", "document_texts",
+__all__ = ["BATCH_SIZE", "CHUNK_DOCS", "RunningTopK", "block_top_k", "dense_run", "document_texts",
            "load_model", "pick_device", "spec_model"]
