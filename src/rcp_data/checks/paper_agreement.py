@@ -154,15 +154,19 @@ def _exp_values(data, spec: SuiteSpec) -> dict[str, np.ndarray]:
             for s, sub in data.subsets.items()}
 
 
-def recompute(root: Path, spec: SuiteSpec, per_query: pd.DataFrame, data=None
+def recompute(root: Path, spec: SuiteSpec, per_query: pd.DataFrame, data=None,
+              exp_values: dict[str, np.ndarray] | None = None
               ) -> dict[tuple[str, str], object]:
     """``{(entry subset, statistic): value}`` of every agreement number the release allows
-    (``data``: the release as replay loaded it, loaded here when not given)."""
+    (``data``: the release as replay loaded it, loaded here when not given; ``exp_values``:
+    :func:`_exp_values` as the replay scored them, scored here when not given)."""
     from rcp_data.scoring.replay import load_release
 
     data = data if data is not None else load_release(root, spec)
     groups = _subset_groups(spec, list(data.subsets))
-    out = _ranking_values(per_query, spec, groups, _exp_values(data, spec))
+    if exp_values is None:
+        exp_values = _exp_values(data, spec)
+    out = _ranking_values(per_query, spec, groups, exp_values)
     out.update(_label_values(root, spec, groups, data))
     return out
 
@@ -177,7 +181,8 @@ def _tolerance(entry: dict) -> float:
 
 def check_paper_agreement(entries: list[dict], root: Path, spec: SuiteSpec,
                           per_query: pd.DataFrame, applies: bool, reason: str,
-                          where: str, data=None) -> list[Check]:
+                          where: str, data=None,
+                          exp_values: dict[str, np.ndarray] | None = None) -> list[Check]:
     """The suite's recomputable agreement entries against the release: a failure when the
     paper applies to this revision, else a diff."""
     key = spec.paper_key or spec.name
@@ -185,7 +190,7 @@ def check_paper_agreement(entries: list[dict], root: Path, spec: SuiteSpec,
     if not mine:
         return []
     todo = [e for e in mine if e.get("recomputable", True)]
-    values = recompute(root, spec, per_query, data)
+    values = recompute(root, spec, per_query, data, exp_values)
     rows, missing = [], []
     for e in todo:
         got = values.get((e["subset"], e["statistic"]))
