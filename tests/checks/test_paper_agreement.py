@@ -75,3 +75,47 @@ def test_check_passes_fails_and_diffs(demo):
     assert diff.ok and diff.status == "diff"
     assert check_paper_agreement([dict(good[0], suite="other")], root, spec, per_query, True,
                                  "", "x.json") == []
+
+
+def test_integer_join_equals_the_merge_on_id_strings(demo, tmp_path):
+    # the label statistics' tables, joined on integer codes, row for row the pandas merges on
+    # the id strings; with an excluded pair that has a qrels row, and with a repeated pair
+    # (the merge repeats the candidate: the join hands over to the merge)
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rcp_data.checks import paper_agreement as pa_
+    from rcp_data.model.release import Release
+    from rcp_data.scoring.agreement.analysis import _candidates
+
+    src, spec, _ = demo
+    root = tmp_path / "rel"
+    shutil.copytree(src, root)
+    qrels = pq.read_table(root / "alpha" / "qrels.parquet")
+    first = qrels.slice(0, 1)
+    excl = root / "alpha" / "excluded.parquet"
+    more = pa.table({"query-id": first.column("query-id").cast(pa.string()),
+                     "excluded-corpus-ids": pa.array([[first.column("corpus-id")[0].as_py()]])})
+    if excl.exists():                                       # the release's own exclusions kept
+        had = pq.read_table(excl, columns=["query-id", "excluded-corpus-ids"])
+        more = pa.concat_tables([had, more.cast(had.schema)])
+    pq.write_table(more, excl)
+    data = load_release(root, spec)
+    release = Release(root, spec)
+    subsets = list(data.subsets)
+    frames = [pa_._joined(release, data.subsets[s]) for s in subsets]
+    g, p, n = pa_._stacked(frames, [data.subsets[s].n_queries for s in subsets])
+    mg, mp, mn = pa_._merged(release, data, subsets, _candidates)
+    assert n == mn and len(g) == len(mg) and len(p) == len(mp) > 0
+    for col in ("q", "score", "theta"):
+        assert np.array_equal(g[col].to_numpy(float), mg[col].to_numpy(float),
+                              equal_nan=True)
+    for col in ("q", "score", "gain", "theta"):
+        assert np.array_equal(p[col].to_numpy(float), mp[col].to_numpy(float),
+                              equal_nan=True)
+    excluded = (first.column("query-id")[0].as_py(), first.column("corpus-id")[0].as_py())
+    assert excluded not in set(zip(mg["query-id"], mg["corpus-id"], strict=True))
+    pq.write_table(pa.concat_tables([qrels, qrels]), root / "alpha" / "qrels.parquet")
+    assert pa_._joined(Release(root, spec), data.subsets["alpha"]) is None

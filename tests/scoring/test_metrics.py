@@ -16,6 +16,7 @@ from rcp_data.scoring.metrics import (
     dcg_at_k,
     ideal_dcg,
     ndcg_at_k,
+    ndcg_at_k_blocks,
     ndcg_at_k_rules,
 )
 
@@ -219,3 +220,32 @@ def test_queries_without_any_candidate_score_zero():
     for rule, values in got.items():
         assert values.shape == (3, 2, 2), rule
         assert not values.any(), rule
+
+
+def test_gain_blocks_share_one_sort_and_equal_separate_calls_bit_for_bit():
+    # ties (scores rounded to one decimal), several runs, three rules; a two-row block and a
+    # one-dimensional block (the exponential gain of the grades): each block's values are
+    # exactly those of ndcg_at_k_rules on that block alone, and the hand-worked example's
+    rng = np.random.default_rng(7)
+    offsets = np.array([0, 5, 17, 17, 30, 42])
+    n = int(offsets[-1])
+    ids = [f"d{i}" for i in rng.permutation(n)]
+    key = byte_order_key(ids)
+    scores = np.round(rng.random((4, n)), 1)
+    grades = rng.integers(0, 4, size=n).astype(float)
+    linear = np.vstack([rng.random(n), grades])
+    exp = np.exp2(grades) - 1.0
+    rules = ["doc-id", "group-mean", "pool-order"]
+    blocks = [(linear, ideal_dcg(offsets, linear, 10)), (exp, ideal_dcg(offsets, exp, 10))]
+    got = ndcg_at_k_blocks(offsets, scores, blocks, k=10, tie_rules=rules, doc_key=key)
+    for (gains, ideal), res in zip(blocks, got, strict=True):
+        alone = ndcg_at_k_rules(offsets, scores, gains, ideal, k=10, tie_rules=rules,
+                                doc_key=key)
+        for rule in rules:
+            assert res[rule].shape == alone[rule].shape
+            assert np.array_equal(res[rule], alone[rule])
+    assert got[1]["doc-id"].shape == (4, 5)
+    hand = ndcg_at_k_blocks(OFFS, SCORES, [(GAINS, ideal_dcg(OFFS, GAINS, 3))], k=3,
+                            tie_rules=["doc-id"], doc_key=byte_order_key(IDS))[0]["doc-id"]
+    ideal = GAINS[1] * d(1) + GAINS[2] * d(2) + GAINS[4] * d(3)   # sorted gains .9 .5 .2
+    assert hand == pytest.approx((GAINS[2] * d(1) + GAINS[1] * d(2) + GAINS[4] * d(3)) / ideal)

@@ -352,3 +352,21 @@ def test_vidore_layout_views_native_and_languages(tmp_path: Path):
     result = compare_files(tmp_path / "native.json", tmp_path / "README.md")
     assert result.ok and len(result.rows) == 2 * 9
     assert {r["view"] for r in result.rows} == {"native"}
+
+
+@pytest.mark.parametrize("rule", ["doc-id", "group-mean", "pool-order"])
+def test_exponential_gain_from_the_same_pass_hand_worked(release: Path, rule: str):
+    # q1 with gain 2^grade - 1 (c9 grade 2 -> 3, c1 and cX grade 1 -> 1): hand-worked at k = 3,
+    # the linear columns unchanged, q2 (no positive) NaN, q3 (its one candidate positive) 1
+    data = load_release(release)
+    plain = score_queries(data, k=K, tie_rules=[rule])
+    both = score_queries(data, k=K, tie_rules=[rule], exp_gain=True)
+    pd.testing.assert_frame_equal(both.drop(columns="qrel_exp_ndcg"), plain)
+    ideal = 3 * d(1) + 1 * d(2) + 1 * d(3)
+    numerator = {"doc-id": 0 * d(1) + 1 * d(2) + 3 * d(3),        # c2, c1, c9
+                 "pool-order": 1 * d(1),                          # c1, c2, c3
+                 "group-mean": 0.5 * d(1) + 0.5 * d(2) + 1.5 * d(3)}[rule]
+    exp = both.set_index(["subset", "query-id"])["qrel_exp_ndcg"]
+    assert exp[("alpha", "q1")] == pytest.approx(numerator / ideal, abs=1e-14)
+    assert math.isnan(exp[("alpha", "q2")])
+    assert exp[("alpha", "q3")] == 1.0

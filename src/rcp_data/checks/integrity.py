@@ -461,25 +461,31 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     if not (rel.root / rel_path).exists():
         return [Check("fusion", True, "provenance-first-stage present", "present", "absent",
                       rel_path, status="absent")]
-    fs = _read(rel.root, rel_path, "first_stage")
-    retr = strings(fs.column("retriever"))
+    fs = read_release_table(rel.root / rel_path, "first_stage",
+                            read_dictionary=("retriever", "query-id", "corpus-id"))
     names = list(spec.pool.retrievers)
-    r_idx = positions(retr, pa.array(names + [FUSED], pa.string()))
+    r_code, r_dict = _codes(fs.column("retriever"))
+    r_idx = _recode(r_code, positions(r_dict, pa.array(names + [FUSED], pa.string())))
     problems: list[str] = []
-    unknown = pc.unique(retr.filter(pa.array(r_idx < 0))).to_pylist()
+    unknown = [None if c < 0 else r_dict[int(c)].as_py()
+               for c in _first_seen(r_code[r_idx < 0], nulls=True)]
     if unknown:
         problems.append(f"unknown retriever(s) {unknown}; expected {names}")
-    fq, fd = strings(fs.column("query-id")), strings(fs.column("corpus-id"))
-    K = PairKeys(vocabulary(fq, strings(pool.column("query-id"))),
-              vocabulary(fd, strings(pool.column("corpus-id"))))
-    keys = K(fq, fd)
+    (fq, fq_dict), (fd, fd_dict) = _codes(fs.column("query-id")), _codes(fs.column("corpus-id"))
+    K = PairKeys(vocabulary(fq_dict.take(pa.array(_first_seen(fq))),
+                            strings(pool.column("query-id"))),
+                 vocabulary(fd_dict.take(pa.array(_first_seen(fd))),
+                            strings(pool.column("corpus-id"))))
+    qc, dc = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
+    keys = np.where((qc >= 0) & (dc >= 0), qc * K.width + dc, -1)
     rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     score = float_values(fs.column("score"))
     qcode = keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
-    # the walk: per query, retrievers in order, each by rank
-    walk = run[np.lexsort((rank[run], r_idx[run], qcode[run]))]
+    # the walk: per query, retrievers in order, each by rank (one stable sort of one key, the
+    # order lexsort of the three gives)
+    walk = run[_lex_order(qcode[run], r_idx[run], rank[run])]
     wk = keys[walk]
     uniq, first, inv = np.unique(wk, return_index=True, return_inverse=True)
     fused_score = np.bincount(inv.reshape(-1), weights=1.0 / (spec.pool.rrf_k + rank[walk]),
@@ -561,6 +567,45 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
                       problems)]
     return [_ok("fusion", what, f"{len(np.unique(qcode[stored]))} queries, {len(stored)} fused "
                 "rows", rel_path)]
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes of a string column (-1: null) and its dictionary (string)."""
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    col = pa.table({"c": col}).unify_dictionaries().column("c")
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
+    codes = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                            .astype(np.int64, copy=False) for c in col.chunks])
+    return codes, strings(col.chunk(0).dictionary)
+
+
+def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
+    """The distinct codes (>= 0, or -1 too with ``nulls``), in order of first appearance."""
+    import pandas as pd
+
+    return pd.unique(codes if nulls else codes[codes >= 0]).astype(np.int64)
+
+
+def _recode(codes: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """``to[code]`` for each code, -1 staying -1."""
+    return np.where(codes >= 0, np.append(to, -1)[codes], -1)
+
+
+def _lex_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])`` (first key most significant) through one stable argsort of
+    one combined key where the ranges allow it."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    lows = [int(k.min()) for k in keys]
+    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if np.prod([float(s) for s in spans]) >= 2.0 ** 62:
+        return np.lexsort(keys[::-1])
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for k, lo, span in zip(keys, lows, spans, strict=True):
+        combined = combined * span + (k - lo)
+    return np.argsort(combined, kind="stable")
 
 
 def _in_corpus(docs: pa.Array, corpus_ids: pa.Array) -> np.ndarray:

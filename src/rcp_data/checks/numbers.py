@@ -103,6 +103,9 @@ class Replayed:
     tableset: object                              # compare.TableSet (kind "replay")
     tables: dict[tuple[int, str, str], dict[str, pd.DataFrame]] = field(default_factory=dict)
     data: object = None                           # the loaded release (replay.ReleaseData)
+    # {subset: (Q, R)} qrel-nDCG@10 with exponential gain under the paper's tie rule, scored in
+    # the replay's own pass (None: not scored)
+    exp_values: dict[str, np.ndarray] | None = None
 
     def card_results(self, spec: SuiteSpec) -> dict:
         """``{(view, tie rule): ReplayResult}`` at the card's k as the card module renders them
@@ -123,8 +126,24 @@ def card_groups(spec: SuiteSpec) -> set[tuple[int, str, str]]:
     return {(CARD_K, r, v) for r in rules for v in spec.card_views}
 
 
-def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]) -> Replayed:
-    """Replay ``groups`` of (k, tie rule, view) from one load of the release."""
+def _take_exp(pq_: pd.DataFrame, data, rule: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The per-query table without its ``qrel_exp_ndcg`` column, and that column under
+    ``rule`` as ``{subset: (Q, R)}`` (runs in the subset's model order)."""
+    values = pq_["qrel_exp_ndcg"].to_numpy(dtype=np.float64)
+    at = pq_["tie_rule"].to_numpy() == rule
+    subset = pq_["subset"].to_numpy()
+    out = {}
+    for name, sub in data.subsets.items():
+        rows = values[at & (subset == name)]
+        out[name] = rows.reshape(len(sub.models), sub.n_queries).T.copy()
+    return pq_.drop(columns="qrel_exp_ndcg"), out
+
+
+def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]], *,
+                  exp_rule: str | None = None) -> Replayed:
+    """Replay ``groups`` of (k, tie rule, view) from one load of the release; with
+    ``exp_rule`` (a rule of the groups at the card's k), also qrel-nDCG with exponential gain
+    under that rule, from the same pass (:attr:`Replayed.exp_values`)."""
     from rcp_data.scoring.compare import CellKey, TableSet
     from rcp_data.scoring.replay import load_release, score_queries, summarize
 
@@ -132,9 +151,13 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
     cells = {}
     per_query = {}
     views = {}
+    exp_values = None
     for k in sorted({g[0] for g in groups}):
         rules = sorted({r for kk, r, _ in groups if kk == k})
-        pq_ = score_queries(data, k=k, tie_rules=rules)
+        exp = k == CARD_K and exp_rule in rules
+        pq_ = score_queries(data, k=k, tie_rules=rules, exp_gain=exp)
+        if exp:
+            pq_, exp_values = _take_exp(pq_, data, exp_rule)
         per_query[k] = pq_
         for kk, rule, view in sorted(groups):
             if kk != k:
@@ -146,7 +169,8 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
                 for i, j in zip(*np.nonzero(~np.isnan(values)), strict=True):
                     cells[CellKey(metric, k, rule, view, str(table.index[i]),
                                   str(table.columns[j]))] = 100 * float(values[i, j])
-    return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views, data)
+    return Replayed(per_query, TableSet("replay", "replay", spec.name, cells, 0.0), views, data,
+                    exp_values)
 
 
 def _cell_name(spec: SuiteSpec, row: dict) -> str:
@@ -228,10 +252,12 @@ def paper_applies(spec: SuiteSpec, history: History | None, release: ReleaseReco
 
 
 def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, applies: bool,
-                reason: str, root: Path | None = None, data=None) -> list[Check]:
+                reason: str, root: Path | None = None, data=None,
+                exp_values: dict | None = None) -> list[Check]:
     """The paper's numbers: a failure when they apply, else a diff for information. With the
     release's ``root``, also the agreement numbers it allows recomputing
-    (:mod:`rcp_data.checks.paper_agreement`), from ``data`` when the release is loaded already."""
+    (:mod:`rcp_data.checks.paper_agreement`), from ``data`` when the release is loaded already
+    (and ``exp_values``, :attr:`Replayed.exp_values`, when the replay scored them)."""
     from rcp_data.scoring.compare import compare_tables, load_known_deviations, load_tables
 
     checks = []
@@ -275,7 +301,8 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
 
         try:
             checks += check_paper_agreement(entries, root, spec, per_query[CARD_K], applies,
-                                            reason, str(reference), data=data)
+                                            reason, str(reference), data=data,
+                                            exp_values=exp_values)
         except (InputError, UsageError) as exc:
             checks.append(Check("paper-agreement", False, "agreement numbers vs the paper's",
                                 found=exc.message, where=str(reference)))
@@ -320,7 +347,8 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
     if not spec.synthetic:
         groups.add((CARD_K, spec.paper_tie_rule, spec.paper_view))
     try:
-        replayed = replay_tables(root, spec, groups)
+        replayed = replay_tables(root, spec, groups,
+                                 exp_rule=None if spec.synthetic else spec.paper_tie_rule)
     except (InputError, UsageError) as exc:
         checks.append(Check("replay", False, "provenance-runs replay (every run scores every "
                             "candidate of every query)", expected="a complete replay",
@@ -341,7 +369,8 @@ def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: H
                             status="skipped"))
     else:
         checks += check_paper(reference, replayed.tableset, replayed.per_query, spec, applies,
-                              reason, root=root, data=replayed.data)
+                              reason, root=root, data=replayed.data,
+                              exp_values=replayed.exp_values)
     return checks, replayed
 
 

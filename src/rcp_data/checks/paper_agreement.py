@@ -104,27 +104,13 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
 
     release = Release(root, spec)
     out: dict[tuple[str, str], object] = {}
+    joined = {s: _joined(release, data.subsets[s]) for ss in groups.values() for s in ss}
     for key, subsets in groups.items():
-        graded, pool = [], []
-        offset = 0
-        for s in subsets:
-            sub = data.subsets[s]
-            q = release.table(s, "qrels", ["query-id", "corpus-id", "score", "theta", "gain"])
-            if release.has(s, "excluded"):
-                ex = release.table(s, "excluded").explode("excluded-corpus-ids")
-                gone = pd.MultiIndex.from_arrays([ex["query-id"], ex["excluded-corpus-ids"]])
-                q = q[~pd.MultiIndex.from_frame(q[["query-id", "corpus-id"]]).isin(gone)]
-            qpos = pd.Series(np.arange(sub.n_queries) + offset,
-                             index=pd.Index(sub.query_ids.astype(str)))
-            q = q[q["query-id"].isin(qpos.index)].assign(
-                q=lambda f, qpos=qpos: qpos.reindex(f["query-id"]).to_numpy())
-            cand = _candidates(sub).assign(q=lambda f, o=offset: f["q"] + o)
-            graded.append(q.dropna(subset=["theta"]))
-            pool.append(cand.merge(q[["query-id", "corpus-id", "score", "gain", "theta"]],
-                                   how="left", on=["query-id", "corpus-id"]))
-            offset += sub.n_queries
-        g = pd.concat(graded, ignore_index=True)
-        p = pd.concat(pool, ignore_index=True)
+        if all(joined[s] is not None for s in subsets):   # integer keys, every pair once
+            g, p, offset = _stacked([joined[s] for s in subsets],
+                                    [data.subsets[s].n_queries for s in subsets])
+        else:
+            g, p, offset = _merged(release, data, subsets, _candidates)
         if not len(g):
             continue
         qi, grade, theta = g["q"].to_numpy(int), g["score"].to_numpy(float), g["theta"].to_numpy()
@@ -146,6 +132,94 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
     return out
 
 
+def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """One subset's graded qrels rows (query ``q`` local) and its candidates left-joined with
+    its qrels (``score``, ``gain``, ``theta``; NaN where a candidate has no row), on integer
+    codes: what the pandas merges of :func:`_merged` give, row for row. None when a
+    (query, document) pair has two qrels rows (the merge repeats a candidate then)."""
+    import pyarrow as pa
+
+    from rcp_data.model.keys import PairKeys, positions, strings, vocabulary
+    from rcp_data.model.layout import subset_file
+    from rcp_data.model.tables import read_release_table
+
+    qrels = read_release_table(release.root / subset_file(sub.subset, "qrels"), "qrels",
+                               ["query-id", "corpus-id", "score", "theta", "gain"])
+    qids = pa.array(sub.query_ids.astype(str), pa.string())
+    cands = strings(sub.corpus_ids)
+    qdocs = strings(qrels.column("corpus-id"))
+    ex_q = np.zeros(0, dtype=np.int64)
+    ex_d = pa.array([], pa.string())
+    if release.has(sub.subset, "excluded"):
+        ex = read_release_table(release.root / subset_file(sub.subset, "excluded"),
+                                "excluded", ["query-id", "excluded-corpus-ids"])
+        lists = ex.column("excluded-corpus-ids").combine_chunks()
+        ex_q = np.repeat(positions(strings(ex.column("query-id")), qids),
+                         np.diff(lists.offsets.to_numpy()))
+        ex_d = strings(lists.flatten())
+    keys = PairKeys(qids, vocabulary(cands, qdocs, ex_d))    # every document named
+    rq, rd = positions(strings(qrels.column("query-id")), qids), keys.doc_codes(qdocs)
+    keep = rq >= 0                                          # rows of this subset's queries
+    ed = keys.doc_codes(ex_d)
+    known = (ex_q >= 0) & (ed < keys.width - 1)
+    if known.any():                                         # excluded pairs left out
+        pair = np.where(keep, keys.of_codes(np.maximum(rq, 0), rd), -1)
+        keep &= ~np.isin(pair, keys.of_codes(ex_q[known], ed[known]))
+    frame = qrels.to_pandas()
+    rows = np.flatnonzero(keep)
+    q = frame.iloc[rows].assign(q=rq[rows])
+    # candidates' pairs against the kept rows' pairs
+    rkey = keys.of_codes(rq[rows], rd[rows])
+    if len(np.unique(rkey)) != len(rkey):
+        return None
+    cq = np.repeat(np.arange(sub.n_queries, dtype=np.int64), np.diff(sub.offsets))
+    ckey = keys.of_codes(cq, keys.doc_codes(cands))
+    order = np.argsort(rkey, kind="stable")
+    at = np.clip(np.searchsorted(rkey[order], ckey), 0, max(len(rkey) - 1, 0))
+    hit = (rkey[order][at] == ckey) if len(rkey) else np.zeros(len(ckey), dtype=bool)
+    src = rows[order][at] if len(rkey) else np.zeros(len(ckey), dtype=np.int64)
+    pool = pd.DataFrame({"q": cq})
+    for col in ("score", "gain", "theta"):
+        values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)[src]
+        pool[col] = np.where(hit, values, np.nan)
+    return q.dropna(subset=["theta"]), pool
+
+
+def _stacked(parts: list, n_queries: list[int]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """The subsets' graded rows and joined candidates, one after the other, their queries
+    numbered on from the subsets before."""
+    offset, graded, pool = 0, [], []
+    for (g, p), n in zip(parts, n_queries, strict=True):
+        graded.append(g.assign(q=g["q"].to_numpy() + offset))
+        pool.append(p.assign(q=p["q"].to_numpy() + offset))
+        offset += n
+    return (pd.concat(graded, ignore_index=True), pd.concat(pool, ignore_index=True), offset)
+
+
+def _merged(release, data, subsets: list[str], _candidates
+            ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """:func:`_stacked`'s tables by pandas merges on the id strings (a repeated pair)."""
+    graded, pool = [], []
+    offset = 0
+    for s in subsets:
+        sub = data.subsets[s]
+        q = release.table(s, "qrels", ["query-id", "corpus-id", "score", "theta", "gain"])
+        if release.has(s, "excluded"):
+            ex = release.table(s, "excluded").explode("excluded-corpus-ids")
+            gone = pd.MultiIndex.from_arrays([ex["query-id"], ex["excluded-corpus-ids"]])
+            q = q[~pd.MultiIndex.from_frame(q[["query-id", "corpus-id"]]).isin(gone)]
+        qpos = pd.Series(np.arange(sub.n_queries) + offset,
+                         index=pd.Index(sub.query_ids.astype(str)))
+        q = q[q["query-id"].isin(qpos.index)].assign(
+            q=lambda f, qpos=qpos: qpos.reindex(f["query-id"]).to_numpy())
+        cand = _candidates(sub).assign(q=lambda f, o=offset: f["q"] + o)
+        graded.append(q.dropna(subset=["theta"]))
+        pool.append(cand.merge(q[["query-id", "corpus-id", "score", "gain", "theta"]],
+                               how="left", on=["query-id", "corpus-id"]))
+        offset += sub.n_queries
+    return pd.concat(graded, ignore_index=True), pd.concat(pool, ignore_index=True), offset
+
+
 def _exp_values(data, spec: SuiteSpec) -> dict[str, np.ndarray]:
     """Per subset ``(Q, R)`` qrel-nDCG@10 with exponential gain under the paper rule."""
     from rcp_data.scoring.agreement.analysis import qrel_values
@@ -154,15 +228,19 @@ def _exp_values(data, spec: SuiteSpec) -> dict[str, np.ndarray]:
             for s, sub in data.subsets.items()}
 
 
-def recompute(root: Path, spec: SuiteSpec, per_query: pd.DataFrame, data=None
+def recompute(root: Path, spec: SuiteSpec, per_query: pd.DataFrame, data=None,
+              exp_values: dict[str, np.ndarray] | None = None
               ) -> dict[tuple[str, str], object]:
     """``{(entry subset, statistic): value}`` of every agreement number the release allows
-    (``data``: the release as replay loaded it, loaded here when not given)."""
+    (``data``: the release as replay loaded it, loaded here when not given; ``exp_values``:
+    :func:`_exp_values` as the replay scored them, scored here when not given)."""
     from rcp_data.scoring.replay import load_release
 
     data = data if data is not None else load_release(root, spec)
     groups = _subset_groups(spec, list(data.subsets))
-    out = _ranking_values(per_query, spec, groups, _exp_values(data, spec))
+    if exp_values is None:
+        exp_values = _exp_values(data, spec)
+    out = _ranking_values(per_query, spec, groups, exp_values)
     out.update(_label_values(root, spec, groups, data))
     return out
 
@@ -177,7 +255,8 @@ def _tolerance(entry: dict) -> float:
 
 def check_paper_agreement(entries: list[dict], root: Path, spec: SuiteSpec,
                           per_query: pd.DataFrame, applies: bool, reason: str,
-                          where: str, data=None) -> list[Check]:
+                          where: str, data=None,
+                          exp_values: dict[str, np.ndarray] | None = None) -> list[Check]:
     """The suite's recomputable agreement entries against the release: a failure when the
     paper applies to this revision, else a diff."""
     key = spec.paper_key or spec.name
@@ -185,7 +264,7 @@ def check_paper_agreement(entries: list[dict], root: Path, spec: SuiteSpec,
     if not mine:
         return []
     todo = [e for e in mine if e.get("recomputable", True)]
-    values = recompute(root, spec, per_query, data)
+    values = recompute(root, spec, per_query, data, exp_values)
     rows, missing = [], []
     for e in todo:
         got = values.get((e["subset"], e["statistic"]))

@@ -33,6 +33,8 @@ __all__ = [
     "TIE_RULES",
     "CandidateLayout",
     "byte_order_key",
+    "dcg_at_k_blocks",
+    "ndcg_at_k_blocks",
     "discounts",
     "ideal_dcg",
     "dcg_at_k",
@@ -168,24 +170,21 @@ def _top_block(layout: CandidateLayout, score_mat: np.ndarray, kk: int
     return index, scores
 
 
-def _dcg_one_run(layout: CandidateLayout, scores: np.ndarray, gains: np.ndarray, k: int,
-                 rules: Sequence[str]) -> dict[str, np.ndarray]:
-    """DCG@k of one run (``scores`` shape ``(n,)``) for gains ``(G, n)`` under ``rules``."""
+def _dcg_one_run(layout: CandidateLayout, scores: np.ndarray, blocks: Sequence[np.ndarray],
+                 k: int, rules: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    """DCG@k of one run (``scores`` shape ``(n,)``) for each block of gains ``(G, n)`` under
+    ``rules``: one sort of the run serves every block, and each block is reduced on its own,
+    exactly as a call with that block alone reduces it."""
     n_q = layout.n_queries
     width = layout.index.shape[1]
-    out: dict[str, np.ndarray] = {}
     if n_q == 0 or width == 0:
-        return {r: np.zeros((gains.shape[0], n_q)) for r in rules}
+        return [{r: np.zeros((gains.shape[0], n_q)) for r in rules} for gains in blocks]
     kk = min(k, width)
     disc = discounts(kk)
     index, score_mat = _top_block(layout, _pad(scores, -np.inf)[layout.index], kk)
     block = index.shape[1]
     perm = np.argsort(-score_mat, axis=1, kind="stable")
     ranked = np.take_along_axis(index, perm, axis=1)                  # flat index per rank
-    gains_p = _pad(gains, 0.0)                                        # (G, n + 1)
-    for rule in rules:
-        if rule in ("doc-id", "pool-order"):
-            out[rule] = gains_p[:, ranked[:, :kk]] @ disc
     if "group-mean" in rules:
         sorted_scores = np.take_along_axis(score_mat, perm, axis=1)
         new = np.ones((n_q, block), dtype=bool)
@@ -195,13 +194,22 @@ def _dcg_one_run(layout: CandidateLayout, scores: np.ndarray, gains: np.ndarray,
         nxt = np.full((n_q, block), block, dtype=np.int64)
         nxt[:, :-1] = np.where(new[:, 1:], cols[1:], block)
         end = np.minimum.accumulate(nxt[:, ::-1], axis=1)[:, ::-1][:, :kk]
-        ranked_gains = gains_p[:, ranked]                              # (G, Q, C)
-        csum = np.zeros(ranked_gains.shape[:-1] + (block + 1,), dtype=np.float64)
-        np.cumsum(ranked_gains, axis=-1, out=csum[..., 1:])
         rows = np.arange(n_q)[:, None]
-        total = csum[:, rows, end] - csum[:, rows, start]
-        out["group-mean"] = (total / (end - start)) @ disc
-    return out
+    outs = []
+    for gains in blocks:
+        out: dict[str, np.ndarray] = {}
+        gains_p = _pad(gains, 0.0)                                    # (G, n + 1)
+        for rule in rules:
+            if rule in ("doc-id", "pool-order"):
+                out[rule] = gains_p[:, ranked[:, :kk]] @ disc
+        if "group-mean" in rules:
+            ranked_gains = gains_p[:, ranked]                          # (G, Q, C)
+            csum = np.zeros(ranked_gains.shape[:-1] + (block + 1,), dtype=np.float64)
+            np.cumsum(ranked_gains, axis=-1, out=csum[..., 1:])
+            total = csum[:, rows, end] - csum[:, rows, start]
+            out["group-mean"] = (total / (end - start)) @ disc
+        outs.append(out)
+    return outs
 
 
 def _check_rules(rules: Sequence[str]) -> None:
@@ -219,9 +227,19 @@ def dcg_at_k(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, gains: n
     ``(G, n)``. Returns ``{rule: array}`` of shape ``scores.shape[:-1] + gains.shape[:-1] + (Q,)``.
     All rules share one sort per run.
     """
+    return dcg_at_k_blocks(offsets, scores, [gains], k=k, tie_rules=tie_rules,
+                           doc_key=doc_key)[0]
+
+
+def dcg_at_k_blocks(offsets: np.ndarray | CandidateLayout, scores: np.ndarray,
+                    blocks: Sequence[np.ndarray], *, k: int = 10,
+                    tie_rules: Sequence[str] = ("doc-id",),
+                    doc_key: np.ndarray | None = None) -> list[dict[str, np.ndarray]]:
+    """:func:`dcg_at_k` of each block of gains, from one sort per run: each result equals
+    ``dcg_at_k`` of that block alone, bit for bit."""
     _check_rules(tie_rules)
     scores = np.asarray(scores, dtype=np.float64)
-    gains = np.asarray(gains, dtype=np.float64)
+    blocks = [np.asarray(g, dtype=np.float64) for g in blocks]
     if isinstance(offsets, CandidateLayout):
         layout = offsets
         bad = [r for r in tie_rules if not layout.supports(r)]
@@ -235,25 +253,29 @@ def dcg_at_k(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, gains: n
         if "pool-order" in tie_rules and "doc-id" in tie_rules:
             # two base orders: compute pool-order separately
             rest = [r for r in tie_rules if r != "pool-order"]
-            out = dcg_at_k(offsets, scores, gains, k=k, tie_rules=rest, doc_key=doc_key)
-            out.update(dcg_at_k(offsets, scores, gains, k=k, tie_rules=["pool-order"]))
-            return {r: out[r] for r in tie_rules}
+            outs = dcg_at_k_blocks(offsets, scores, blocks, k=k, tie_rules=rest,
+                                   doc_key=doc_key)
+            pool = dcg_at_k_blocks(offsets, scores, blocks, k=k, tie_rules=["pool-order"])
+            return [{r: {**o, **p}[r] for r in tie_rules} for o, p in zip(outs, pool,
+                                                                         strict=True)]
         layout = CandidateLayout.build(offsets, key)
     n = layout.n_candidates
-    if scores.shape[-1] != n or gains.shape[-1] != n:
-        raise ValueError(f"scores {scores.shape} and gains {gains.shape} must end in {n}")
-    if not (np.isfinite(scores).all() and np.isfinite(gains).all()):
+    if scores.shape[-1] != n or any(g.shape[-1] != n for g in blocks):
+        shapes = ", ".join(str(g.shape) for g in blocks)
+        raise ValueError(f"scores {scores.shape} and gains {shapes} must end in {n}")
+    if not (np.isfinite(scores).all() and all(np.isfinite(g).all() for g in blocks)):
         raise ValueError("scores and gains must be finite")
     # explicit leading sizes: reshape(-1, 0) is ambiguous when no query has a candidate
     runs = scores.reshape(int(np.prod(scores.shape[:-1])), n)
-    gain_mat = gains.reshape(int(np.prod(gains.shape[:-1])), n)
-    per_rule: dict[str, list[np.ndarray]] = {r: [] for r in tie_rules}
+    mats = [g.reshape(int(np.prod(g.shape[:-1])), n) for g in blocks]
+    per_rule: list[dict[str, list[np.ndarray]]] = [{r: [] for r in tie_rules} for _ in blocks]
     for r in range(runs.shape[0]):
-        res = _dcg_one_run(layout, runs[r], gain_mat, k, tie_rules)
-        for rule in tie_rules:
-            per_rule[rule].append(res[rule])
-    shape = scores.shape[:-1] + gains.shape[:-1] + (layout.n_queries,)
-    return {rule: np.stack(v).reshape(shape) for rule, v in per_rule.items()}
+        for acc, res in zip(per_rule, _dcg_one_run(layout, runs[r], mats, k, tie_rules),
+                            strict=True):
+            for rule in tie_rules:
+                acc[rule].append(res[rule])
+    return [{rule: np.stack(v).reshape(scores.shape[:-1] + g.shape[:-1] + (layout.n_queries,))
+             for rule, v in acc.items()} for acc, g in zip(per_rule, blocks, strict=True)]
 
 
 def ndcg_at_k_rules(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, gains: np.ndarray,
@@ -261,10 +283,24 @@ def ndcg_at_k_rules(offsets: np.ndarray | CandidateLayout, scores: np.ndarray, g
                     doc_key: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """nDCG@k per query under each tie rule; ``ideal`` is :func:`ideal_dcg` (``(Q,)`` or
     ``(G, Q)`` matching ``gains``). A query whose ideal is 0 scores 0."""
-    dcg = dcg_at_k(offsets, scores, gains, k=k, tie_rules=tie_rules, doc_key=doc_key)
-    ideal = np.asarray(ideal, dtype=np.float64)
-    safe = np.where(ideal > 0, ideal, 1.0)
-    return {rule: np.where(ideal > 0, v / safe, 0.0) for rule, v in dcg.items()}
+    return ndcg_at_k_blocks(offsets, scores, [(gains, ideal)], k=k, tie_rules=tie_rules,
+                            doc_key=doc_key)[0]
+
+
+def ndcg_at_k_blocks(offsets: np.ndarray | CandidateLayout, scores: np.ndarray,
+                     blocks: Sequence[tuple[np.ndarray, np.ndarray]], *, k: int = 10,
+                     tie_rules: Sequence[str] = ("doc-id",),
+                     doc_key: np.ndarray | None = None) -> list[dict[str, np.ndarray]]:
+    """:func:`ndcg_at_k_rules` of each ``(gains, ideal)`` block from one sort per run: each
+    result equals ``ndcg_at_k_rules`` of that block alone, bit for bit."""
+    dcgs = dcg_at_k_blocks(offsets, scores, [g for g, _ in blocks], k=k, tie_rules=tie_rules,
+                           doc_key=doc_key)
+    out = []
+    for dcg, (_, ideal) in zip(dcgs, blocks, strict=True):
+        ideal = np.asarray(ideal, dtype=np.float64)
+        safe = np.where(ideal > 0, ideal, 1.0)
+        out.append({rule: np.where(ideal > 0, v / safe, 0.0) for rule, v in dcg.items()})
+    return out
 
 
 def ndcg_at_k(offsets: np.ndarray, scores: np.ndarray, gains: np.ndarray, ideal: np.ndarray, *,

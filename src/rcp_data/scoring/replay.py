@@ -56,7 +56,12 @@ from rcp_data.model.release import Release
 from rcp_data.model.suite import suite_spec
 from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.baseline_gains import BASELINE_METRICS, read_baseline_gains
-from rcp_data.scoring.metrics import byte_order_key, ideal_dcg, ndcg_at_k_rules
+from rcp_data.scoring.metrics import (
+    byte_order_key,
+    ideal_dcg,
+    ndcg_at_k_blocks,
+    ndcg_at_k_rules,
+)
 
 log = logging.getLogger(__name__)
 
@@ -527,13 +532,21 @@ def _check_without_positives(value: str) -> None:
                          f"{', '.join(WITHOUT_POSITIVES)}")
 
 
+def exp_gains(grades: np.ndarray) -> np.ndarray:
+    """The exponential gain ``2^g - 1`` of grades already clipped at 0 (``SubsetRuns.gains[1]``,
+    ``ideal_gains[1]``): :func:`rcp_data.scoring.qrels_score.gain_of`'s ``"exp"``."""
+    return np.exp2(grades) - 1.0
+
+
 def score_subset(data: SubsetRuns, *, k: int = CARD_K,
                  tie_rules: Sequence[str] = ("doc-id",),
                  without_positives: str = DEFAULT_WITHOUT_POSITIVES,
+                 exp_gain: bool = False,
                  ) -> dict[str, dict[str, np.ndarray]]:
     """Per-query values ``{tie_rule: {"rcp_ndcg": (R, Q), "qrel_ndcg": (R, Q)}}``, plus
     ``count_ndcg`` / ``raw_bt_ndcg`` where the subset has their gains (ideal over the
-    candidates; a query whose ideal is 0 scores 0).
+    candidates; a query whose ideal is 0 scores 0), and with ``exp_gain`` ``qrel_exp_ndcg``:
+    qrel-nDCG with the exponential gain ``2^grade - 1``, from the same sort of each run.
 
     qrel-nDCG is NaN for queries without a positive qrel (left out of means) under
     ``without_positives="skip"``; under ``"zero"`` it is what their grades give (mteb's).
@@ -546,9 +559,15 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
     extra = [m for m in BASELINE_METRICS if m in data.baselines]
     if data.scores.shape[0] == 0:
         empty = np.zeros((0, data.n_queries))
-        return {r: dict.fromkeys(["rcp_ndcg", "qrel_ndcg", *extra], empty) for r in tie_rules}
-    res = ndcg_at_k_rules(data.offsets, data.scores, data.gains, ideal, k=k,
-                          tie_rules=list(tie_rules), doc_key=key)          # (R, 2, Q)
+        names = ["rcp_ndcg", "qrel_ndcg", *(["qrel_exp_ndcg"] if exp_gain else []), *extra]
+        return {r: dict.fromkeys(names, empty) for r in tie_rules}
+    blocks = [(data.gains, ideal)]
+    if exp_gain:   # its own block: the values a separate call on these gains gives
+        blocks.append((exp_gains(data.gains[1]),
+                       ideal_dcg(data.ideal_offsets, exp_gains(data.ideal_gains[1]), k)))
+    found = ndcg_at_k_blocks(data.offsets, data.scores, blocks, k=k,
+                             tie_rules=list(tie_rules), doc_key=key)
+    res = found[0]                                                       # (R, 2, Q)
     no_pos = ~data.has_positive if without_positives == "skip" \
         else np.zeros(data.n_queries, dtype=bool)
     out = {}
@@ -556,6 +575,10 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
         qrel = v[:, 1, :].copy()
         qrel[:, no_pos] = np.nan
         out[rule] = {"rcp_ndcg": v[:, 0, :], "qrel_ndcg": qrel}
+        if exp_gain:
+            exp = found[1][rule].copy()                                  # (R, Q)
+            exp[:, no_pos] = np.nan
+            out[rule]["qrel_exp_ndcg"] = exp
     if extra:
         gains = np.stack([data.baselines[m] for m in extra])                # (B, n)
         res = ndcg_at_k_rules(data.offsets, data.scores, gains,
@@ -568,18 +591,21 @@ def score_subset(data: SubsetRuns, *, k: int = CARD_K,
 
 def score_queries(data: ReleaseRuns, *, k: int = CARD_K,
                   tie_rules: Sequence[str] = ("doc-id",),
-                  without_positives: str = DEFAULT_WITHOUT_POSITIVES) -> pd.DataFrame:
+                  without_positives: str = DEFAULT_WITHOUT_POSITIVES,
+                  exp_gain: bool = False) -> pd.DataFrame:
     """Long table of per-query values: ``tie_rule, subset, model, query-id, rcp_ndcg,
     qrel_ndcg`` (qrel NaN where the query has no positive qrel, under ``"skip"``), then
     ``count_ndcg`` and ``raw_bt_ndcg`` when some subset has their gains (NaN in a subset
-    without them)."""
+    without them), then, with ``exp_gain``, ``qrel_exp_ndcg`` (:func:`score_subset`)."""
     for r in tie_rules:
         if r not in TIE_RULES:
             raise UsageError(f"unknown tie rule {r!r}; choose one of {', '.join(TIE_RULES)}")
     frames = []
     extra = [m for m in BASELINE_METRICS if any(m in s.baselines for s in data.subsets.values())]
+    extra += ["qrel_exp_ndcg"] if exp_gain else []
     for name, sub in data.subsets.items():
-        res = score_subset(sub, k=k, tie_rules=tie_rules, without_positives=without_positives)
+        res = score_subset(sub, k=k, tie_rules=tie_rules, without_positives=without_positives,
+                           exp_gain=exp_gain)
         n_r, n_q = len(sub.models), sub.n_queries
         for rule in tie_rules:
             frame = pd.DataFrame({
@@ -723,6 +749,6 @@ __all__ = [
     "ALL_METRICS", "METRICS", "attach_baselines", "ReleaseRuns", "ReplayResult", "SubsetRuns", "build_split_runs",
     "build_subset_runs",
     "default_tie_rule", "load_release", "model_order",
-    "replay_loaded", "replay_release", "score_queries", "score_subset",
+    "exp_gains", "replay_loaded", "replay_release", "score_queries", "score_subset",
     "summarize",
 ]
