@@ -65,3 +65,22 @@ def test_declined_file_still_read_or_named(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_ranking_table(inf, split="")
     assert err.value.row == 2 and err.value.field == "score"
+
+
+@pytest.mark.parametrize("data", [
+    "q1 Q0 d\u00a01 1 0.5 t\n".encode(),     # a no-break space: str.split() splits on it
+    "q1 Q0 d\u30001 1 0.5 t\n".encode(),     # an ideographic space
+    b"q1 Q0 d\x0b1 1 0.5 t\n",               # a control byte inside an id
+    b"q1 Q0 d1 1 0.5 t\xff\n",               # not UTF-8 (in the tag)
+])
+def test_fast_reader_accepts_nothing_the_line_reader_reads_otherwise(tmp_path: Path,
+                                                                   data: bytes) -> None:
+    path = tmp_path / "run.txt"
+    path.write_bytes(data)
+    assert read_trec_run_table(path) is None
+    try:
+        slow = read_run_file(path)
+    except InputError:
+        return                                   # refused, naming the line
+    table = read_ranking_table(path, split="")   # read as the line reader reads it
+    assert table.column("corpus-id").to_pylist() == slow["corpus-id"].tolist()
