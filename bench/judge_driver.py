@@ -254,7 +254,6 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-                store.flush()
                 took = [r["seconds"] for r in read_records(store.root)]
     steady = [(t, n) for t, n in samples if t > warmup]
     rate = (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]) if len(

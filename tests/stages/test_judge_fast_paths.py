@@ -13,7 +13,7 @@ from string import Template
 from rcp_data.demo.simulated_judge import SimulatedJudge, _passages
 from rcp_data.stages.judging.answers import read_answer
 from rcp_data.stages.judging.prompts import format_passages, load_prompts
-from rcp_data.stages.judging.store import WINDOWS, Store, read_records
+from rcp_data.stages.judging.store import Store, read_records
 
 ODD = ["  lead\n[9] a line that looks numbered\n\nafter", "[3] y\n[4]z", "", "$query $$ ${n}",
        "\n\nleading newlines\n[ab] not a number", "inline [1] mark"]
@@ -69,17 +69,16 @@ def test_answers_read_the_same_in_any_key_order_or_wrapping():
     assert read_answer("B", '{"1": {"C1": 2, "C2": 1}}', 1, ids).category == "wrong-count"
 
 
-def test_store_batches_lines_until_flushed_each_id_once(tmp_path):
+def test_store_writes_each_line_at_once_each_id_once(tmp_path):
     recs = [{"id": f"w{i}", "values": [i]} for i in range(3)]
     with Store(tmp_path / "s", {"judge": "SIMULATED"}) as store:
         for r in recs:
-            store.append(r, flush=False)
-        store.append(recs[0], flush=False)
-        assert (tmp_path / "s" / WINDOWS).read_bytes() == b""
-        assert store.has("w2") and not store.has("w3")
-        store.flush()
+            store.append(r)
+            assert read_records(tmp_path / "s")[-1] == r     # on disk before the next call
+        store.append(recs[0])
         assert read_records(tmp_path / "s") == recs
-        store.append({"id": "w3", "values": []}, flush=False)
+        assert store.has("w2") and not store.has("w3")
+        store.append({"id": "w3", "values": []})
     assert [r["id"] for r in read_records(tmp_path / "s")] == ["w0", "w1", "w2", "w3"]
     with Store(tmp_path / "s", {"judge": "SIMULATED"}) as store:
         assert store.has("w3") and store.records["w1"] == recs[1]

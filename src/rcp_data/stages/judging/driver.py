@@ -269,10 +269,7 @@ class Judging:
                 _long_lived_frozen():
             tasks = [asyncio.ensure_future(self._query_stage(q, s, executor))
                      for q in self.pool.queries for s in self.run.stages]
-            try:
-                results = await asyncio.gather(*tasks, return_exceptions=True)
-            finally:
-                self.store.flush()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
         self._bar.close()
         for r in results:
             if isinstance(r, _Budget):

@@ -135,7 +135,6 @@ class Store:
         self.records: dict[str, dict] = {r["id"]: r for r in read_records(self.root)}
         self._ids: set[str] = set(self.records)
         self._out = (self.root / WINDOWS).open("ab", buffering=0)
-        self._pending: list[bytes] = []
 
     def _repair(self) -> None:
         """Drop a torn last line left by a killed writer."""
@@ -153,26 +152,15 @@ class Store:
     def has(self, wid: str) -> bool:
         return wid in self._ids
 
-    def append(self, record: dict, *, flush: bool = True) -> None:
-        """Add ``record`` (once: an id already stored is ignored). With ``flush=False`` the
-        line waits for :meth:`flush` (for bulk writers that keep nothing unflushed across a
-        call to anyone)."""
+    def append(self, record: dict) -> None:
+        """Add ``record`` (once: an id already stored is ignored), on disk when this returns
+        (one whole line: a kill leaves at most a torn last line, dropped on the next open)."""
         if record["id"] in self._ids:
             return
         self._ids.add(record["id"])
-        self._pending.append(_line(record))
-        if flush:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the waiting lines in one system call (whole lines: a kill leaves at most a
-        torn last line, dropped on the next open)."""
-        if self._pending and self._out is not None:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            view = memoryview(data)
-            while view:
-                view = view[self._out.write(view):]
+        view = memoryview(_line(record))
+        while view:
+            view = view[self._out.write(view):]
 
     def log_run(self, entry: dict) -> None:
         """One line for a run that ended (wall time, calls)."""
@@ -182,7 +170,6 @@ class Store:
     def close(self) -> None:
         out = getattr(self, "_out", None)
         if out is not None:
-            self.flush()
             out.close()
             self._out = None
         if self._lock is not None:
