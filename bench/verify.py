@@ -25,6 +25,9 @@ Then times, in the same run, alternating (``--repeat`` runs of each; the fastest
   sha256, from coreutils ``sha256sum``), hashing every listed file against the manifest, the
   integrity checks, the replay and the card and task file rendered again.
 
+verify runs its integrity checks in a second thread while it replays (2 cores), so its
+CPU seconds exceed its wall seconds; each stage's CPU is its own thread's.
+
 Targets: verify <= 2x the baseline on the same release (issue 28; wall time, CPU time shown
 too: on a loaded machine it is the steadier ratio), and < 60 s on 2 cores at full scale
 (2.2M pool pairs, 14 runs). Prints each stage's seconds (wall, and this process's CPU), the

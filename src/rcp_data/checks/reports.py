@@ -77,6 +77,7 @@ class VerifyReport:
     checks: list[Check] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     cpu_seconds: dict[str, float] = field(default_factory=dict)   # CPU of the same stages
+    # (integrity and replay run at once: the CPU of the thread that ran each)
     synthetic: bool = False          # the revision holds generated data
     digest: str | None = None        # the release's content digest (model.manifest)
     digest_of: str = ""              # which commit's release the digest is of, in words

@@ -86,6 +86,7 @@ from rcp_data.checks.receipts import write_receipt
 from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
+from rcp_data.core.background import Background
 from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams
@@ -252,6 +253,32 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                            git_tree=git_tree)
 
 
+def _integrity_stage(checks: list[Check], rel: Release, root: Path,
+                     calibration: tuple[ItemParams, str, str] | None, configs, card_text:
+                     str | None, link_checked: bool, seconds: dict[str, float],
+                     cpu: dict[str, float]) -> None:
+    """The integrity, judge and card-count checks, appended to ``checks``; the stage's wall
+    and CPU seconds (of the thread running it) into ``seconds`` and ``cpu``."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    tables: dict = {}
+    if calibration is not None:
+        params, link, params_path = calibration
+        found = _stage(checks, "integrity", "the data tables read", run_integrity,
+                       rel, params, link, configs, link_checked=link_checked)
+        if found is not None:
+            integrity, tables = found
+            checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link "
+                                        f"{link})") if c.name == "gains" else c
+                       for c in integrity]
+            checks += _stage(checks, "judge", "the judge provenance reads", check_judge,
+                             rel, params, tables) or []
+    if card_text is not None and tables:
+        checks += _stage(checks, "card-counts", "the counts the card states",
+                         lambda: check_card_counts(card_text, data_totals(root, tables))) or []
+    seconds["integrity"] = time.perf_counter() - t0
+    cpu["integrity"] = time.thread_time() - c0
+
+
 def _verify_dir(root: Path, *, pin: PinnedRevision | None, reference: Path | None,
                 target: str | None, hub_tags: dict[str, str] | None, histories: Path | None,
                 link_checked: bool, hosted: dict[str, HostedFile] | None,
@@ -327,36 +354,36 @@ def _verify_dir(root: Path, *, pin: PinnedRevision | None, reference: Path | Non
     card_text = _card_text(root, checks)
     configs = _stage(checks, "configs", "the card's YAML front matter reads", card_configs,
                      card_text) if card_text is not None else None
-    tables: dict = {}
-    if calibration is not None:
-        params, link, params_path = calibration
-        found = _stage(checks, "integrity", "the data tables read", run_integrity,
-                       rel, params, link, configs, link_checked=link_checked)
-        if found is not None:
-            integrity, tables = found
-            checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link "
-                                        f"{link})") if c.name == "gains" else c
-                       for c in integrity]
-            checks += _stage(checks, "judge", "the judge provenance reads", check_judge,
-                             rel, params, tables) or []
-    if card_text is not None and tables:
-        checks += _stage(checks, "card-counts", "the counts the card states",
-                         lambda: check_card_counts(card_text, data_totals(root, tables))) or []
-    seconds["integrity"] = time.perf_counter() - t0
-    cpu["integrity"] = time.process_time() - c0
+    seconds["pin"] += time.perf_counter() - t0
+    cpu["pin"] += time.process_time() - c0
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    # the integrity checks and the replay read the same release and share nothing they
+    # write: the integrity stage runs in a second thread meanwhile (numpy and Arrow release
+    # the GIL in their kernels), its checks reported in their place before the replay's
+    integrity_checks: list[Check] = []
+    seconds["integrity"] = cpu["integrity"] = 0.0       # the stages' order in the report
+    worker = Background(_integrity_stage, integrity_checks, rel, root, calibration, configs,
+                        card_text, link_checked, seconds, cpu, name="rcp-verify-integrity")
+
+    t0, c0 = time.perf_counter(), time.thread_time()
+    replay_checks: list[Check] = []
     regenerate = history is not None and not pre_policy   # a release this project built
-    numbers = _stage(checks, "replay", "provenance-runs replayed", number_checks, root, spec,
-                     card_text, history, release, pin.sha if pin else None,
-                     reference or default_reference(), pre_policy=pre_policy,
-                     for_card=regenerate)
+    try:
+        numbers = _stage(replay_checks, "replay", "provenance-runs replayed", number_checks,
+                         root, spec, card_text, history, release, pin.sha if pin else None,
+                         reference or default_reference(), pre_policy=pre_policy,
+                         for_card=regenerate)
+    except HubUnavailable:
+        worker.wait()
+        raise
     replayed: Replayed | None = None
     if numbers is not None:
         number_list, replayed = numbers
-        checks += number_list
+        replay_checks += number_list
     seconds["replay"] = time.perf_counter() - t0
-    cpu["replay"] = time.process_time() - c0
+    cpu["replay"] = time.thread_time() - c0
+    worker.result()   # re-raises what the stage raised (an unreachable Hub)
+    checks += integrity_checks + replay_checks
 
     t0, c0 = time.perf_counter(), time.process_time()
     checks += _stage(checks, "diagnostics", "the Diagnostics recomputed", check_diagnostics,
