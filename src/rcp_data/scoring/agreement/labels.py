@@ -17,11 +17,11 @@ Bradley-Terry score for raw BT, the pass share for Count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
 
@@ -89,16 +89,26 @@ def concordance(score: np.ndarray, grade: np.ndarray, query: np.ndarray,
 
 @dataclass(frozen=True)
 class PooledAuc:
-    """Cross-query pair counts: ``wins[q1, q2]`` over positives of q1 and negatives of q2."""
+    """Pooled AUC counts: ``u``, Mann-Whitney's U over all positives x all negatives (ties
+    1/2); per query ``positives`` and ``negatives``; and, computed on first use (an interval
+    needs it, a value does not), ``wins[q1, q2]`` over positives of q1 and negatives of q2."""
 
-    wins: np.ndarray
+    u: float
     positives: np.ndarray
     negatives: np.ndarray
+    _score: np.ndarray = field(repr=False, compare=False)
+    _positive: np.ndarray = field(repr=False, compare=False)
+    _query: np.ndarray = field(repr=False, compare=False)
 
     @property
     def value(self) -> float:
         den = self.positives.sum() * self.negatives.sum()
-        return float(self.wins.sum() / den) if den else float("nan")
+        return float(self.u / den) if den else float("nan")
+
+    @cached_property
+    def wins(self) -> np.ndarray:
+        """``(Q, Q)`` cross-query pair counts; ``wins.sum() == u`` (integer counts, exact)."""
+        return _pair_matrix(self._score, self._positive, self._query, len(self.positives))
 
     def with_interval(self, weights: np.ndarray | None) -> Interval:
         if weights is None:
@@ -109,21 +119,22 @@ class PooledAuc:
         return interval(self.value, samples)
 
 
-def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
-               n_queries: int | None = None) -> PooledAuc:
-    """AUC of ``score`` for ``positive`` over the documents of all queries pooled (ties 1/2);
-    equal to Mann-Whitney's U over (positives x negatives)."""
-    score = np.asarray(score, dtype=np.float64)
-    positive = np.asarray(positive, dtype=bool)
-    query = np.asarray(query, dtype=np.int64)
-    n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
-    s_pos, q_pos = score[positive], query[positive]
-    neg = ~positive
-    order = np.argsort(score[neg], kind="stable")
-    s_neg, q_neg = score[neg][order], query[neg][order]
-    # negatives below (left) and at most (right) each positive's score, all queries together
-    left = np.searchsorted(s_neg, s_pos, "left")
-    right = np.searchsorted(s_neg, s_pos, "right")
+def _below_at(score: np.ndarray, positive: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The negatives sorted by score (their scores, their order) and, per positive, how many
+    negatives score below it (left) and at most its score (right)."""
+    order = np.argsort(score[~positive], kind="stable")
+    s_neg = score[~positive][order]
+    s_pos = score[positive]
+    return (s_neg, order, np.searchsorted(s_neg, s_pos, "left"),
+            np.searchsorted(s_neg, s_pos, "right"))
+
+
+def _pair_matrix(score: np.ndarray, positive: np.ndarray, query: np.ndarray, n_q: int
+                 ) -> np.ndarray:
+    """``wins[q1, q2]``: Mann-Whitney's U of the positives of q1 against the negatives of q2."""
+    s_neg, order, left, right = _below_at(score, positive)
+    q_pos, q_neg = query[positive], query[~positive][order]
     cuts, where = np.unique(np.concatenate([left, right]), return_inverse=True)
     # below[c, q2]: negatives of q2 among the first cuts[c] (integer counts, so exact)
     block = np.searchsorted(cuts, np.arange(len(s_neg)), "right")
@@ -132,9 +143,24 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
     # hits[q1, c]: positives of q1 counting cuts[c], once for left and once for right
     hits = np.bincount(np.concatenate([q_pos, q_pos]) * len(cuts) + where.reshape(-1),
                        minlength=n_q * len(cuts)).reshape(n_q, -1).astype(np.float64)
-    wins = (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
-    return PooledAuc(wins, np.bincount(q_pos, minlength=n_q).astype(float),
-                     np.bincount(query[neg], minlength=n_q).astype(float))
+    return (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
+
+
+def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
+               n_queries: int | None = None) -> PooledAuc:
+    """AUC of ``score`` for ``positive`` over the documents of all queries pooled (ties 1/2):
+    Mann-Whitney's U over (positives x negatives), from one sort of the negatives; the
+    query x query matrix an interval needs is computed only when asked for."""
+    score = np.asarray(score, dtype=np.float64)
+    positive = np.asarray(positive, dtype=bool)
+    query = np.asarray(query, dtype=np.int64)
+    n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
+    _, _, left, right = _below_at(score, positive)
+    # 2U = sum(left + right) in integers: exact, as the matrix's sum of half-integers is
+    u = np.float64(int(left.sum(dtype=np.int64)) + int(right.sum(dtype=np.int64))) * 0.5
+    return PooledAuc(u, np.bincount(query[positive], minlength=n_q).astype(float),
+                     np.bincount(query[~positive], minlength=n_q).astype(float),
+                     score, positive, query)
 
 
 def _lex_order(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
@@ -170,6 +196,8 @@ def midranks(values: np.ndarray) -> np.ndarray:
     """``scipy.stats.rankdata(values)`` (average ranks of ties) by one sort."""
     v = np.asarray(values, dtype=np.float64)
     if np.isnan(v).any():
+        from scipy import stats           # here only: importing scipy.stats costs ~1 s cold
+
         return stats.rankdata(v)
     o = np.argsort(v, kind="stable")
     new = np.empty(len(v), dtype=bool)
