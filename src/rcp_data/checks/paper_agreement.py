@@ -100,7 +100,6 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
                   ) -> dict[tuple[str, str], object]:
     from rcp_data.model.release import Release
     from rcp_data.scoring.agreement import labels as lab
-    from rcp_data.scoring.agreement.analysis import _candidates
 
     release = Release(root, spec)
     out: dict[tuple[str, str], object] = {}
@@ -110,7 +109,7 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
             g, p, offset = _stacked([joined[s] for s in subsets],
                                     [data.subsets[s].n_queries for s in subsets])
         else:
-            g, p, offset = _merged(release, data, subsets, _candidates)
+            g, p, offset = _merged(release, data, subsets)
         if not len(g):
             continue
         qi, grade, theta = g["q"].to_numpy(int), g["score"].to_numpy(float), g["theta"].to_numpy()
@@ -196,9 +195,11 @@ def _stacked(parts: list, n_queries: list[int]) -> tuple[pd.DataFrame, pd.DataFr
     return (pd.concat(graded, ignore_index=True), pd.concat(pool, ignore_index=True), offset)
 
 
-def _merged(release, data, subsets: list[str], _candidates
-            ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+def _merged(release, data, subsets: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """:func:`_stacked`'s tables by pandas merges on the id strings (a repeated pair)."""
+    # imported here, as the fallback needs it: analysis imports scipy.stats (~1 s cold)
+    from rcp_data.scoring.agreement.analysis import _candidates
+
     graded, pool = [], []
     offset = 0
     for s in subsets:

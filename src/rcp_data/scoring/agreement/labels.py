@@ -196,7 +196,7 @@ def midranks(values: np.ndarray) -> np.ndarray:
     """``scipy.stats.rankdata(values)`` (average ranks of ties) by one sort."""
     v = np.asarray(values, dtype=np.float64)
     if np.isnan(v).any():
-        from scipy import stats           # here only: importing scipy.stats costs ~1 s cold
+        from scipy import stats  # here only: importing scipy.stats costs ~1 s cold
 
         return stats.rankdata(v)
     o = np.argsort(v, kind="stable")
