@@ -146,6 +146,7 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
                   ) -> dict[tuple[str, str], object]:
     from rcp_data.model.release import Release
     from rcp_data.scoring.agreement import labels as lab
+    from rcp_data.scoring.agreement.orders import dense_codes
 
     release = Release(root, spec)
     out: dict[tuple[str, str], object] = {}
@@ -165,13 +166,17 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
         out[(key, "spearman_ceiling")] = rho.ceiling
         out[(key, "spearman_floor")] = rho.floor
         pg = p["score"].fillna(0).to_numpy(float)
-        have = p["theta"].notna().to_numpy()
+        p_theta, p_q = p["theta"].to_numpy(float), p["q"].to_numpy(int)
+        have = ~np.isnan(p_theta)
+        ranks = np.zeros(len(p_theta), dtype=np.int64)     # one ranking for both levels
+        ranks[have], n_ranks = dense_codes(p_theta[have])
         for level in (1, 2):
             sel = have & ((pg == level) | (pg <= 0))
-            if (pg[sel] == level).any():
+            is_level = (pg[sel] == level).astype(np.int64)
+            if is_level.any():
                 out[(key, f"grade_{level}_above_unjudged_pool_page")] = lab.ordered_pairs(
-                    p["theta"].to_numpy()[sel], (pg[sel] == level).astype(int),
-                    p["q"].to_numpy(int)[sel], offset).rate
+                    p_theta[sel], is_level, p_q[sel], offset,
+                    score_codes=(ranks[sel], n_ranks), label_codes=(is_level, 2)).rate
         out[(key, "auc_grade_1_rcp_gain")] = lab.pooled_auc(
             p["gain"].fillna(0).to_numpy(), pg >= 1, p["q"].to_numpy(int), offset).value
     return out

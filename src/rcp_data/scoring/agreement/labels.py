@@ -24,6 +24,13 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
+from rcp_data.scoring.agreement.orders import (
+    BlockOrder,
+    dense_codes,
+    lex_order,
+    sorting_order,
+    stable_order,
+)
 
 FLOOR_SHUFFLES = 20
 
@@ -45,8 +52,19 @@ class PairCounts:
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    uniq, inv = np.unique(np.asarray(values), return_inverse=True)
-    return inv.astype(np.int64), len(uniq)
+    """``np.unique(values, return_inverse=True)``'s codes and their count."""
+    return dense_codes(values)
+
+
+def _int_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Order-keeping codes of integers: the values less their minimum where the range is no
+    larger than the array, else :func:`_codes`."""
+    v = np.asarray(values)
+    if v.dtype.kind in "iu" and len(v):
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo < max(len(v), 1 << 16):
+            return v.astype(np.int64) - lo, hi - lo + 1
+    return _codes(v)
 
 
 def ordered_pairs(score: np.ndarray, label: np.ndarray, group: np.ndarray,
@@ -155,7 +173,9 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
     positive = np.asarray(positive, dtype=bool)
     query = np.asarray(query, dtype=np.int64)
     n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
-    _, _, left, right = _below_at(score, positive)
+    s_neg = np.sort(score[~positive])
+    left = np.searchsorted(s_neg, score[positive], "left")
+    right = np.searchsorted(s_neg, score[positive], "right")
     # 2U = sum(left + right) in integers: exact, as the matrix's sum of half-integers is
     u = np.float64(int(left.sum(dtype=np.int64)) + int(right.sum(dtype=np.int64))) * 0.5
     return PooledAuc(u, np.bincount(query[positive], minlength=n_q).astype(float),
@@ -164,23 +184,34 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
 
 
 def _lex_order(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
-    """``np.lexsort((minor, major))`` (stable) as two stable argsorts, the faster way."""
-    first = np.argsort(minor, kind="stable")
-    return first[np.argsort(np.asarray(major)[first], kind="stable")]
+    """``np.lexsort((minor, major))`` (stable), from one sort of packed codes."""
+    return lex_order(*_codes(minor), *_int_codes(major))
 
 
 def ceiling_values(theta: np.ndarray, grade: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each query's values of ``theta`` reassigned in the order of its grades."""
+    return _ceiling(np.asarray(theta, dtype=np.float64), _codes(theta), _codes(grade),
+                    _int_codes(query))
+
+
+def _ceiling(theta: np.ndarray, theta_codes: tuple[np.ndarray, int],
+             grade_codes: tuple[np.ndarray, int], query_codes: tuple[np.ndarray, int]
+             ) -> np.ndarray:
+    """:func:`ceiling_values` from the values' codes (only their order counts)."""
     out = np.empty(len(theta), dtype=np.float64)
-    out[_lex_order(grade, query)] = np.asarray(theta, dtype=np.float64)[
-        _lex_order(theta, query)]
+    out[lex_order(*grade_codes, *query_codes)] = theta[lex_order(*theta_codes, *query_codes)]
     return out
 
 
-def _within_order(query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _within_order(query: np.ndarray, rng: np.random.Generator,
+                  blocks: BlockOrder | None = None) -> np.ndarray:
     """The documents ordered by query, at random within each query (one float key: the query
-    plus a uniform draw in [0, 1) that orders within it)."""
-    return np.argsort(query + rng.random(len(query)) * 0.5)
+    plus a uniform draw in [0, 1) that orders within it; its argsort, computed by
+    :class:`~.orders.BlockOrder`, ``blocks`` when given, where that gives the same)."""
+    draws = rng.random(len(query))
+    blocks = BlockOrder(query) if blocks is None else blocks
+    fast = blocks(draws) if blocks.usable else None
+    return fast if fast is not None else np.argsort(query + draws * 0.5)
 
 
 def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generator
@@ -194,20 +225,28 @@ def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generat
 
 def midranks(values: np.ndarray) -> np.ndarray:
     """``scipy.stats.rankdata(values)`` (average ranks of ties) by one sort."""
+    return _ranks_and_codes(values)[0]
+
+
+def _ranks_and_codes(values: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, int]]:
+    """:func:`midranks` and :func:`_codes` of ``values`` from one sort."""
     v = np.asarray(values, dtype=np.float64)
     if np.isnan(v).any():
         from scipy import stats  # here only: importing scipy.stats costs ~1 s cold
 
-        return stats.rankdata(v)
-    o = np.argsort(v, kind="stable")
+        return stats.rankdata(v), _codes(v)
+    o = sorting_order(v)                          # ties take one value: any order will do
     new = np.empty(len(v), dtype=bool)
     new[:1] = True
-    np.not_equal(v[o][1:], v[o][:-1], out=new[1:])
+    sv = v[o]
+    np.not_equal(sv[1:], sv[:-1], out=new[1:])
     starts = np.flatnonzero(np.append(new, True))            # each tie group, and the end
     size = np.diff(starts)
     out = np.empty(len(v), dtype=np.float64)
     out[o] = np.repeat(starts[:-1] + (size + 1) / 2.0, size)
-    return out
+    codes = np.empty(len(v), dtype=np.int64)
+    codes[o] = np.cumsum(new) - 1
+    return out, (codes, len(size))
 
 
 @dataclass(frozen=True)
@@ -264,17 +303,19 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     theta = np.asarray(theta, dtype=np.float64)
     grade = np.asarray(grade, dtype=np.float64)
     query = np.asarray(query, dtype=np.int64)
-    rt, rg = midranks(theta), midranks(grade)
+    (rt, t_codes), (rg, g_codes) = _ranks_and_codes(theta), _ranks_and_codes(grade)
+    q_codes = _int_codes(query)
     value = _pearson(rt, rg)
-    ceiling = _pearson(ceiling_values(rt, grade, query), rg)
+    ceiling = _pearson(_ceiling(rt, t_codes, g_codes, q_codes), rg)   # rt's codes: theta's
     rng = np.random.default_rng(seed)
     # a within-query shuffle of rt is rt[order] placed at the query-sorted positions, so
     # its Pearson with rg is a dot product with rg in query order (mean and norm unchanged)
     rt_c, rg_c = rt - rt.mean(), rg - rg.mean()
     den = np.sqrt((rt_c * rt_c).sum() * (rg_c * rg_c).sum())
-    rg_by_query = rg_c[np.argsort(query, kind="stable")]
-    floor = float(np.mean([(rt_c[_within_order(query, rng)] * rg_by_query).sum() / den if den
-                           else float("nan") for _ in range(floor_shuffles)]))
+    rg_by_query = rg_c[stable_order(*q_codes)]
+    blocks = BlockOrder(query)
+    floor = float(np.mean([(rt_c[_within_order(query, rng, blocks)] * rg_by_query).sum() / den
+                           if den else float("nan") for _ in range(floor_shuffles)]))
     samples = None
     if weights is not None:
         samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])
