@@ -25,7 +25,6 @@ import pandas as pd
 
 from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
 from rcp_data.scoring.agreement.orders import (
-    BlockOrder,
     dense_codes,
     lex_order,
     sorting_order,
@@ -203,15 +202,10 @@ def _ceiling(theta: np.ndarray, theta_codes: tuple[np.ndarray, int],
     return out
 
 
-def _within_order(query: np.ndarray, rng: np.random.Generator,
-                  blocks: BlockOrder | None = None) -> np.ndarray:
+def _within_order(query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The documents ordered by query, at random within each query (one float key: the query
-    plus a uniform draw in [0, 1) that orders within it; its argsort, computed by
-    :class:`~.orders.BlockOrder`, ``blocks`` when given, where that gives the same)."""
-    draws = rng.random(len(query))
-    blocks = BlockOrder(query) if blocks is None else blocks
-    fast = blocks(draws) if blocks.usable else None
-    return fast if fast is not None else np.argsort(query + draws * 0.5)
+    plus a uniform draw in [0, 1) that orders within it)."""
+    return np.argsort(query + rng.random(len(query)) * 0.5)
 
 
 def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generator
@@ -313,9 +307,8 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     rt_c, rg_c = rt - rt.mean(), rg - rg.mean()
     den = np.sqrt((rt_c * rt_c).sum() * (rg_c * rg_c).sum())
     rg_by_query = rg_c[stable_order(*q_codes)]
-    blocks = BlockOrder(query)
-    floor = float(np.mean([(rt_c[_within_order(query, rng, blocks)] * rg_by_query).sum() / den
-                           if den else float("nan") for _ in range(floor_shuffles)]))
+    floor = float(np.mean([(rt_c[_within_order(query, rng)] * rg_by_query).sum() / den if den
+                           else float("nan") for _ in range(floor_shuffles)]))
     samples = None
     if weights is not None:
         samples = np.concatenate([weighted_spearman(theta, grade, weights[i:i + chunk][:, query])
