@@ -183,12 +183,14 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
 
 
 def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """One subset's graded qrels rows (query ``q`` local) and its candidates left-joined with
-    its qrels (``score``, ``gain``, ``theta``; NaN where a candidate has no row), on integer
-    codes: what the pandas merges of :func:`_merged` give, row for row. None when a
-    (query, document) pair has two qrels rows (the merge repeats a candidate then)."""
+    """One subset's graded qrels rows (``q``, the query local, ``score``, ``theta``) and its
+    candidates left-joined with its qrels (``score``, ``gain``, ``theta``; NaN where a
+    candidate has no row), on integer codes: what the pandas merges of :func:`_merged` give,
+    row for row. None when a (query, document) pair has two qrels rows (the merge repeats a
+    candidate then)."""
     import pyarrow as pa
 
+    from rcp_data.core.io import float_values
     from rcp_data.model.keys import PairKeys, positions, strings, vocabulary
     from rcp_data.model.layout import subset_file
     from rcp_data.model.tables import read_release_table
@@ -215,9 +217,9 @@ def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     if known.any():                                         # excluded pairs left out
         pair = np.where(keep, keys.of_codes(np.maximum(rq, 0), rd), -1)
         keep &= ~np.isin(pair, keys.of_codes(ex_q[known], ed[known]))
-    frame = qrels.to_pandas()
+    values = {c: float_values(qrels.column(c)) for c in ("score", "gain", "theta")}
     rows = np.flatnonzero(keep)
-    q = frame.iloc[rows].assign(q=rq[rows])
+    graded = rows[~np.isnan(values["theta"][rows])]
     # candidates' pairs against the kept rows' pairs
     rkey = keys.of_codes(rq[rows], rd[rows])
     order = np.argsort(rkey, kind="stable")
@@ -229,11 +231,10 @@ def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     at = np.clip(np.searchsorted(sorted_keys, ckey), 0, max(len(rkey) - 1, 0))
     hit = (sorted_keys[at] == ckey) if len(rkey) else np.zeros(len(ckey), dtype=bool)
     src = rows[order][at] if len(rkey) else np.zeros(len(ckey), dtype=np.int64)
-    pool = pd.DataFrame({"q": cq})
-    for col in ("score", "gain", "theta"):
-        values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)[src]
-        pool[col] = np.where(hit, values, np.nan)
-    return q.dropna(subset=["theta"]), pool
+    pool = pd.DataFrame({"q": cq, **{c: np.where(hit, values[c][src], np.nan)
+                                     for c in ("score", "gain", "theta")}})
+    return (pd.DataFrame({"q": rq[graded], "score": values["score"][graded],
+                          "theta": values["theta"][graded]}), pool)
 
 
 def _stacked(parts: list, n_queries: list[int]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
