@@ -4,7 +4,8 @@
   the score orders like the labels, ties of the score counting 1/2 (a Mann-Whitney count);
 - :func:`concordance`: within-query concordance (pairs of one query, different grades);
 - :func:`pooled_auc`: the AUC of a grade threshold over all documents of all queries, with a
-  query-clustered bootstrap (the cross-query pair counts are kept as a query x query matrix);
+  query-clustered bootstrap (the value from one sort; the cross-query pair counts, a query x
+  query matrix, only when an interval needs them);
 - :func:`pooled_spearman`: Spearman of a score with the grade over all graded documents, with
   its ceiling (each query's values reassigned in grade order) and floor (shuffled within each
   query);
@@ -136,22 +137,15 @@ class PooledAuc:
         return interval(self.value, samples)
 
 
-def _below_at(score: np.ndarray, positive: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The negatives sorted by score (their scores, their order) and, per positive, how many
-    negatives score below it (left) and at most its score (right)."""
-    order = np.argsort(score[~positive], kind="stable")
-    s_neg = score[~positive][order]
-    s_pos = score[positive]
-    return (s_neg, order, np.searchsorted(s_neg, s_pos, "left"),
-            np.searchsorted(s_neg, s_pos, "right"))
-
-
 def _pair_matrix(score: np.ndarray, positive: np.ndarray, query: np.ndarray, n_q: int
                  ) -> np.ndarray:
     """``wins[q1, q2]``: Mann-Whitney's U of the positives of q1 against the negatives of q2."""
-    s_neg, order, left, right = _below_at(score, positive)
-    q_pos, q_neg = query[positive], query[~positive][order]
+    s_pos, q_pos = score[positive], query[positive]
+    order = np.argsort(score[~positive], kind="stable")
+    s_neg, q_neg = score[~positive][order], query[~positive][order]
+    # negatives below (left) and at most (right) each positive's score, all queries together
+    left = np.searchsorted(s_neg, s_pos, "left")
+    right = np.searchsorted(s_neg, s_pos, "right")
     cuts, where = np.unique(np.concatenate([left, right]), return_inverse=True)
     # below[c, q2]: negatives of q2 among the first cuts[c] (integer counts, so exact)
     block = np.searchsorted(cuts, np.arange(len(s_neg)), "right")
