@@ -88,7 +88,6 @@ def test_integer_join_equals_the_merge_on_id_strings(demo, tmp_path):
 
     from rcp_data.checks import paper_agreement as pa_
     from rcp_data.model.release import Release
-    from rcp_data.scoring.agreement.analysis import _candidates
 
     src, spec, _ = demo
     root = tmp_path / "rel"
@@ -107,7 +106,7 @@ def test_integer_join_equals_the_merge_on_id_strings(demo, tmp_path):
     subsets = list(data.subsets)
     frames = [pa_._joined(release, data.subsets[s]) for s in subsets]
     g, p, n = pa_._stacked(frames, [data.subsets[s].n_queries for s in subsets])
-    mg, mp, mn = pa_._merged(release, data, subsets, _candidates)
+    mg, mp, mn = pa_._merged(release, data, subsets)
     assert n == mn and len(g) == len(mg) and len(p) == len(mp) > 0
     for col in ("q", "score", "theta"):
         assert np.array_equal(g[col].to_numpy(float), mg[col].to_numpy(float),
@@ -119,3 +118,39 @@ def test_integer_join_equals_the_merge_on_id_strings(demo, tmp_path):
     assert excluded not in set(zip(mg["query-id"], mg["corpus-id"], strict=True))
     pq.write_table(pa.concat_tables([qrels, qrels]), root / "alpha" / "qrels.parquet")
     assert pa_._joined(Release(root, spec), data.subsets["alpha"]) is None
+
+
+def test_per_query_codes_give_what_pivot_table_gives():
+    """The ranking statistics' (queries x models) arrays, from integer codes: what
+    ``pivot_table(aggfunc="first", dropna=False)`` gives, queries in id order, on a table with
+    a repeated (query, model) whose first value is NaN, an all-NaN query, a model missing from
+    one subset and rows out of order."""
+    from rcp_data.checks.paper_agreement import _PerQuery
+
+    rng = np.random.default_rng(4)
+    rows = [(r, s, m, q) for r in ("doc-id", "group-mean") for s in ("a", "b")
+            for m in ("m2", "m1", "m3") for q in ("q10", "q2", "q1", "q3")
+            if not (s == "b" and m == "m3")]
+    frame = pd.DataFrame(rows, columns=["tie_rule", "subset", "model", "query-id"])
+    frame["rcp_ndcg"] = rng.random(len(frame))
+    frame["qrel_ndcg"] = rng.random(len(frame))
+    frame.loc[frame["query-id"] == "q3", "qrel_ndcg"] = np.nan           # a query left out
+    extra = frame.iloc[[0, 5]].assign(rcp_ndcg=[0.5, 0.25])             # repeated pairs
+    frame.loc[0, "rcp_ndcg"] = np.nan                                    # first value NaN
+    frame = pd.concat([frame, extra], ignore_index=True).sample(frac=1, random_state=1)
+    frame = frame.astype({c: "str" for c in ("tie_rule", "subset", "model", "query-id")})
+    table = _PerQuery(frame)
+    for rule in ("doc-id", "group-mean"):
+        picked = table.rows(rule, ["a", "b", "absent"])
+        sub = frame[(frame["tie_rule"] == rule) & frame["subset"].isin(["a", "b"])]
+        assert len(picked) == len(sub)
+        models = table.model_names(picked)
+        assert models == sorted(sub["model"].unique())
+        for s in ("a", "b"):
+            part = sub[sub["subset"] == s]
+            for metric in ("rcp_ndcg", "qrel_ndcg"):             # m3: NaN in subset b
+                want = part.pivot_table(index="query-id", columns="model", values=metric,
+                                        aggfunc="first", dropna=False).reindex(columns=models)
+                got = table.wide(picked[table.subset[picked] == table.code(s)], metric, models)
+                np.testing.assert_array_equal(got, want.to_numpy(dtype=np.float64))
+    assert not len(table.rows("trec_eval", ["a"]))

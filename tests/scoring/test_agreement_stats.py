@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -331,3 +332,75 @@ def test_integer_key_join_keeps_merge_order(how):
             pd.DataFrame({"key": right, "r": np.arange(len(right))}), how=how, on="key")
         np.testing.assert_array_equal(li, m["l"].to_numpy())
         np.testing.assert_array_equal(ri, m["r"].fillna(-1).to_numpy(np.int64))
+
+
+def test_paired_t_pvalues_equal_ttest_rel_bit_for_bit():
+    """The t-test without scipy.stats: scipy's p-values exactly, ties, constant differences
+    (t infinite or undefined), 0, 1 and 2 queries, and no pair included."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for _ in range(60):
+        q, s = int(rng.integers(2, 300)), int(rng.integers(2, 12))
+        v = np.round(rng.random((q, s)), int(rng.integers(1, 4)))    # rounding makes ties
+        v[:, 1] = v[:, 0] + 0.25                                  # a constant difference
+        v[:, -1] = v[:, 0]                                          # no difference at all
+        cases.append(v)
+    cases += [rng.random((n, 4)) for n in (0, 1, 2)] + [rng.random((5, 1))]
+    for v in cases:
+        idx = rk.pair_index(v.shape[1])
+        a, b = v[:, idx[:, 0]], v[:, idx[:, 1]]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")               # scipy's precision-loss notes
+            want = stats.ttest_rel(a, b, axis=0).pvalue
+        got = rk.paired_t_pvalues(a, b)
+        assert got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)          # NaN where scipy gives NaN
+    assert rk.separation(cases[0]).separated[0]           # p = 0 for a constant difference
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_pooled_auc_from_one_sort_equals_the_pair_matrix_and_scipy_with_ties(seed):
+    """The value from one sort of the negatives: exactly the old pair-matrix computation's
+    (``wins.sum()`` over the same denominator) and scipy's Mann-Whitney U, on integer scores
+    (ties within and across queries, between positives and negatives)."""
+    rng = np.random.default_rng(seed)
+    n_q = 40
+    q = np.repeat(np.arange(n_q), rng.integers(1, 60, n_q))
+    grade = rng.integers(0, 3, len(q))
+    score = rng.integers(0, 6, len(q)).astype(float) + (grade > 0)
+    for pos in (grade >= 1, grade >= 2, np.zeros(len(q), bool), np.ones(len(q), bool)):
+        auc = lab.pooled_auc(score, pos, q)
+        den = auc.positives.sum() * auc.negatives.sum()
+        if not den:
+            assert np.isnan(auc.value)
+            continue
+        assert auc.u == auc.wins.sum()                          # integer counts: exact
+        assert auc.value == float(auc.wins.sum() / den)        # bit for bit
+        u = stats.mannwhitneyu(score[pos], score[~pos]).statistic
+        assert auc.u == u
+        assert auc.value == pytest.approx(u / den, abs=1e-12)
+    # the queries' own counts; a larger n_queries pads with empty queries
+    auc = lab.pooled_auc(score, grade >= 1, q, n_q + 2)
+    assert auc.wins.shape == (n_q + 2, n_q + 2) and auc.positives[-2:].sum() == 0
+    np.testing.assert_array_equal(auc.positives[:n_q], np.bincount(q[grade >= 1], minlength=n_q))
+
+
+def test_agreement_statistics_do_not_import_scipy_stats():
+    """The statistics verify recomputes (concordance, AUC, Spearman, t-test separation,
+    Kendall, failure modes) run without importing scipy.stats (about 1 s cold)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from rcp_data.checks import paper_agreement\n"
+            "from rcp_data.scoring.agreement import labels as lab, rankings as rk\n"
+            "r = np.random.default_rng(0); q = np.repeat(np.arange(5), 8)\n"
+            "s, g = r.random(40), r.integers(0, 3, 40).astype(float)\n"
+            "lab.concordance(s, g, q).rate; lab.pooled_auc(s, g >= 1, q).value\n"
+            "lab.pooled_spearman(s, g, q); lab.ordered_pairs(s, g, q).rate\n"
+            "v = r.random((20, 4)); sep = rk.separation(v); rk.failure_modes(v)\n"
+            "rk.decisive_agreement(sep, sep); rk.kendall_tau_b(v[0], v[1])\n"
+            "print('scipy.stats' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -30,10 +30,55 @@ from rcp_data.model.card_format import CARD_K
 TRECDL_YEARS = {"dl19": "trec_dl_2019", "dl20": "trec_dl_2020"}
 
 
-def _wide(part: pd.DataFrame, metric: str, models: list[str]) -> np.ndarray:
-    wide = part.pivot_table(index="query-id", columns="model", values=metric, aggfunc="first",
-                            dropna=False)
-    return wide[models].to_numpy(dtype=np.float64)
+def _code(uniques, value: str) -> int:
+    """The position of ``value`` among a factorization's uniques, -1 when absent."""
+    hits = np.flatnonzero(np.asarray(uniques, dtype=object) == value)
+    return int(hits[0]) if len(hits) else -1
+
+
+class _PerQuery:
+    """The per-query table's columns as integer codes, so that every (tie rule, subset) part
+    is a mask over arrays rather than a pandas filter and pivot."""
+
+    def __init__(self, per_query: pd.DataFrame):
+        self.rule, self._rules = pd.factorize(per_query["tie_rule"])
+        self.subset, self._subsets = pd.factorize(per_query["subset"])
+        self.model, self.models = pd.factorize(per_query["model"])
+        self.query = pd.factorize(per_query["query-id"], sort=True)[0]   # codes in id order
+        self.values = {m: per_query[m].to_numpy(dtype=np.float64)
+                       for m in ("rcp_ndcg", "qrel_ndcg")}
+
+    def code(self, subset: str) -> int:
+        return _code(self._subsets, subset)
+
+    def rows(self, rule: str, subsets: list[str]) -> np.ndarray:
+        """The rows of ``rule`` and ``subsets``, in table order."""
+        wanted = np.zeros(len(self._subsets) + 1, dtype=bool)   # the last: a null subset
+        for c in (self.code(s) for s in subsets):
+            wanted[c] = c >= 0
+        code = _code(self._rules, rule)
+        if code < 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero((self.rule == code) & wanted[self.subset])
+
+    def model_names(self, rows: np.ndarray) -> list[str]:
+        return sorted(str(self.models[c]) for c in np.unique(self.model[rows]))
+
+    def wide(self, rows: np.ndarray, metric: str, models: list[str]) -> np.ndarray:
+        """``(queries, models)``: ``pivot_table(index="query-id", columns="model",
+        aggfunc="first", dropna=False)[models]``: queries in id order, the first value that
+        is not NaN of a repeated (query, model), NaN where none."""
+        where = {str(m): j for j, m in enumerate(self.models)}
+        column = np.full(len(where) + 1, -1, dtype=np.int64)     # the last: a null model
+        for j, m in enumerate(models):
+            if m in where:
+                column[where[m]] = j
+        uq, qi = np.unique(self.query[rows], return_inverse=True)
+        out = np.full((len(uq), len(models)), np.nan)
+        v, mi = self.values[metric][rows], column[self.model[rows]]
+        at = np.flatnonzero(~np.isnan(v) & (mi >= 0))[::-1]     # the first one written last
+        out[qi[at], mi[at]] = v[at]
+        return out
 
 
 def _subset_groups(spec: SuiteSpec, present: list[str]) -> dict[str, list[str]]:
@@ -54,15 +99,16 @@ def _ranking_values(per_query: pd.DataFrame, spec: SuiteSpec, groups: dict[str, 
 
     rule = spec.paper_tie_rule
     out: dict[tuple[str, str], object] = {}
+    table = _PerQuery(per_query)
     for key, subsets in groups.items():
         by_rule = {}
         for r in {rule, "group-mean"}:
-            pq_ = per_query[(per_query["tie_rule"] == r) & per_query["subset"].isin(subsets)]
-            if pq_.empty:
+            rows = table.rows(r, subsets)
+            if not len(rows):
                 continue
-            models = sorted(pd.unique(pq_["model"]))
-            per_sub = [(s, pq_[pq_["subset"] == s]) for s in subsets]
-            by_rule[r] = {m: [_wide(p, m, models) for _, p in per_sub]
+            models = table.model_names(rows)
+            per_sub = [rows[table.subset[rows] == table.code(s)] for s in subsets]
+            by_rule[r] = {m: [table.wide(p, m, models) for p in per_sub]
                           for m in ("rcp_ndcg", "qrel_ndcg")}
         if rule not in by_rule:
             continue
@@ -100,7 +146,7 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
                   ) -> dict[tuple[str, str], object]:
     from rcp_data.model.release import Release
     from rcp_data.scoring.agreement import labels as lab
-    from rcp_data.scoring.agreement.analysis import _candidates
+    from rcp_data.scoring.agreement.orders import dense_codes
 
     release = Release(root, spec)
     out: dict[tuple[str, str], object] = {}
@@ -110,7 +156,7 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
             g, p, offset = _stacked([joined[s] for s in subsets],
                                     [data.subsets[s].n_queries for s in subsets])
         else:
-            g, p, offset = _merged(release, data, subsets, _candidates)
+            g, p, offset = _merged(release, data, subsets)
         if not len(g):
             continue
         qi, grade, theta = g["q"].to_numpy(int), g["score"].to_numpy(float), g["theta"].to_numpy()
@@ -120,25 +166,31 @@ def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], dat
         out[(key, "spearman_ceiling")] = rho.ceiling
         out[(key, "spearman_floor")] = rho.floor
         pg = p["score"].fillna(0).to_numpy(float)
-        have = p["theta"].notna().to_numpy()
+        p_theta, p_q = p["theta"].to_numpy(float), p["q"].to_numpy(int)
+        have = ~np.isnan(p_theta)
+        ranks = np.zeros(len(p_theta), dtype=np.int64)     # one ranking for both levels
+        ranks[have], n_ranks = dense_codes(p_theta[have])
         for level in (1, 2):
             sel = have & ((pg == level) | (pg <= 0))
-            if (pg[sel] == level).any():
+            is_level = (pg[sel] == level).astype(np.int64)
+            if is_level.any():
                 out[(key, f"grade_{level}_above_unjudged_pool_page")] = lab.ordered_pairs(
-                    p["theta"].to_numpy()[sel], (pg[sel] == level).astype(int),
-                    p["q"].to_numpy(int)[sel], offset).rate
+                    p_theta[sel], is_level, p_q[sel], offset,
+                    score_codes=(ranks[sel], n_ranks), label_codes=(is_level, 2)).rate
         out[(key, "auc_grade_1_rcp_gain")] = lab.pooled_auc(
             p["gain"].fillna(0).to_numpy(), pg >= 1, p["q"].to_numpy(int), offset).value
     return out
 
 
 def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """One subset's graded qrels rows (query ``q`` local) and its candidates left-joined with
-    its qrels (``score``, ``gain``, ``theta``; NaN where a candidate has no row), on integer
-    codes: what the pandas merges of :func:`_merged` give, row for row. None when a
-    (query, document) pair has two qrels rows (the merge repeats a candidate then)."""
+    """One subset's graded qrels rows (``q``, the query local, ``score``, ``theta``) and its
+    candidates left-joined with its qrels (``score``, ``gain``, ``theta``; NaN where a
+    candidate has no row), on integer codes: what the pandas merges of :func:`_merged` give,
+    row for row. None when a (query, document) pair has two qrels rows (the merge repeats a
+    candidate then)."""
     import pyarrow as pa
 
+    from rcp_data.core.io import float_values
     from rcp_data.model.keys import PairKeys, positions, strings, vocabulary
     from rcp_data.model.layout import subset_file
     from rcp_data.model.tables import read_release_table
@@ -165,24 +217,24 @@ def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     if known.any():                                         # excluded pairs left out
         pair = np.where(keep, keys.of_codes(np.maximum(rq, 0), rd), -1)
         keep &= ~np.isin(pair, keys.of_codes(ex_q[known], ed[known]))
-    frame = qrels.to_pandas()
+    values = {c: float_values(qrels.column(c)) for c in ("score", "gain", "theta")}
     rows = np.flatnonzero(keep)
-    q = frame.iloc[rows].assign(q=rq[rows])
+    graded = rows[~np.isnan(values["theta"][rows])]
     # candidates' pairs against the kept rows' pairs
     rkey = keys.of_codes(rq[rows], rd[rows])
-    if len(np.unique(rkey)) != len(rkey):
+    order = np.argsort(rkey, kind="stable")
+    sorted_keys = rkey[order]
+    if (sorted_keys[1:] == sorted_keys[:-1]).any():        # a pair with two rows
         return None
     cq = np.repeat(np.arange(sub.n_queries, dtype=np.int64), np.diff(sub.offsets))
     ckey = keys.of_codes(cq, keys.doc_codes(cands))
-    order = np.argsort(rkey, kind="stable")
-    at = np.clip(np.searchsorted(rkey[order], ckey), 0, max(len(rkey) - 1, 0))
-    hit = (rkey[order][at] == ckey) if len(rkey) else np.zeros(len(ckey), dtype=bool)
+    at = np.clip(np.searchsorted(sorted_keys, ckey), 0, max(len(rkey) - 1, 0))
+    hit = (sorted_keys[at] == ckey) if len(rkey) else np.zeros(len(ckey), dtype=bool)
     src = rows[order][at] if len(rkey) else np.zeros(len(ckey), dtype=np.int64)
-    pool = pd.DataFrame({"q": cq})
-    for col in ("score", "gain", "theta"):
-        values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)[src]
-        pool[col] = np.where(hit, values, np.nan)
-    return q.dropna(subset=["theta"]), pool
+    pool = pd.DataFrame({"q": cq, **{c: np.where(hit, values[c][src], np.nan)
+                                     for c in ("score", "gain", "theta")}})
+    return (pd.DataFrame({"q": rq[graded], "score": values["score"][graded],
+                          "theta": values["theta"][graded]}), pool)
 
 
 def _stacked(parts: list, n_queries: list[int]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
@@ -196,9 +248,11 @@ def _stacked(parts: list, n_queries: list[int]) -> tuple[pd.DataFrame, pd.DataFr
     return (pd.concat(graded, ignore_index=True), pd.concat(pool, ignore_index=True), offset)
 
 
-def _merged(release, data, subsets: list[str], _candidates
-            ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+def _merged(release, data, subsets: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """:func:`_stacked`'s tables by pandas merges on the id strings (a repeated pair)."""
+    # imported here, as the fallback needs it: analysis imports scipy.stats (~1 s cold)
+    from rcp_data.scoring.agreement.analysis import _candidates
+
     graded, pool = [], []
     offset = 0
     for s in subsets:

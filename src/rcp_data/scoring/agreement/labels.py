@@ -4,7 +4,8 @@
   the score orders like the labels, ties of the score counting 1/2 (a Mann-Whitney count);
 - :func:`concordance`: within-query concordance (pairs of one query, different grades);
 - :func:`pooled_auc`: the AUC of a grade threshold over all documents of all queries, with a
-  query-clustered bootstrap (the cross-query pair counts are kept as a query x query matrix);
+  query-clustered bootstrap (the value from one sort; the cross-query pair counts, a query x
+  query matrix, only when an interval needs them);
 - :func:`pooled_spearman`: Spearman of a score with the grade over all graded documents, with
   its ceiling (each query's values reassigned in grade order) and floor (shuffled within each
   query);
@@ -17,13 +18,19 @@ Bradley-Terry score for raw BT, the pass share for Count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
+from rcp_data.scoring.agreement.orders import (
+    dense_codes,
+    lex_order,
+    sorting_order,
+    stable_order,
+)
 
 FLOOR_SHUFFLES = 20
 
@@ -45,8 +52,19 @@ class PairCounts:
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    uniq, inv = np.unique(np.asarray(values), return_inverse=True)
-    return inv.astype(np.int64), len(uniq)
+    """``np.unique(values, return_inverse=True)``'s codes and their count."""
+    return dense_codes(values)
+
+
+def _int_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Order-keeping codes of integers: the values less their minimum where the range is no
+    larger than the array, else :func:`_codes`."""
+    v = np.asarray(values)
+    if v.dtype.kind in "iu" and len(v):
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo < max(len(v), 1 << 16):
+            return v.astype(np.int64) - lo, hi - lo + 1
+    return _codes(v)
 
 
 def ordered_pairs(score: np.ndarray, label: np.ndarray, group: np.ndarray,
@@ -89,16 +107,26 @@ def concordance(score: np.ndarray, grade: np.ndarray, query: np.ndarray,
 
 @dataclass(frozen=True)
 class PooledAuc:
-    """Cross-query pair counts: ``wins[q1, q2]`` over positives of q1 and negatives of q2."""
+    """Pooled AUC counts: ``u``, Mann-Whitney's U over all positives x all negatives (ties
+    1/2); per query ``positives`` and ``negatives``; and, computed on first use (an interval
+    needs it, a value does not), ``wins[q1, q2]`` over positives of q1 and negatives of q2."""
 
-    wins: np.ndarray
+    u: float
     positives: np.ndarray
     negatives: np.ndarray
+    _score: np.ndarray = field(repr=False, compare=False)
+    _positive: np.ndarray = field(repr=False, compare=False)
+    _query: np.ndarray = field(repr=False, compare=False)
 
     @property
     def value(self) -> float:
         den = self.positives.sum() * self.negatives.sum()
-        return float(self.wins.sum() / den) if den else float("nan")
+        return float(self.u / den) if den else float("nan")
+
+    @cached_property
+    def wins(self) -> np.ndarray:
+        """``(Q, Q)`` cross-query pair counts; ``wins.sum() == u`` (integer counts, exact)."""
+        return _pair_matrix(self._score, self._positive, self._query, len(self.positives))
 
     def with_interval(self, weights: np.ndarray | None) -> Interval:
         if weights is None:
@@ -109,18 +137,12 @@ class PooledAuc:
         return interval(self.value, samples)
 
 
-def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
-               n_queries: int | None = None) -> PooledAuc:
-    """AUC of ``score`` for ``positive`` over the documents of all queries pooled (ties 1/2);
-    equal to Mann-Whitney's U over (positives x negatives)."""
-    score = np.asarray(score, dtype=np.float64)
-    positive = np.asarray(positive, dtype=bool)
-    query = np.asarray(query, dtype=np.int64)
-    n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
+def _pair_matrix(score: np.ndarray, positive: np.ndarray, query: np.ndarray, n_q: int
+                 ) -> np.ndarray:
+    """``wins[q1, q2]``: Mann-Whitney's U of the positives of q1 against the negatives of q2."""
     s_pos, q_pos = score[positive], query[positive]
-    neg = ~positive
-    order = np.argsort(score[neg], kind="stable")
-    s_neg, q_neg = score[neg][order], query[neg][order]
+    order = np.argsort(score[~positive], kind="stable")
+    s_neg, q_neg = score[~positive][order], query[~positive][order]
     # negatives below (left) and at most (right) each positive's score, all queries together
     left = np.searchsorted(s_neg, s_pos, "left")
     right = np.searchsorted(s_neg, s_pos, "right")
@@ -132,22 +154,45 @@ def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
     # hits[q1, c]: positives of q1 counting cuts[c], once for left and once for right
     hits = np.bincount(np.concatenate([q_pos, q_pos]) * len(cuts) + where.reshape(-1),
                        minlength=n_q * len(cuts)).reshape(n_q, -1).astype(np.float64)
-    wins = (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
-    return PooledAuc(wins, np.bincount(q_pos, minlength=n_q).astype(float),
-                     np.bincount(query[neg], minlength=n_q).astype(float))
+    return (hits @ below) * 0.5            # left + (right - left) / 2: ties count 1/2
+
+
+def pooled_auc(score: np.ndarray, positive: np.ndarray, query: np.ndarray,
+               n_queries: int | None = None) -> PooledAuc:
+    """AUC of ``score`` for ``positive`` over the documents of all queries pooled (ties 1/2):
+    Mann-Whitney's U over (positives x negatives), from one sort of the negatives; the
+    query x query matrix an interval needs is computed only when asked for."""
+    score = np.asarray(score, dtype=np.float64)
+    positive = np.asarray(positive, dtype=bool)
+    query = np.asarray(query, dtype=np.int64)
+    n_q = int(query.max()) + 1 if n_queries is None and len(query) else (n_queries or 0)
+    s_neg = np.sort(score[~positive])
+    left = np.searchsorted(s_neg, score[positive], "left")
+    right = np.searchsorted(s_neg, score[positive], "right")
+    # 2U = sum(left + right) in integers: exact, as the matrix's sum of half-integers is
+    u = np.float64(int(left.sum(dtype=np.int64)) + int(right.sum(dtype=np.int64))) * 0.5
+    return PooledAuc(u, np.bincount(query[positive], minlength=n_q).astype(float),
+                     np.bincount(query[~positive], minlength=n_q).astype(float),
+                     score, positive, query)
 
 
 def _lex_order(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
-    """``np.lexsort((minor, major))`` (stable) as two stable argsorts, the faster way."""
-    first = np.argsort(minor, kind="stable")
-    return first[np.argsort(np.asarray(major)[first], kind="stable")]
+    """``np.lexsort((minor, major))`` (stable), from one sort of packed codes."""
+    return lex_order(*_codes(minor), *_int_codes(major))
 
 
 def ceiling_values(theta: np.ndarray, grade: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each query's values of ``theta`` reassigned in the order of its grades."""
+    return _ceiling(np.asarray(theta, dtype=np.float64), _codes(theta), _codes(grade),
+                    _int_codes(query))
+
+
+def _ceiling(theta: np.ndarray, theta_codes: tuple[np.ndarray, int],
+             grade_codes: tuple[np.ndarray, int], query_codes: tuple[np.ndarray, int]
+             ) -> np.ndarray:
+    """:func:`ceiling_values` from the values' codes (only their order counts)."""
     out = np.empty(len(theta), dtype=np.float64)
-    out[_lex_order(grade, query)] = np.asarray(theta, dtype=np.float64)[
-        _lex_order(theta, query)]
+    out[lex_order(*grade_codes, *query_codes)] = theta[lex_order(*theta_codes, *query_codes)]
     return out
 
 
@@ -168,18 +213,28 @@ def shuffled_within(theta: np.ndarray, query: np.ndarray, rng: np.random.Generat
 
 def midranks(values: np.ndarray) -> np.ndarray:
     """``scipy.stats.rankdata(values)`` (average ranks of ties) by one sort."""
+    return _ranks_and_codes(values)[0]
+
+
+def _ranks_and_codes(values: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, int]]:
+    """:func:`midranks` and :func:`_codes` of ``values`` from one sort."""
     v = np.asarray(values, dtype=np.float64)
     if np.isnan(v).any():
-        return stats.rankdata(v)
-    o = np.argsort(v, kind="stable")
+        from scipy import stats  # here only: importing scipy.stats costs ~1 s cold
+
+        return stats.rankdata(v), _codes(v)
+    o = sorting_order(v)                          # ties take one value: any order will do
     new = np.empty(len(v), dtype=bool)
     new[:1] = True
-    np.not_equal(v[o][1:], v[o][:-1], out=new[1:])
+    sv = v[o]
+    np.not_equal(sv[1:], sv[:-1], out=new[1:])
     starts = np.flatnonzero(np.append(new, True))            # each tie group, and the end
     size = np.diff(starts)
     out = np.empty(len(v), dtype=np.float64)
     out[o] = np.repeat(starts[:-1] + (size + 1) / 2.0, size)
-    return out
+    codes = np.empty(len(v), dtype=np.int64)
+    codes[o] = np.cumsum(new) - 1
+    return out, (codes, len(size))
 
 
 @dataclass(frozen=True)
@@ -236,15 +291,16 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
     theta = np.asarray(theta, dtype=np.float64)
     grade = np.asarray(grade, dtype=np.float64)
     query = np.asarray(query, dtype=np.int64)
-    rt, rg = midranks(theta), midranks(grade)
+    (rt, t_codes), (rg, g_codes) = _ranks_and_codes(theta), _ranks_and_codes(grade)
+    q_codes = _int_codes(query)
     value = _pearson(rt, rg)
-    ceiling = _pearson(ceiling_values(rt, grade, query), rg)
+    ceiling = _pearson(_ceiling(rt, t_codes, g_codes, q_codes), rg)   # rt's codes: theta's
     rng = np.random.default_rng(seed)
     # a within-query shuffle of rt is rt[order] placed at the query-sorted positions, so
     # its Pearson with rg is a dot product with rg in query order (mean and norm unchanged)
     rt_c, rg_c = rt - rt.mean(), rg - rg.mean()
     den = np.sqrt((rt_c * rt_c).sum() * (rg_c * rg_c).sum())
-    rg_by_query = rg_c[np.argsort(query, kind="stable")]
+    rg_by_query = rg_c[stable_order(*q_codes)]
     floor = float(np.mean([(rt_c[_within_order(query, rng)] * rg_by_query).sum() / den if den
                            else float("nan") for _ in range(floor_shuffles)]))
     samples = None

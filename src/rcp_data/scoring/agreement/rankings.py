@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy import special, stats
 
 from rcp_data.scoring.agreement.bootstrap import (
     LEVEL,
@@ -96,6 +95,8 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
 
 def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
     """Spearman's rho (midranks) between two leaderboards (last axis: systems)."""
+    from scipy import stats
+
     rx = stats.rankdata(np.asarray(x, float), axis=-1)
     ry = stats.rankdata(np.asarray(y, float), axis=-1)
     rx = rx - rx.mean(-1, keepdims=True)
@@ -166,27 +167,45 @@ def _t_stats(sum_w: np.ndarray, s1: np.ndarray, s2: np.ndarray
     return mean, np.where(var > 1e-24, t, np.nan), n - 1
 
 
+def paired_t_pvalues(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``scipy.stats.ttest_rel(a, b, axis=0).pvalue`` (two-sided), bit for bit (the tests
+    compare), without importing scipy.stats (about 1 s cold): the same mean, variance
+    (ddof 1) and Student t tail (``scipy.special.stdtr``); NaN with fewer than 2 rows."""
+    from scipy import special
+
+    d = np.moveaxis(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64), 0, -1)
+    n = d.shape[-1]
+    if n < 2:
+        return np.full(d.shape[:-1], np.nan)
+    mean = d.mean(axis=-1, keepdims=True)
+    var = ((d - mean) ** 2).mean(axis=-1) * (n / (n - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = mean[..., 0] / np.sqrt(var / n)
+    return 2 * special.stdtr(float(n - 1), -np.abs(t))
+
+
 def separation(values: np.ndarray, *, weights: np.ndarray | None = None,
                alpha: float = ALPHA, correction: str | None = None) -> Separation:
     """Paired t-tests (``scipy.stats.ttest_rel``) of every system pair over the kept queries;
     with ``weights`` ``(B, Q)`` also per query-bootstrap resample. A pair whose differences
     are all equal is not separated. ``correction``: ``holm`` or ``bonferroni`` over the family
     of pairs (Parry et al. use Bonferroni); ``pvalue`` is then the adjusted one."""
-    from rcp_data.scoring.qrels_score import adjust_pvalues
-
     v = np.asarray(values, dtype=np.float64)
     keep = kept(v)
     idx = pair_index(v.shape[1])
-    d = v[keep][:, idx[:, 0]] - v[keep][:, idx[:, 1]]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.asarray(stats.ttest_rel(v[keep][:, idx[:, 0]], v[keep][:, idx[:, 1]],
-                                       axis=0).pvalue, dtype=np.float64)
-    if correction is not None:
+    first, second = v[keep][:, idx[:, 0]], v[keep][:, idx[:, 1]]
+    d = first - second
+    p = paired_t_pvalues(first, second)
+    if correction is not None:      # imported here: its module imports scipy.stats
+        from rcp_data.scoring.qrels_score import adjust_pvalues
+
         p = adjust_pvalues(np.nan_to_num(p, nan=1.0), correction)
     sep = np.nan_to_num(p, nan=1.0) < alpha
     if weights is None:
         return Separation(p, d.mean(axis=0), sep)
     w = weights if keep.all() else weights[:, keep]
+    from scipy import special, stats  # per resample: the t quantile (agree's intervals)
+
     mean, t, df = _t_stats(w.sum(1), w @ d, w @ (d * d))
     if correction is None:                 # |t| above the critical value: p < alpha
         with np.errstate(invalid="ignore"):
@@ -263,5 +282,6 @@ def failure_shares(modes: dict[str, np.ndarray], weights: np.ndarray | None = No
 
 __all__ = ["ALPHA", "FAILURE_MODES", "RBO_P", "RBO_VARIANTS", "TIE", "Decisive", "Separation",
            "decisive_agreement", "failure_modes", "failure_shares", "kendall_tau_b", "kept",
-           "leaderboard", "leaderboard_intervals", "order", "overlaps", "pair_index", "rbo_extrapolated", "rbo_package",
+           "leaderboard", "leaderboard_intervals", "order", "overlaps", "pair_index",
+           "paired_t_pvalues", "rbo_extrapolated", "rbo_package",
            "sensitivity", "separation", "spearman_rho"]
