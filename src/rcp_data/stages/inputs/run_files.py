@@ -66,10 +66,9 @@ def read_trec_run_table(path: Path):
     data = Path(path).read_bytes()
     if not data or not _plain_fields(data):
         return None
-    types = dict.fromkeys(TREC_RUN_COLUMNS, pa.string()) | {"rank": pa.int64(),
-                                                           "score": pa.float64()}
-    try:                # a blank line, an empty or a missing field: not six columns, refused
-        return pcsv.read_csv(
+    types = dict.fromkeys(TREC_RUN_COLUMNS, pa.string()) | {"score": pa.float64()}
+    try:                # a blank line or a missing field: not six columns, refused
+        table = pcsv.read_csv(
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=list(TREC_RUN_COLUMNS),
                                           block_size=min(len(data) + 1, _ONE_BLOCK)),
@@ -79,8 +78,26 @@ def read_trec_run_table(path: Path):
                 column_types=types, include_columns=["query-id", "corpus-id", "rank", "score"],
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
                 null_values=[]))
+        ranks = table.column("rank")
+        if not are_integers(ranks):
+            return None
+        return table.set_column(table.column_names.index("rank"), "rank",
+                                ranks.cast(pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def are_integers(texts) -> bool:
+    """Whether every text of an Arrow string or binary column is an optional minus and ASCII
+    digits, which ``int()`` reads (Arrow's cast to an integer also reads ``0x1``, which
+    ``int()`` refuses)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_binary(texts.type) or pa.types.is_large_binary(texts.type):
+        texts = texts.cast(pa.string())                  # ArrowInvalid: not UTF-8
+    return bool(pc.all(pc.ascii_is_decimal(texts)).as_py()) or \
+        bool(pc.all(pc.match_substring_regex(texts, "^-?[0-9]+$")).as_py())
 
 
 # Files under this size are parsed in one block (less CPU than Arrow's default 1 MiB blocks).
@@ -91,9 +108,15 @@ _WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr
 
 
 def _plain_fields(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8 whose only control byte is the newline and whose only other
-    whitespace is the ASCII space (what the fast reader splits as the line reader does)."""
-    if np.count_nonzero(np.frombuffer(data, dtype=np.uint8) < 32) != data.count(b"\n"):
+    """Whether ``data`` is UTF-8 whose only control byte is the newline, whose only other
+    whitespace is the ASCII space (what the fast reader splits as the line reader does), and
+    with no empty field (no two separators in a row, none first): ``q1  d1 1 0.5 t`` is six
+    Arrow columns with an empty Q0, but five fields to the line reader, which refuses it."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if np.count_nonzero(raw < 32) != np.count_nonzero(raw == 10):
+        return False
+    seps = raw <= 32
+    if seps[0] or (seps[1:] & seps[:-1]).any():
         return False
     if data.isascii():
         return True

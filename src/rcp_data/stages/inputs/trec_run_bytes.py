@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from rcp_data.core.io import BOM
 from rcp_data.stages.inputs.id_spans import PAD, IdSpans
+from rcp_data.stages.inputs.run_files import are_integers
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
-_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
 _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
@@ -85,19 +85,21 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
     seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
     if len(seps) % FIELDS or seps[0] == 0:
         return None
-    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
+    ends = seps.reshape(-1, FIELDS)
+    lines = len(ends)
+    # five spaces and a newline a line: the newline is the only byte below the space, there
+    # is one a line, and it is every sixth separator (so the other five are spaces)
+    if np.count_nonzero(body < _SPACE) != lines or not (body[ends[:, -1]] == _NEWLINE).all():
         return None
     if (np.diff(seps) == 1).any():                       # an empty field or a blank line
         return None
-    ends = seps.reshape(-1, FIELDS)
-    lines = len(ends)
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
     spans = {c: (starts if c == 0 else ends[:, c - 1] + 1, ends[:, c]) for c in (0, 2, 3, 4)}
     try:
-        if not _all_digits(buf, *spans[3]):
-            _column(data, *spans[3]).cast(pa.int64())    # ranks: checked only, as the line
+        if not _all_digits(buf, *spans[3]) and not are_integers(_column(data, *spans[3])):
+            return None                                  # ranks: checked only, as the line
         scores = _column(data, *spans[4]).cast(pa.float64())   # reader does
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
@@ -117,7 +119,7 @@ def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
 
 
 def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
-    """One field of every line as an Arrow string array: the fields and the gaps between them
+    """One field of every line as an Arrow binary array (cast as strings are): the fields and the gaps between them
     make one array over the file's bytes (no copy), and every other value is taken."""
     n = len(starts)
     big = len(data) >= 2**31 - 1
@@ -125,7 +127,7 @@ def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     offsets[0:-1:2] = starts
     offsets[1::2] = ends
     offsets[-1] = len(data)
-    both = pa.Array.from_buffers(pa.large_string() if big else pa.string(), 2 * n,
+    both = pa.Array.from_buffers(pa.large_binary() if big else pa.binary(), 2 * n,
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return both.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
