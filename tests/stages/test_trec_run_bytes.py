@@ -56,6 +56,9 @@ def test_split_equals_line_reader(tmp_path: Path) -> None:
     "q1 Q0 d1 one 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1.0 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1 x t\n",                      # score not a number
+    "q1 Q0 d1 0x1 0.5 t\n",                  # a rank Arrow reads and int() refuses
+    "q1 Q0 d1 -0x1 0.5 t\n",
+    "q1 Q0  1 0.5 t x\n",                    # an empty corpus-id
     "q1 Q0 d1 1 0.5 t\r\n",                  # CRLF
     "q1 Q0 d\x0b1 1 0.5 t\n",                # a control byte str.split() splits on
     "q1 Q0 d\u00a01 1 0.5 t\n",              # a no-break space str.split() splits on

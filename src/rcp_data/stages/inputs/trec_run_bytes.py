@@ -24,6 +24,7 @@ from rcp_data.stages.inputs.run_files import are_integers
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
+_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
 _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
@@ -87,30 +88,32 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
         return None
     ends = seps.reshape(-1, FIELDS)
     lines = len(ends)
-    # five spaces and a newline a line: the newline is the only byte below the space, there
-    # is one a line, and it is every sixth separator (so the other five are spaces)
-    if np.count_nonzero(body < _SPACE) != lines or not (body[ends[:, -1]] == _NEWLINE).all():
-        return None
-    if (np.diff(seps) == 1).any():                       # an empty field or a blank line
+    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
         return None
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
-    spans = {c: (starts if c == 0 else ends[:, c - 1] + 1, ends[:, c]) for c in (0, 2, 3, 4)}
+    queries = IdSpans(buf, starts, ends[:, 0])
+    docs = IdSpans(buf, ends[:, 1] + 1, ends[:, 2])
+    # no empty field (two separators in a row): ids and the Q0 and tag fields here, ranks in
+    # _all_digits or are_integers, scores in Arrow's parse
+    if queries.lengths.min() == 0 or docs.lengths.min() == 0 or \
+            (ends[:, 1] - ends[:, 0]).min() == 1 or (ends[:, 5] - ends[:, 4]).min() == 1:
+        return None
+    ranks = (ends[:, 2] + 1, ends[:, 3])
     try:
-        if not _all_digits(buf, *spans[3]) and not are_integers(_column(data, *spans[3])):
+        if not _all_digits(buf, *ranks) and not are_integers(_column(data, *ranks)):
             return None                                  # ranks: checked only, as the line
-        scores = _column(data, *spans[4]).cast(pa.float64())   # reader does
+        scores = _column(data, ends[:, 3] + 1, ends[:, 4]).cast(pa.float64())   # reader does
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return TrecRunSpans(IdSpans(buf, *spans[0]), IdSpans(buf, *spans[2]),
-                        scores.to_numpy(zero_copy_only=False))
+    return TrecRunSpans(queries, docs, scores.to_numpy(zero_copy_only=False))
 
 
 def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     """Whether every field ``buf[start:end]`` is 1 to 8 ASCII digits (one word each)."""
     spans = IdSpans(buf, starts, ends)
-    if len(spans) == 0 or int(spans.lengths.max()) > 8:
+    if len(spans) == 0 or int(spans.lengths.max()) > 8 or int(spans.lengths.min()) == 0:
         return False
     word = spans.words(1)[:, 0]
     filled = word | (_ZEROS & ~_LOW[spans.lengths])     # '0' past the end
