@@ -22,9 +22,6 @@ from rcp_data.stages.inputs.id_spans import IdSpans, mix
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
-_LENGTH_SALT = np.uint64(0x9E3779B97F4A7C15)
-_WORD_SALT = np.array([0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xA0761D6478BD642F,
-                       0xE7037ED1A0B428DB], dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -105,21 +102,18 @@ def _blocks(queries: IdSpans) -> tuple[np.ndarray, list[str]]:
 def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, source: str) -> None:
     """A document ranked twice for a query is an InputError naming its first repeat's row.
 
-    One sort of a 64-bit key of each row's (query, corpus-id) clears almost every run; where
-    two keys are equal, those rows are compared exactly (length and words), so a repeat is
-    never missed and a collision of keys is never taken for one."""
+    One sort of a 64-bit key of each row's (query, corpus-id) clears almost every run
+    (:meth:`IdSpans.quick_key`); where two keys are equal, those rows are compared exactly
+    (length and every word), so a repeat is never missed and a shared key never taken for one."""
     if len(local) < 2:
         return
-    words = docs.words()
-    key = docs.lengths.astype(np.uint64) * _LENGTH_SALT + local.astype(np.uint64) * _QUERY_SALT
-    for j in range(words.shape[1]):
-        key += words[:, j] * _WORD_SALT[j % len(_WORD_SALT)]
+    key = docs.quick_key() + local.astype(np.uint64) * _QUERY_SALT
     sk = np.sort(key)
     if not np.any(sk[1:] == sk[:-1]):
         return
     twice = sk[1:][sk[1:] == sk[:-1]]
     rows = np.flatnonzero(np.isin(key, twice))           # rows whose key is not unique
-    cols = [docs.lengths[rows], local[rows]] + list(words[rows].T)
+    cols = [docs.lengths[rows], local[rows]] + list(docs.take(rows).words().T)
     order = np.lexsort(cols[::-1])                       # stable: file order inside a group
     same = np.ones(len(order) - 1, dtype=bool)
     for col in cols:

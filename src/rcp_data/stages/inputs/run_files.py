@@ -56,33 +56,45 @@ TREC_RUN_COLUMNS = ("query-id", "Q0", "corpus-id", "rank", "score", "tag")
 
 def read_trec_run_table(path: Path):
     """A TREC run file as an Arrow table ``query-id, corpus-id, rank, score`` (file order), or
-    None when the file is not in the canonical shape this fast reader takes (six fields joined
-    by single spaces, UTF-8, no other whitespace or control byte, no blank line; a leading
-    byte-order mark is dropped, as Arrow does); :func:`read_run_file` reads every other file and
-    names its bad lines, so this reader accepts nothing that one would refuse."""
+    None when the file is not in the canonical shape :func:`read_fields_table` takes;
+    :func:`read_run_file` reads every other file and names its bad lines, so this reader
+    accepts nothing that one would refuse."""
+    import pyarrow as pa
+
+    table = read_fields_table(Path(path).read_bytes(), TREC_RUN_COLUMNS,
+                              {"query-id": pa.string(), "corpus-id": pa.string(),
+                               "rank": pa.string(), "score": pa.float64()})
+    if table is None or not are_integers(table.column("rank")):
+        return None
+    try:
+        return table.set_column(table.column_names.index("rank"), "rank",
+                                table.column("rank").cast(pa.int64()))
+    except pa.ArrowInvalid:                              # beyond int64: the line reader's
+        return None
+
+
+def read_fields_table(data: bytes, columns: tuple[str, ...], types: dict):
+    """A text file's bytes as an Arrow table of the columns named in ``types`` (in file
+    order), or None when the file is not canonical: UTF-8, every line exactly
+    ``len(columns)`` non-empty fields joined by single spaces, no other whitespace or control
+    byte, no blank line (a leading byte-order mark is dropped, as Arrow does; a missing final
+    newline is allowed). Such a file splits as ``str.split()`` splits its lines."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    data = Path(path).read_bytes()
     if not data or not _plain_fields(data):
         return None
-    types = dict.fromkeys(TREC_RUN_COLUMNS, pa.string()) | {"score": pa.float64()}
-    try:                # a blank line or a missing field: not six columns, refused
-        table = pcsv.read_csv(
+    try:                # a missing or an extra field: not len(columns) columns, refused
+        return pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=list(TREC_RUN_COLUMNS),
+            read_options=pcsv.ReadOptions(column_names=list(columns),
                                           block_size=min(len(data) + 1, _ONE_BLOCK)),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
-                column_types=types, include_columns=["query-id", "corpus-id", "rank", "score"],
+                column_types=types, include_columns=list(types),
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
                 null_values=[]))
-        ranks = table.column("rank")
-        if not are_integers(ranks):
-            return None
-        return table.set_column(table.column_names.index("rank"), "rank",
-                                ranks.cast(pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
