@@ -32,6 +32,10 @@ CASES = [
     ("exponent and signed zero", b"q1 Q0 d1 1 1e-05 t\nq1 Q0 d2 2 -0 t\n", True),
     ("a repeated document", b"q1 Q0 d1 1 3 t\nq1 Q0 d2 2 2 t\nq1 Q0 d1 3 1 t\n", True),
     ("same document, two queries", b"q1 Q0 d1 1 3 t\nq2 Q0 d1 1 2 t\n", True),
+    ("long ids sharing their ends", b"q1 Q0 aaaaaaaaXbbbbbbbb 1 3 t\n"
+     b"q1 Q0 aaaaaaaaYbbbbbbbb 2 2 t\nq2 Q0 aaaaaaaaXbbbbbbbb 1 1 t\n", True),
+    ("a long id repeated", b"q1 Q0 aaaaaaaaXbbbbbbbb 1 3 t\n"
+     b"q1 Q0 aaaaaaaaYbbbbbbbb 2 2 t\nq1 Q0 aaaaaaaaXbbbbbbbb 3 1 t\n", True),
     ("NaN score", b"q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 nan t\n", True),
     ("inf score", b"q1 Q0 d1 1 inf t\n", True),
     ("tabs", GOOD.replace(" ", "\t").encode(), False),
@@ -96,6 +100,8 @@ def test_expected_errors_and_blocks(tmp_path: Path) -> None:
     path = str(tmp_path / "run.txt")
     assert outcome("a repeated document") == ("error", path, 3, "corpus-id")
     assert outcome("NaN score") == ("error", path, 2, "score")
+    assert outcome("a long id repeated") == ("error", path, 3, "corpus-id")
+    assert outcome("long ids sharing their ends")[0] == "run"
     assert outcome("rank in hex") == ("error", path, 1, "rank")
     assert outcome("an empty Q0 field") == ("error", path, 1, None)
     assert outcome("seven fields") == ("error", path, 2, None)

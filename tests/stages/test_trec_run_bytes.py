@@ -104,3 +104,13 @@ def test_spans_of_a_sliced_arrow_column() -> None:
     assert spans.texts(np.arange(len(spans))) == IDS[3:11]
     large = IdSpans.from_arrow(pa.array(IDS, type=pa.large_string()))
     assert (large.fingerprint() == IdSpans.of(IDS).fingerprint()).all()
+
+
+def test_quick_keys_equal_for_equal_ids() -> None:
+    spans = IdSpans.of(IDS + IDS[::-1])
+    key = spans.quick_key()
+    n = len(IDS)
+    assert (key[:n] == key[n:][::-1]).all()
+    assert len(set(key[:n].tolist())) == n                     # these distinct ids: distinct
+    ends = IdSpans.of(["a" * 8 + "X" + "b" * 8, "a" * 8 + "Y" + "b" * 8])
+    assert ends.quick_key()[0] == ends.quick_key()[1]           # shared: callers confirm

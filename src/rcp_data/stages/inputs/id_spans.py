@@ -102,8 +102,10 @@ class IdSpans:
         return out
 
     def quick_key(self) -> np.ndarray:
-        """One uint64 per id from its length and its first and last eight bytes: equal ids
-        have equal keys (distinct ids may share one; ids of up to 16 bytes never do)."""
+        """One uint64 per id from its length and its first and last eight bytes (two word
+        reads, whatever the length): equal ids have equal keys; distinct ids may share one
+        (always when longer than 16 bytes and equal but in the middle), so a caller confirms
+        a shared key on :meth:`words`."""
         lengths = self.lengths
         at = np.ndarray((len(self.buf) - PAD + 1,), dtype="<u8", buffer=self.buf, strides=(1,))
         key = lengths.astype(np.uint64) * _MIX

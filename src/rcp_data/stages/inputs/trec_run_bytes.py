@@ -2,8 +2,9 @@
 
 Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank score tag``
 joined by single spaces, no other whitespace or control byte, no blank line (a leading
-byte-order mark is dropped, a missing final newline allowed), ranks integers and scores numbers
-that Arrow parses. :func:`split_trec_run` returns None for any other file, and
+byte-order mark is dropped, a missing final newline allowed), ranks an optional minus and
+digits (:func:`~rcp_data.stages.inputs.run_files.are_integers`; Arrow alone also reads ``0x1``)
+and scores numbers that Arrow parses. :func:`split_trec_run` returns None for any other file, and
 :func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names its bad line, so
 the fast path accepts nothing the line reader would refuse and scores exactly what it reads.
 """
