@@ -25,7 +25,6 @@ from rcp_data.stages.inputs.run_files import are_integers
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
-_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
 _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
@@ -89,18 +88,17 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
         return None
     ends = seps.reshape(-1, FIELDS)
     lines = len(ends)
-    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
+    at_seps = body[seps]                                 # five spaces and a newline a line
+    if np.count_nonzero(at_seps == _SPACE) != (FIELDS - 1) * lines or \
+            not (at_seps[FIELDS - 1::FIELDS] == _NEWLINE).all():
+        return None
+    if (np.diff(seps) == 1).any():                       # an empty field or a blank line
         return None
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
     queries = IdSpans(buf, starts, ends[:, 0])
     docs = IdSpans(buf, ends[:, 1] + 1, ends[:, 2])
-    # no empty field (two separators in a row): ids and the Q0 and tag fields here, ranks in
-    # _all_digits or are_integers, scores in Arrow's parse
-    if queries.lengths.min() == 0 or docs.lengths.min() == 0 or \
-            (ends[:, 1] - ends[:, 0]).min() == 1 or (ends[:, 5] - ends[:, 4]).min() == 1:
-        return None
     ranks = (ends[:, 2] + 1, ends[:, 3])
     try:
         if not _all_digits(buf, *ranks) and not are_integers(_column(data, *ranks)):
