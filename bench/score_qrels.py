@@ -19,9 +19,10 @@ two threads). Besides the whole (files to nDCG), it times each side's two halves
 - computing: ``evaluate`` of the parsed runs (with the qrels' parse and the evaluator), against
   ``score_qrels`` of the read runs (the qrels read before the clock, indexed inside it);
 
-and two floors of any reader of the same bytes: a bare ``read_bytes`` of every file, and that
+and three floors of any reader of the same bytes: a bare ``read_bytes`` of every file, that
 plus one NumPy pass finding the fields' separators (``flatnonzero(bytes <= 32)``), the least a
-NumPy reader does. The last line, ``RATIO``, is the issue's number (target >= 20x); the line
+NumPy reader does, and ``pyarrow.csv`` parsing three columns (one thread per file, two files at
+a time), the least a library parser does. The last line, ``RATIO``, is the issue's number (target >= 20x); the line
 above it gives the two halves' ratios, and the largest per-query difference (both the whole and
 the halves, against pytrec_eval) must be <= 1e-12. About 2 minutes at the default scale.
 
@@ -35,6 +36,7 @@ import gc
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +129,28 @@ def bare_read_and_find(runs: list[Path]) -> int:
     return total
 
 
+def arrow_parse(runs: list[Path]) -> int:
+    """A library parser's floor: ``pyarrow.csv`` reading three columns (query, document,
+    score) of every file, one thread per file and two files at a time, as ``score_qrels``
+    reads runs (no check, no block, no look-up)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    def one(path: Path) -> int:
+        data = path.read_bytes()
+        table = pcsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pcsv.ReadOptions(column_names=list("qzdrst"), use_threads=False,
+                                          block_size=len(data) + 1),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={"s": pa.float64()},
+                                                include_columns=["q", "d", "s"]))
+        return table.num_rows
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return sum(pool.map(one, runs))
+
+
 def timed(fn, *args):
     """``fn(*args)``, its wall time and its CPU time (every thread of the process)."""
     gc.collect()
@@ -158,6 +182,7 @@ def main() -> None:
         computed, t_comp, c_comp = timed(with_rcp_data, frame, read)
         _, t_bare, c_bare = timed(bare_read, runs)
         _, t_find, c_find = timed(bare_read_and_find, runs)
+        _, t_csv, c_csv = timed(arrow_parse, runs)
     diff = max(abs(ours[r][q] - v) for r, by_q in base.items() for q, v in by_q.items())
     diff = max([diff] + [abs(computed[r][q] - v) for r, by_q in base.items()
                          for q, v in by_q.items()])
@@ -171,12 +196,18 @@ def main() -> None:
             ("pytrec_eval: evaluate only (parsed runs)", t_eval, c_eval),
             ("rcp_data: score_qrels only (read runs)", t_comp, c_comp),
             ("floor: bare read of the files", t_bare, c_bare),
-            ("floor: bare read + one pass finding the fields", t_find, c_find)]
+            ("floor: bare read + one pass finding the fields", t_find, c_find),
+            ("floor: pyarrow.csv parse, 3 columns, 2 threads", t_csv, c_csv)]
     for name, t, c in rows:
         print(f"  {name:50s} {t:8.3f} {c:8.3f}")
     print(f"same queries: {same}; largest per-query difference: {diff:.3g} (must be <= 1e-12)")
     print(f"  reading only: {t_parse / t_read:.1f}x wall, {c_parse / c_read:.1f}x CPU; "
           f"computing only: {t_eval / t_comp:.1f}x wall, {c_eval / c_comp:.1f}x CPU")
+    per_run = 1000 / args.runs
+    print(f"  per run: pytrec_eval {t_base * per_run:.2f} ms wall / {c_base * per_run:.2f} ms CPU; "
+          f"rcp_data {t_ours * per_run:.2f} / {c_ours * per_run:.2f}; 20x needs rcp_data <= "
+          f"{t_base * per_run / 20:.2f} ms wall; pyarrow.csv alone {t_csv * per_run:.2f} / "
+          f"{c_csv * per_run:.2f}")
     print(f"RATIO score --qrels vs pytrec_eval, files to per-query nDCG@10: "
           f"{t_base / t_ours:.1f}x wall, {c_base / c_ours:.1f}x CPU (target >= 20x)")
 

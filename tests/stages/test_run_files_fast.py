@@ -44,6 +44,9 @@ def test_fast_reader_equals_line_reader(tmp_path: Path) -> None:
     "q1 Q0 d1 one 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1 x t\n",                      # score not a number
     "q1 Q0 d1 1 0.5 t\r\n",                  # CRLF
+    "q1  d1 1 0.5 t\n",                      # an empty Q0: six Arrow columns, five fields
+    "q1 Q0  1 0.5 t x\n",                    # an empty corpus-id
+    "q1 Q0 d1 0x1 0.5 t\n",                  # a rank Arrow reads and int() refuses
 ])
 def test_fast_reader_declines_other_shapes(tmp_path: Path, text: str) -> None:
     path = tmp_path / "run.txt"

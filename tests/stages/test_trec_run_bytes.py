@@ -56,6 +56,9 @@ def test_split_equals_line_reader(tmp_path: Path) -> None:
     "q1 Q0 d1 one 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1.0 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1 x t\n",                      # score not a number
+    "q1 Q0 d1 0x1 0.5 t\n",                  # a rank Arrow reads and int() refuses
+    "q1 Q0 d1 -0x1 0.5 t\n",
+    "q1 Q0  1 0.5 t x\n",                    # an empty corpus-id
     "q1 Q0 d1 1 0.5 t\r\n",                  # CRLF
     "q1 Q0 d\x0b1 1 0.5 t\n",                # a control byte str.split() splits on
     "q1 Q0 d\u00a01 1 0.5 t\n",              # a no-break space str.split() splits on
@@ -101,3 +104,13 @@ def test_spans_of_a_sliced_arrow_column() -> None:
     assert spans.texts(np.arange(len(spans))) == IDS[3:11]
     large = IdSpans.from_arrow(pa.array(IDS, type=pa.large_string()))
     assert (large.fingerprint() == IdSpans.of(IDS).fingerprint()).all()
+
+
+def test_quick_keys_equal_for_equal_ids() -> None:
+    spans = IdSpans.of(IDS + IDS[::-1])
+    key = spans.quick_key()
+    n = len(IDS)
+    assert (key[:n] == key[n:][::-1]).all()
+    assert len(set(key[:n].tolist())) == n                     # these distinct ids: distinct
+    ends = IdSpans.of(["a" * 8 + "X" + "b" * 8, "a" * 8 + "Y" + "b" * 8])
+    assert ends.quick_key()[0] == ends.quick_key()[1]           # shared: callers confirm

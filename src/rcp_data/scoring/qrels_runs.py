@@ -100,19 +100,26 @@ def _blocks(queries: IdSpans) -> tuple[np.ndarray, list[str]]:
 
 
 def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, source: str) -> None:
-    """A document ranked twice for a query is an InputError naming its first repeat's row."""
-    words = docs.words()
-    key = docs.fingerprint(words) + local.astype(np.uint64) * _QUERY_SALT
+    """A document ranked twice for a query is an InputError naming its first repeat's row.
+
+    One sort of a 64-bit key of each row's (query, corpus-id) clears almost every run
+    (:meth:`IdSpans.quick_key`); where two keys are equal, those rows are compared exactly
+    (length and every word), so a repeat is never missed and a shared key never taken for one."""
+    if len(local) < 2:
+        return
+    key = docs.quick_key() + local.astype(np.uint64) * _QUERY_SALT
     sk = np.sort(key)
     if not np.any(sk[1:] == sk[:-1]):
         return
-    order = np.argsort(key, kind="stable")
-    same = np.flatnonzero(key[order][1:] == key[order][:-1])
-    a, b = order[same], order[same + 1]                  # equal fingerprints: confirm
-    real = (local[a] == local[b]) & (docs.lengths[a] == docs.lengths[b]) & \
-        (words[a] == words[b]).all(axis=1)
-    if real.any():
-        i = int(np.maximum(a, b)[real].min())
+    twice = sk[1:][sk[1:] == sk[:-1]]
+    rows = np.flatnonzero(np.isin(key, twice))           # rows whose key is not unique
+    cols = [docs.lengths[rows], local[rows]] + list(docs.take(rows).words().T)
+    order = np.lexsort(cols[::-1])                       # stable: file order inside a group
+    same = np.ones(len(order) - 1, dtype=bool)
+    for col in cols:
+        same &= col[order][1:] == col[order][:-1]
+    if same.any():
+        i = int(rows[order[1:][same]].min())
         raise InputError(f"document {docs.text(i)!r} is ranked twice for query "
                          f"{queries.text(i)!r}", path=source, row=i + 1, field="corpus-id")
 

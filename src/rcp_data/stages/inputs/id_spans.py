@@ -101,6 +101,20 @@ class IdSpans:
             np.bitwise_and(at[pos], _MASKS[rest], out=out[:, j])
         return out
 
+    def quick_key(self) -> np.ndarray:
+        """One uint64 per id from its length and its first and last eight bytes (two word
+        reads, whatever the length): equal ids have equal keys; distinct ids may share one
+        (always when longer than 16 bytes and equal but in the middle), so a caller confirms
+        a shared key on :meth:`words`."""
+        lengths = self.lengths
+        at = np.ndarray((len(self.buf) - PAD + 1,), dtype="<u8", buffer=self.buf, strides=(1,))
+        key = lengths.astype(np.uint64) * _MIX
+        key += (at[self.starts] & _MASKS[np.minimum(lengths, 8)]) * _ODD[0]
+        long = lengths > 8
+        if long.any():                                   # then end - 8 > start: no mask
+            key += np.where(long, at[np.where(long, self.ends - 8, self.starts)], 0) * _ODD[1]
+        return key
+
     def fingerprint(self, words: np.ndarray | None = None) -> np.ndarray:
         """One uint64 per id: equal ids have equal fingerprints, whatever the width of
         ``words`` (the words past an id's end are zero)."""

@@ -12,10 +12,11 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import open_text, read_parquet
-from rcp_data.stages.inputs.run_files import text_lines
+from rcp_data.stages.inputs.run_files import are_integers, read_fields_table, text_lines
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
 GRADE_ALIASES = ("grade", "score", "relevance")
+_TREC_FIELDS = ("query-id", "iter", "corpus-id", "grade")
 
 
 def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
@@ -51,6 +52,9 @@ def _rows(frame: pd.DataFrame, keep: bool) -> pd.DataFrame:
 
 
 def _read_trec(path: Path) -> pd.DataFrame:
+    fast = _read_trec_fields(path)
+    if fast is not None:
+        return _unique(fast, str(path))
     qids, dids, grades, rows = [], [], [], []
     for n, line, parts in text_lines(path):
         if len(parts) != 4:
@@ -64,6 +68,28 @@ def _read_trec(path: Path) -> pd.DataFrame:
                           "grade": np.asarray(grades, dtype=np.int64)})
     frame["_row"] = np.asarray(rows, dtype=np.int64)
     return _unique(frame, str(path))
+
+
+def _read_trec_fields(path: Path) -> pd.DataFrame | None:
+    """A canonical TREC qrels file (:func:`read_fields_table`: four fields joined by single
+    spaces, no blank line, so row = line) whose grades are all plain integers, read by Arrow
+    into the frame the line loop builds; None for every other file (the loop reads it, or
+    names its bad line)."""
+    import pyarrow as pa
+
+    table = read_fields_table(path.read_bytes(), _TREC_FIELDS,
+                              {"query-id": pa.string(), "corpus-id": pa.string(),
+                               "grade": pa.string()})
+    if table is None or not are_integers(table.column("grade")):
+        return None
+    try:
+        grades = table.column("grade").cast(pa.int64()).to_numpy()
+    except pa.ArrowInvalid:                              # beyond int64
+        return None
+    frame = table.select(["query-id", "corpus-id"]).to_pandas()   # pandas' text columns
+    frame["grade"] = np.asarray(grades, dtype=np.int64)
+    frame["_row"] = np.arange(1, len(frame) + 1, dtype=np.int64)
+    return frame
 
 
 def _grade(text: object, path: str, row: int) -> int:

@@ -56,31 +56,60 @@ TREC_RUN_COLUMNS = ("query-id", "Q0", "corpus-id", "rank", "score", "tag")
 
 def read_trec_run_table(path: Path):
     """A TREC run file as an Arrow table ``query-id, corpus-id, rank, score`` (file order), or
-    None when the file is not in the canonical shape this fast reader takes (six fields joined
-    by single spaces, UTF-8, no other whitespace or control byte, no blank line; a leading
-    byte-order mark is dropped, as Arrow does); :func:`read_run_file` reads every other file and
-    names its bad lines, so this reader accepts nothing that one would refuse."""
+    None when the file is not in the canonical shape :func:`read_fields_table` takes;
+    :func:`read_run_file` reads every other file and names its bad lines, so this reader
+    accepts nothing that one would refuse."""
+    import pyarrow as pa
+
+    table = read_fields_table(Path(path).read_bytes(), TREC_RUN_COLUMNS,
+                              {"query-id": pa.string(), "corpus-id": pa.string(),
+                               "rank": pa.string(), "score": pa.float64()})
+    if table is None or not are_integers(table.column("rank")):
+        return None
+    try:
+        return table.set_column(table.column_names.index("rank"), "rank",
+                                table.column("rank").cast(pa.int64()))
+    except pa.ArrowInvalid:                              # beyond int64: the line reader's
+        return None
+
+
+def read_fields_table(data: bytes, columns: tuple[str, ...], types: dict):
+    """A text file's bytes as an Arrow table of the columns named in ``types`` (in file
+    order), or None when the file is not canonical: UTF-8, every line exactly
+    ``len(columns)`` non-empty fields joined by single spaces, no other whitespace or control
+    byte, no blank line (a leading byte-order mark is dropped, as Arrow does; a missing final
+    newline is allowed). Such a file splits as ``str.split()`` splits its lines."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    data = Path(path).read_bytes()
     if not data or not _plain_fields(data):
         return None
-    types = dict.fromkeys(TREC_RUN_COLUMNS, pa.string()) | {"rank": pa.int64(),
-                                                           "score": pa.float64()}
-    try:                # a blank line, an empty or a missing field: not six columns, refused
+    try:                # a missing or an extra field: not len(columns) columns, refused
         return pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=list(TREC_RUN_COLUMNS),
+            read_options=pcsv.ReadOptions(column_names=list(columns),
                                           block_size=min(len(data) + 1, _ONE_BLOCK)),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
-                column_types=types, include_columns=["query-id", "corpus-id", "rank", "score"],
+                column_types=types, include_columns=list(types),
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
                 null_values=[]))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def are_integers(texts) -> bool:
+    """Whether every text of an Arrow string or binary column is an optional minus and ASCII
+    digits, which ``int()`` reads (Arrow's cast to an integer also reads ``0x1``, which
+    ``int()`` refuses)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_binary(texts.type) or pa.types.is_large_binary(texts.type):
+        texts = texts.cast(pa.string())                  # ArrowInvalid: not UTF-8
+    return bool(pc.all(pc.ascii_is_decimal(texts)).as_py()) or \
+        bool(pc.all(pc.match_substring_regex(texts, "^-?[0-9]+$")).as_py())
 
 
 # Files under this size are parsed in one block (less CPU than Arrow's default 1 MiB blocks).
@@ -91,9 +120,15 @@ _WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr
 
 
 def _plain_fields(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8 whose only control byte is the newline and whose only other
-    whitespace is the ASCII space (what the fast reader splits as the line reader does)."""
-    if np.count_nonzero(np.frombuffer(data, dtype=np.uint8) < 32) != data.count(b"\n"):
+    """Whether ``data`` is UTF-8 whose only control byte is the newline, whose only other
+    whitespace is the ASCII space (what the fast reader splits as the line reader does), and
+    with no empty field (no two separators in a row, none first): ``q1  d1 1 0.5 t`` is six
+    Arrow columns with an empty Q0, but five fields to the line reader, which refuses it."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if np.count_nonzero(raw < 32) != np.count_nonzero(raw == 10):
+        return False
+    seps = raw <= 32
+    if seps[0] or (seps[1:] & seps[:-1]).any():
         return False
     if data.isascii():
         return True

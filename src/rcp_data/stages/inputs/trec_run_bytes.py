@@ -2,8 +2,9 @@
 
 Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank score tag``
 joined by single spaces, no other whitespace or control byte, no blank line (a leading
-byte-order mark is dropped, a missing final newline allowed), ranks integers and scores numbers
-that Arrow parses. :func:`split_trec_run` returns None for any other file, and
+byte-order mark is dropped, a missing final newline allowed), ranks an optional minus and
+digits (:func:`~rcp_data.stages.inputs.run_files.are_integers`; Arrow alone also reads ``0x1``)
+and scores numbers that Arrow parses. :func:`split_trec_run` returns None for any other file, and
 :func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names its bad line, so
 the fast path accepts nothing the line reader would refuse and scores exactly what it reads.
 """
@@ -20,10 +21,10 @@ import pyarrow as pa
 
 from rcp_data.core.io import BOM
 from rcp_data.stages.inputs.id_spans import PAD, IdSpans
+from rcp_data.stages.inputs.run_files import are_integers
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
-_PATTERN = np.array([_SPACE] * (FIELDS - 1) + [_NEWLINE], dtype=np.uint8)
 _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
@@ -85,30 +86,33 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
     seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
     if len(seps) % FIELDS or seps[0] == 0:
         return None
-    if not (body[seps].reshape(-1, FIELDS) == _PATTERN).all():   # five spaces, a newline
+    ends = seps.reshape(-1, FIELDS)
+    lines = len(ends)
+    at_seps = body[seps]                                 # five spaces and a newline a line
+    if np.count_nonzero(at_seps == _SPACE) != (FIELDS - 1) * lines or \
+            not (at_seps[FIELDS - 1::FIELDS] == _NEWLINE).all():
         return None
     if (np.diff(seps) == 1).any():                       # an empty field or a blank line
         return None
-    ends = seps.reshape(-1, FIELDS)
-    lines = len(ends)
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
-    spans = {c: (starts if c == 0 else ends[:, c - 1] + 1, ends[:, c]) for c in (0, 2, 3, 4)}
+    queries = IdSpans(buf, starts, ends[:, 0])
+    docs = IdSpans(buf, ends[:, 1] + 1, ends[:, 2])
+    ranks = (ends[:, 2] + 1, ends[:, 3])
     try:
-        if not _all_digits(buf, *spans[3]):
-            _column(data, *spans[3]).cast(pa.int64())    # ranks: checked only, as the line
-        scores = _column(data, *spans[4]).cast(pa.float64())   # reader does
+        if not _all_digits(buf, *ranks) and not are_integers(_column(data, *ranks)):
+            return None                                  # ranks: checked only, as the line
+        scores = _column(data, ends[:, 3] + 1, ends[:, 4]).cast(pa.float64())   # reader does
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return TrecRunSpans(IdSpans(buf, *spans[0]), IdSpans(buf, *spans[2]),
-                        scores.to_numpy(zero_copy_only=False))
+    return TrecRunSpans(queries, docs, scores.to_numpy(zero_copy_only=False))
 
 
 def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     """Whether every field ``buf[start:end]`` is 1 to 8 ASCII digits (one word each)."""
     spans = IdSpans(buf, starts, ends)
-    if len(spans) == 0 or int(spans.lengths.max()) > 8:
+    if len(spans) == 0 or int(spans.lengths.max()) > 8 or int(spans.lengths.min()) == 0:
         return False
     word = spans.words(1)[:, 0]
     filled = word | (_ZEROS & ~_LOW[spans.lengths])     # '0' past the end
@@ -117,7 +121,7 @@ def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
 
 
 def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
-    """One field of every line as an Arrow string array: the fields and the gaps between them
+    """One field of every line as an Arrow binary array (cast as strings are): the fields and the gaps between them
     make one array over the file's bytes (no copy), and every other value is taken."""
     n = len(starts)
     big = len(data) >= 2**31 - 1
@@ -125,7 +129,7 @@ def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     offsets[0:-1:2] = starts
     offsets[1::2] = ends
     offsets[-1] = len(data)
-    both = pa.Array.from_buffers(pa.large_string() if big else pa.string(), 2 * n,
+    both = pa.Array.from_buffers(pa.large_binary() if big else pa.binary(), 2 * n,
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return both.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
