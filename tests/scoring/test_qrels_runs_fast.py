@@ -134,3 +134,23 @@ def test_scores_equal_whichever_reader(tmp_path: Path, monkeypatch: pytest.Monke
             assert fast.per_query[name][m].tobytes() == slow.per_query[name][m].tobytes()
             assert fast.per_query[name][m].tobytes() == fast.per_query["a"][m].tobytes()
     assert fast.per_query["a"]["nDCG@3"][2] == 0.0                 # q3: not in the run
+
+
+@pytest.mark.parametrize("body, line, field", [
+    (b"q1 Q0 d1 1 0.5 t\n\n\nq1 Q0 d2 2 nan t\n", 4, "score"),
+    (b"\nq1 Q0 d1 1 0.5 t\n  \nq1 Q0 d1 2 0.4 t\n", 4, "corpus-id"),
+    (b"q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4 t\nq1 Q0 d1 3 0.3 t\n", 4, "corpus-id"),
+])
+def test_errors_name_the_file_line_after_blank_lines(tmp_path: Path, body: bytes, line: int,
+                                                     field: str):
+    """Blank lines are no rows: an error names the line of the file, not the row of the
+    table (both readers; the line reader takes a file with blank lines)."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(body)
+    readers = [lambda: read_run(path, str(path))]
+    if field == "score":           # read_ranking takes repeats (the scorers refuse them)
+        readers.append(lambda: runs_in.read_ranking(path, split=""))
+    for reader in readers:
+        with pytest.raises(InputError) as err:
+            reader()
+        assert (err.value.row, err.value.field) == (line, field)

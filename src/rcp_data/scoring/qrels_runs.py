@@ -19,6 +19,7 @@ import pyarrow as pa
 from rcp_data.core.errors import InputError
 from rcp_data.scoring.runs_in import read_ranking_table
 from rcp_data.stages.inputs.id_spans import IdSpans, mix
+from rcp_data.stages.inputs.run_files import text_lines
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
@@ -56,16 +57,30 @@ def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
     if len(scores) and not np.isfinite(scores).all():
         row = int((~np.isfinite(scores)).argmax())
         raise InputError(f"score {float(scores[row])} is not finite", path=source,
-                         row=row + 1, field="score")
+                         row=_line_of(run, row), field="score")
     start, names = _blocks(queries)
     local: dict[str, int] = {}
     ids = np.array([local.setdefault(q, len(local)) for q in names], dtype=np.int64)
     size = np.diff(np.append(start, len(scores)))
-    _check_repeats(np.repeat(ids, size), queries, docs, source)
+    repeat = _first_repeat(np.repeat(ids, size), docs)
+    if repeat is not None:
+        raise InputError(f"document {docs.text(repeat)!r} is ranked twice for query "
+                         f"{queries.text(repeat)!r}", path=source, row=_line_of(run, repeat),
+                         field="corpus-id")
     rises = scores[1:] > scores[:-1]
     rises[start[1:] - 1] = False                         # a new block may start higher
     ranked = len(local) == len(names) and not rises.any()
     return ReadRun(queries, docs, scores, start, tuple(names), ranked)
+
+
+def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
+    """The 1-based line of a text run file that holds table row ``row`` (0-based): blank
+    lines are no rows (a table's row number for any other input)."""
+    if isinstance(run, str | Path) and Path(run).suffix not in (".parquet", ".json"):
+        for i, (n, _line, _parts) in enumerate(text_lines(Path(run))):
+            if i == row:
+                return n
+    return row + 1
 
 
 def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:
@@ -99,18 +114,18 @@ def _blocks(queries: IdSpans) -> tuple[np.ndarray, list[str]]:
     return start, queries.texts(start)
 
 
-def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, source: str) -> None:
-    """A document ranked twice for a query is an InputError naming its first repeat's row.
+def _first_repeat(local: np.ndarray, docs: IdSpans) -> int | None:
+    """The first row (0-based) ranking a document its query has ranked before, if any.
 
     One sort of a 64-bit key of each row's (query, corpus-id) clears almost every run
     (:meth:`IdSpans.quick_key`); where two keys are equal, those rows are compared exactly
     (length and every word), so a repeat is never missed and a shared key never taken for one."""
     if len(local) < 2:
-        return
+        return None
     key = docs.quick_key() + local.astype(np.uint64) * _QUERY_SALT
     sk = np.sort(key)
     if not np.any(sk[1:] == sk[:-1]):
-        return
+        return None
     twice = sk[1:][sk[1:] == sk[:-1]]
     rows = np.flatnonzero(np.isin(key, twice))           # rows whose key is not unique
     cols = [docs.lengths[rows], local[rows]] + list(docs.take(rows).words().T)
@@ -118,10 +133,7 @@ def _check_repeats(local: np.ndarray, queries: IdSpans, docs: IdSpans, source: s
     same = np.ones(len(order) - 1, dtype=bool)
     for col in cols:
         same &= col[order][1:] == col[order][:-1]
-    if same.any():
-        i = int(rows[order[1:][same]].min())
-        raise InputError(f"document {docs.text(i)!r} is ranked twice for query "
-                         f"{queries.text(i)!r}", path=source, row=i + 1, field="corpus-id")
+    return int(rows[order[1:][same]].min()) if same.any() else None
 
 
 __all__ = ["ReadRun", "pair_keys", "read_run"]

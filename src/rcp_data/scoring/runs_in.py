@@ -42,7 +42,7 @@ def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
     if path.suffix == ".json":
         return read_mteb_predictions(path, split=split)
     frame = read_run_file(path)
-    return _clean(frame[COLUMNS], str(path))
+    return _clean(frame[COLUMNS], str(path), lines=frame["_line"].to_numpy())
 
 
 def read_ranking_table(path: str | Path, *, split: str):
@@ -75,12 +75,16 @@ def _read_parquet_run(path: Path) -> pd.DataFrame:
     return _clean(frame, str(path))
 
 
-def _clean(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    """String ids, finite float scores, no null."""
+def _clean(frame: pd.DataFrame, source: str, lines=None) -> pd.DataFrame:
+    """String ids, finite float scores, no null (``lines``: each row's line in a text file,
+    named in an error; else its row number)."""
+    def where(row: int) -> int:
+        return int(lines[row]) if lines is not None else row + 1
+
     for col in frame.columns:
         if frame[col].isna().any():
             row = int(frame[col].isna().to_numpy().nonzero()[0][0])
-            raise InputError("null value", path=source, row=row + 1, field=col)
+            raise InputError("null value", path=source, row=where(row), field=col)
     out = frame.astype({"query-id": str, "corpus-id": str})
     if "subset" in out.columns:
         out["subset"] = out["subset"].astype(str)
@@ -92,7 +96,7 @@ def _clean(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise InputError(f"score {float(out['score'].iloc[row])} is not finite", path=source,
-                         row=row + 1, field="score")
+                         row=where(row), field="score")
     return out.reset_index(drop=True)
 
 
