@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rcp_data import resources
@@ -31,9 +33,11 @@ from rcp_data.core.specs import (
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
+from rcp_data.model.keys import strings
 from rcp_data.model.layout import subset_file
 from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.release import Release
+from rcp_data.model.tables import read_release_table
 
 
 @dataclass(frozen=True)
@@ -184,9 +188,13 @@ def deep_queries(rd: Release) -> dict[str, list[str]]:
     """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
     out: dict[str, list[str]] = {}
     for s in rd.spec.subset_names:
-        qrels = rd.table(s, "qrels", columns=["query-id", "score"])
-        counts = qrels[rd.spec.positive_mask(qrels["score"])].groupby("query-id").size()
-        deep = sorted(str(q) for q in counts[counts > rd.spec.pool.size].index)
+        qrels = read_release_table(rd.root / subset_file(s, "qrels"), "qrels",
+                                   ["query-id", "score"])
+        grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
+        positive = strings(qrels.column("query-id")).filter(pa.array(rd.spec.positive_mask(grades)))
+        counts = pc.value_counts(positive.drop_null())
+        many = pc.greater(counts.field("counts"), rd.spec.pool.size)
+        deep = sorted(counts.field("values").filter(many).to_pylist())
         if deep:
             out[s] = deep
     return out
