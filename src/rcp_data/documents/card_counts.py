@@ -1,9 +1,11 @@
 """The per-subset counts a card states (:class:`SubsetFacts`), computed from the tables.
 
-Arrow and numpy throughout (no DataFrame): each provenance pool is keyed once for all the subsets
-it holds (:class:`PoolIndex`: a domain's pool serves its six language subsets), and each table
-is read through :func:`rcp_data.core.io.read_parquet`, so that within ``verify`` a column the
-integrity checks read already is not read again.
+Arrow and numpy throughout (no DataFrame). Each provenance pool is keyed once for all the
+subsets it holds (:class:`PoolIndex`: a domain's pool serves its language subsets); ids are read
+as the dictionaries parquet stores (``read_dictionary``), so that an id is looked up once per
+distinct value, not once per row; every table is read through
+:func:`rcp_data.core.io.read_parquet`, so that within ``verify`` a column another stage read
+already (the replay reads the qrels ids so) is not read again.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.core.io import read_parquet
-from rcp_data.model.keys import PairIndex, PairKeys, contains, positions, strings, vocabulary
+from rcp_data.model.keys import DENSE_LIMIT, PairKeys, contains, positions, strings, vocabulary
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release, corpus_file_facts
 from rcp_data.model.tables import read_release_table
 
-POOL_COLUMNS = ["query-id", "corpus-id", "gt_injected", "judged"]   # judged is optional
+ID_COLUMNS = ("query-id", "corpus-id")     # read dictionary-encoded
+POOL_COLUMNS = [*ID_COLUMNS, "gt_injected", "judged"]   # judged is optional
+QRELS_COLUMNS = [*ID_COLUMNS, "score", "theta"]
 
 
 @dataclass
@@ -43,11 +47,39 @@ class SubsetFacts:
     candidates_max: int = 0
 
 
-def _per_code(codes: np.ndarray, n: int, values: np.ndarray | None = None) -> np.ndarray:
-    """Rows (or true ``values``) per code ``0..n-1``; a code of -1 is left out."""
-    known = codes >= 0
-    weights = None if values is None else values[known]
-    return np.bincount(codes[known], weights=weights, minlength=n).astype(np.int64)
+@dataclass(frozen=True)
+class Ids:
+    """A column of ids as codes into its distinct values (code -1: a null)."""
+
+    codes: np.ndarray
+    values: pa.Array
+
+    @classmethod
+    def of(cls, col: pa.ChunkedArray) -> Ids:
+        """From the dictionary the file stores (read with ``read_dictionary``), each chunk's
+        unified; a column of plain strings is encoded first."""
+        if not pa.types.is_dictionary(col.type):
+            col = pc.dictionary_encode(col)
+        col = pa.table({"c": col}).unify_dictionaries().column("c")
+        if col.num_chunks == 0:
+            return cls(np.zeros(0, np.int64), pa.array([], pa.string()))
+        values = strings(col.chunk(0).dictionary)
+        if len(pc.unique(values)) < len(values):   # a writer that repeats a dictionary value
+            return cls.of(pa.chunked_array([strings(c.dictionary.take(c.indices))
+                                            for c in col.chunks], pa.string()))
+        codes = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+                 for c in col.chunks]
+        return cls(np.concatenate(codes), values)
+
+    def per_value(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """How many rows (of ``rows``, a mask) hold each distinct value."""
+        codes = self.codes if rows is None else self.codes[rows]
+        return np.bincount(codes[codes >= 0], minlength=len(self.values))
+
+    def recoded(self, codes_of_values: np.ndarray, null: int = -1) -> np.ndarray:
+        """Each row's code in another vocabulary, given each distinct value's code there
+        (``null`` for a null)."""
+        return np.append(codes_of_values, null)[self.codes]
 
 
 def _true(col: pa.ChunkedArray) -> np.ndarray:
@@ -55,55 +87,70 @@ def _true(col: pa.ChunkedArray) -> np.ndarray:
     return pc.fill_null(col, False).to_numpy(zero_copy_only=False).astype(bool)
 
 
+class _PairSet:
+    """Which keys of a :class:`PairKeys` space a set of pairs holds: a bitmap when the space is
+    small (``DENSE_LIMIT``), else the sorted keys."""
+
+    def __init__(self, keys: np.ndarray, space: int):
+        self.bits: np.ndarray | None = None
+        if space <= DENSE_LIMIT:
+            self.bits = np.zeros(space, dtype=bool)
+            self.bits[keys] = True
+        else:
+            self.sorted = np.unique(keys)
+
+    def has(self, keys: np.ndarray) -> np.ndarray:
+        """Whether each key (>= 0) is in the set."""
+        return self.bits[keys] if self.bits is not None else contains(keys, self.sorted)
+
+
 @dataclass(frozen=True)
 class PoolIndex:
     """A provenance pool table keyed once for every subset it holds: its query and document ids
-    (:class:`PairKeys`), which (query, document) pairs it has (:class:`PairIndex`), and per query
-    code its rows, its injected pairs and its judged pairs (None: no ``judged`` column, every
-    pair judged). A row with a null query id belongs to no query; one with a null document id
-    counts for its query but is no pair."""
+    (:class:`PairKeys`), which (query, document) pairs it has, and per query code its rows, its
+    injected pairs and its judged pairs (None: no ``judged`` column, every pair judged). A row
+    with a null query id belongs to no query; one with a null document id counts for its query
+    but is no pair."""
 
     keys: PairKeys
-    pairs: PairIndex
+    pairs: _PairSet
     rows: np.ndarray
     injected: np.ndarray
     judged: np.ndarray | None
 
     @classmethod
     def of(cls, pool: pa.Table) -> PoolIndex:
-        q = pc.dictionary_encode(strings(pool.column("query-id")))
-        d = pc.dictionary_encode(strings(pool.column("corpus-id")))
-        qc = q.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        dc = d.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        keys = PairKeys(q.dictionary, d.dictionary)
-        pair = (qc >= 0) & (dc >= 0)
-        n = len(q.dictionary)
-        judged = (_per_code(qc, n, _true(pool.column("judged")))
+        q, d = Ids.of(pool.column("query-id")), Ids.of(pool.column("corpus-id"))
+        keys = PairKeys(q.values, d.values)
+        pair = (q.codes >= 0) & (d.codes >= 0)
+        judged = (q.per_value(_true(pool.column("judged")))
                   if "judged" in pool.column_names else None)
-        return cls(keys=keys, pairs=PairIndex(keys, qc[pair], dc[pair], np.ones(int(pair.sum()), dtype=np.int64)),
-                   rows=_per_code(qc, n), injected=_per_code(qc, n,
-                                                             _true(pool.column("gt_injected"))),
+        return cls(keys=keys,
+                   pairs=_PairSet(keys.of_codes(q.codes[pair], d.codes[pair]),
+                                  max(len(q.values), 1) * keys.width),
+                   rows=q.per_value(), injected=q.per_value(_true(pool.column("gt_injected"))),
                    judged=judged)
 
     def query_codes(self, ids: pa.Array) -> np.ndarray:
-        """The distinct codes of the (non-null) ``ids`` that are pool queries."""
+        """The distinct codes of the (non-null) ``ids`` that are queries of the pool."""
         codes = positions(ids, self.keys.queries)
-        return np.unique(codes[codes >= 0])
+        codes = np.unique(codes[codes >= 0])
+        return codes[self.rows[codes] > 0]
 
-    def has(self, q: pa.Array, d: pa.Array, *, among: np.ndarray) -> np.ndarray:
+    def has(self, q: Ids, d: Ids, *, among: np.ndarray) -> np.ndarray:
         """Whether each pair ``(q[i], d[i])`` is a pool pair of one of the queries ``among``
         (codes)."""
-        qc = positions(q, self.keys.queries)
+        qc = q.recoded(positions(q.values, self.keys.queries))
+        dc = d.recoded(self.keys.doc_codes(d.values), null=self.keys.width - 1)
         member = np.zeros(len(self.rows) + 1, dtype=bool)   # the last slot: code -1, no query
         member[among] = True
-        found = self.pairs.get(np.maximum(qc, 0), self.keys.doc_codes(d)) >= 0
-        return member[qc] & found
+        return member[qc] & self.pairs.has(self.keys.of_codes(np.maximum(qc, 0), dc))
 
 
 def pool_index(rd: Release, split: str) -> PoolIndex:
     """The :class:`PoolIndex` of the provenance pool of ``split``."""
     return PoolIndex.of(read_release_table(rd.root / provenance_file("pool", split), "pool",
-                                           POOL_COLUMNS))
+                                           POOL_COLUMNS, read_dictionary=ID_COLUMNS))
 
 
 def all_subset_facts(rd: Release) -> list[SubsetFacts]:
@@ -118,8 +165,10 @@ def all_subset_facts(rd: Release) -> list[SubsetFacts]:
     return out
 
 
-def _table(rd: Release, subset: str, kind: str, columns: list[str] | None = None) -> pa.Table:
-    return read_release_table(rd.root / subset_file(subset, kind), kind, columns)
+def _table(rd: Release, subset: str, kind: str, columns: list[str] | None = None,
+           read_dictionary: tuple[str, ...] = ()) -> pa.Table:
+    return read_release_table(rd.root / subset_file(subset, kind), kind, columns,
+                              read_dictionary=read_dictionary)
 
 
 def _excluded_pairs(rd: Release, subset: str) -> tuple[pa.Array, pa.Array]:
@@ -135,9 +184,17 @@ def _excluded_pairs(rd: Release, subset: str) -> tuple[pa.Array, pa.Array]:
     return ex_q.filter(valid), ex_d.filter(valid)
 
 
-def _per_query(ids: pa.Array) -> np.ndarray:
-    """Rows per distinct (non-null) query id."""
-    return pc.value_counts(ids.drop_null()).field("counts").to_numpy(zero_copy_only=False)
+def _excluded(qrels: pa.Table, ex_q: pa.Array, ex_d: pa.Array) -> tuple[int, np.ndarray]:
+    """How many distinct pairs the excluded lists hold, and which qrels rows are one of them
+    (pair keys over one vocabulary of both tables' ids)."""
+    if not len(ex_q):
+        return 0, np.zeros(qrels.num_rows, dtype=bool)
+    qrel_q, qrel_d = strings(qrels.column("query-id")), strings(qrels.column("corpus-id"))
+    keys = PairKeys(vocabulary(qrel_q, ex_q), vocabulary(qrel_d, ex_d))
+    ex_keys = keys(ex_q, ex_d)
+    ex_pairs = np.unique(ex_keys[ex_keys >= 0])
+    qrel_keys = keys(qrel_q, qrel_d)
+    return len(ex_pairs), contains(qrel_keys, ex_pairs) & (qrel_keys >= 0)
 
 
 def _span(values: np.ndarray) -> tuple[int, int]:
@@ -151,26 +208,18 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
     pool = pool if pool is not None else pool_index(rd, spec.provenance_split(subset))
     queries = strings(_table(rd, subset, "queries", ["id"]).column("id"))
     corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
-    qrels = _table(rd, subset, "qrels", ["query-id", "corpus-id", "score", "theta"])
-    qrel_q, qrel_d = strings(qrels.column("query-id")), strings(qrels.column("corpus-id"))
+    qrels = _table(rd, subset, "qrels", QRELS_COLUMNS, read_dictionary=ID_COLUMNS)
+    qrel_q, qrel_d = Ids.of(qrels.column("query-id")), Ids.of(qrels.column("corpus-id"))
     ex_q, ex_d = _excluded_pairs(rd, subset)
-    # the subset's pool: the rows of its queries (one count per query, pairs looked up)
+    excluded_docs, is_excluded = _excluded(qrels, ex_q, ex_d)
+    # the subset's pool: the rows of its queries
     among = pool.query_codes(queries)
     sizes = pool.rows[among]
-    if len(ex_q):   # pair keys of qrels and excluded pairs over one vocabulary of their ids
-        keys = PairKeys(vocabulary(qrel_q, ex_q), vocabulary(qrel_d, ex_d))
-        ex_keys = keys(ex_q, ex_d)
-        ex_pairs = np.unique(ex_keys[ex_keys >= 0])
-        qrel_keys = keys(qrel_q, qrel_d)
-        is_excluded = contains(qrel_keys, ex_pairs) & (qrel_keys >= 0)
-    else:
-        ex_pairs, is_excluded = np.zeros(0, np.int64), np.zeros(len(qrel_q), bool)
     outside = ~pool.has(qrel_q, qrel_d, among=among)
     grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
     pos = spec.positive_mask(grades) & ~is_excluded
-    positive_q = qrel_q.filter(pa.array(pos))
-    with_pos = set(positive_q.drop_null().to_pylist())
-    n_pos = _per_query(positive_q)
+    n_pos = qrel_q.per_value(pos)                  # positives per distinct query id
+    with_pos = set(qrel_q.values.filter(pa.array(n_pos > 0)).to_pylist())
     theta = qrels.column("theta")
     unjudged = theta.null_count + (int(pc.sum(pc.is_nan(theta)).as_py() or 0)
                                    if pa.types.is_floating(theta.type) else 0)
@@ -188,7 +237,7 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
         judged=int(pool.judged[among].sum()) if pool.judged is not None else pool_pairs,
         pool_min=pool_min,
         pool_max=pool_max,
-        excluded_docs=len(ex_pairs),
+        excluded_docs=excluded_docs,
         queries_with_exclusions=len(pc.unique(ex_q)),
         positives_outside_pool=int((pos & outside).sum()),
         unjudged_rows=int(unjudged),
@@ -199,5 +248,5 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
     )
 
 
-__all__ = ["POOL_COLUMNS", "PoolIndex", "SubsetFacts", "all_subset_facts", "pool_index",
-           "subset_facts"]
+__all__ = ["ID_COLUMNS", "POOL_COLUMNS", "QRELS_COLUMNS", "Ids", "PoolIndex", "SubsetFacts",
+           "all_subset_facts", "pool_index", "subset_facts"]

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rcp_data import resources
@@ -30,10 +29,10 @@ from rcp_data.core.specs import (
     SuiteSpec,
     UpstreamCard,
 )
+from rcp_data.documents.card_counts import Ids
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
-from rcp_data.model.keys import strings
 from rcp_data.model.layout import subset_file
 from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.release import Release
@@ -189,12 +188,11 @@ def deep_queries(rd: Release) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for s in rd.spec.subset_names:
         qrels = read_release_table(rd.root / subset_file(s, "qrels"), "qrels",
-                                   ["query-id", "score"])
+                                   ["query-id", "score"], read_dictionary=("query-id",))
         grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
-        positive = strings(qrels.column("query-id")).filter(pa.array(rd.spec.positive_mask(grades)))
-        counts = pc.value_counts(positive.drop_null())
-        many = pc.greater(counts.field("counts"), rd.spec.pool.size)
-        deep = sorted(counts.field("values").filter(many).to_pylist())
+        ids = Ids.of(qrels.column("query-id"))
+        many = ids.per_value(rd.spec.positive_mask(grades)) > rd.spec.pool.size
+        deep = sorted(ids.values.filter(pa.array(many)).to_pylist())
         if deep:
             out[s] = deep
     return out
