@@ -24,7 +24,12 @@ from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import atomic_write_text
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
-from rcp_data.documents.card_counts import SubsetFacts, all_subset_facts, subset_facts
+from rcp_data.documents.card_counts import (
+    SubsetFacts,
+    all_subset_facts,
+    corpus_key,
+    subset_facts,
+)
 from rcp_data.documents.card_facts import (
     CardFacts,
     FirstStage,
@@ -149,10 +154,13 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
     """``configs:`` of the card: every subset table and every provenance table present."""
     root = Path(root)
     configs = []
+    corpora = set()
     for s in spec.subset_names:
         for kind in SUBSET_CONFIG_KINDS:
             if kind == "corpus":
-                corpus_file_facts(root, spec, s)  # raises when the corpus is missing
+                if corpus_key(spec, s) not in corpora:   # raises when the corpus is missing
+                    corpus_file_facts(root, spec, s)
+                    corpora.add(corpus_key(spec, s))
                 path = corpus_pattern(spec, s)
             else:
                 path = subset_file(s, kind)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.core.io import read_parquet
+from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.keys import DENSE_LIMIT, PairKeys, contains, positions, strings, vocabulary
 from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.release import Release, corpus_file_facts
@@ -67,14 +68,23 @@ class Ids:
         if len(pc.unique(values)) < len(values):   # a writer that repeats a dictionary value
             return cls.of(pa.chunked_array([strings(c.dictionary.take(c.indices))
                                             for c in col.chunks], pa.string()))
-        codes = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-                 for c in col.chunks]
-        return cls(np.concatenate(codes), values)
+        codes = [c.indices.fill_null(-1).to_numpy(zero_copy_only=False) for c in col.chunks]
+        return cls(codes[0] if len(codes) == 1 else np.concatenate(codes), values)
 
     def per_value(self, rows: np.ndarray | None = None) -> np.ndarray:
         """How many rows (of ``rows``, a mask) hold each distinct value."""
         codes = self.codes if rows is None else self.codes[rows]
-        return np.bincount(codes[codes >= 0], minlength=len(self.values))
+        if self.nulls:
+            codes = codes[codes >= 0]
+        return np.bincount(codes, minlength=len(self.values))
+
+    @property
+    def nulls(self) -> bool:
+        return bool(len(self.codes)) and int(self.codes.min()) < 0
+
+    def holding(self, counts: np.ndarray) -> pa.Array:
+        """The distinct values whose count (:meth:`per_value`) is not 0."""
+        return self.values.filter(pa.array(counts > 0))
 
     def recoded(self, codes_of_values: np.ndarray, null: int = -1) -> np.ndarray:
         """Each row's code in another vocabulary, given each distinct value's code there
@@ -122,12 +132,14 @@ class PoolIndex:
     def of(cls, pool: pa.Table) -> PoolIndex:
         q, d = Ids.of(pool.column("query-id")), Ids.of(pool.column("corpus-id"))
         keys = PairKeys(q.values, d.values)
-        pair = (q.codes >= 0) & (d.codes >= 0)
+        qc, dc = q.codes, d.codes
+        if q.nulls or d.nulls:
+            pair = (qc >= 0) & (dc >= 0)
+            qc, dc = qc[pair], dc[pair]
         judged = (q.per_value(_true(pool.column("judged")))
                   if "judged" in pool.column_names else None)
         return cls(keys=keys,
-                   pairs=_PairSet(keys.of_codes(q.codes[pair], d.codes[pair]),
-                                  max(len(q.values), 1) * keys.width),
+                   pairs=_PairSet(keys.of_codes(qc, dc), max(len(q.values), 1) * keys.width),
                    rows=q.per_value(), injected=q.per_value(_true(pool.column("gt_injected"))),
                    judged=judged)
 
@@ -153,15 +165,32 @@ def pool_index(rd: Release, split: str) -> PoolIndex:
                                            POOL_COLUMNS, read_dictionary=ID_COLUMNS))
 
 
+def corpus_key(spec: SuiteSpec, subset: str) -> tuple[str | None, str | None]:
+    """Which corpus a subset reads: ``(group, None)`` for a shared one, ``(None, subset)`` for
+    its own."""
+    group = spec.corpus_group(subset)
+    return (group, None) if group is not None else (None, subset)
+
+
+def corpus_rows(rd: Release, subset: str) -> int:
+    """Rows of the corpus a subset reads (:func:`corpus_file_facts`)."""
+    return sum(f.rows for f in corpus_file_facts(rd.root, rd.spec, subset))
+
+
 def all_subset_facts(rd: Release) -> list[SubsetFacts]:
-    """Facts of every subset, keying each provenance pool once."""
+    """Facts of every subset, keying each provenance pool once and counting each shared
+    corpus once."""
     pools: dict[str, PoolIndex] = {}
+    corpora: dict[tuple[str | None, str | None], int] = {}
     out = []
     for s in rd.spec.subset_names:
         split = rd.spec.provenance_split(s)
         if split not in pools:
             pools = {split: pool_index(rd, split)}
-        out.append(subset_facts(rd, s, pool=pools[split]))
+        group = corpus_key(rd.spec, s)
+        if group not in corpora:
+            corpora[group] = corpus_rows(rd, s)
+        out.append(subset_facts(rd, s, pool=pools[split], corpus=corpora[group]))
     return out
 
 
@@ -201,13 +230,14 @@ def _span(values: np.ndarray) -> tuple[int, int]:
     return (int(values.min()), int(values.max())) if len(values) else (0, 0)
 
 
-def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> SubsetFacts:
+def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None,
+                 corpus: int | None = None) -> SubsetFacts:
     """Counts of one subset, computed from its tables (``pool``: the index of its provenance
-    pool, :func:`pool_index`)."""
+    pool, :func:`pool_index`; ``corpus``: the rows of its corpus, :func:`corpus_rows`)."""
     spec = rd.spec
     pool = pool if pool is not None else pool_index(rd, spec.provenance_split(subset))
+    corpus = corpus if corpus is not None else corpus_rows(rd, subset)
     queries = strings(_table(rd, subset, "queries", ["id"]).column("id"))
-    corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
     qrels = _table(rd, subset, "qrels", QRELS_COLUMNS, read_dictionary=ID_COLUMNS)
     qrel_q, qrel_d = Ids.of(qrels.column("query-id")), Ids.of(qrels.column("corpus-id"))
     ex_q, ex_d = _excluded_pairs(rd, subset)
@@ -219,7 +249,8 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
     grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
     pos = spec.positive_mask(grades) & ~is_excluded
     n_pos = qrel_q.per_value(pos)                  # positives per distinct query id
-    with_pos = set(qrel_q.values.filter(pa.array(n_pos > 0)).to_pylist())
+    distinct = pc.unique(queries.drop_null())
+    with_pos = pc.is_in(distinct, value_set=qrel_q.holding(n_pos))
     theta = qrels.column("theta")
     unjudged = theta.null_count + (int(pc.sum(pc.is_nan(theta)).as_py() or 0)
                                    if pa.types.is_floating(theta.type) else 0)
@@ -231,7 +262,7 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
     return SubsetFacts(
         name=subset,
         queries=len(queries),
-        corpus=int(corpus_rows),
+        corpus=int(corpus),
         pool_pairs=pool_pairs,
         gt_injected=int(pool.injected[among].sum()),
         judged=int(pool.judged[among].sum()) if pool.judged is not None else pool_pairs,
@@ -241,7 +272,7 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
         queries_with_exclusions=len(pc.unique(ex_q)),
         positives_outside_pool=int((pos & outside).sum()),
         unjudged_rows=int(unjudged),
-        queries_without_positive=len(set(queries.drop_null().to_pylist()) - with_pos),
+        queries_without_positive=len(distinct) - int(pc.sum(with_pos).as_py() or 0),
         queries_with_more_positives_than_pool=int((n_pos > spec.pool.size).sum()),
         candidates_min=candidates_min,
         candidates_max=candidates_max,
@@ -249,4 +280,4 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None) -> 
 
 
 __all__ = ["ID_COLUMNS", "POOL_COLUMNS", "QRELS_COLUMNS", "Ids", "PoolIndex", "SubsetFacts",
-           "all_subset_facts", "pool_index", "subset_facts"]
+           "all_subset_facts", "corpus_key", "corpus_rows", "pool_index", "subset_facts"]
