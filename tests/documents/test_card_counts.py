@@ -56,6 +56,8 @@ def reference_facts(root: Path, spec, subset: str, pool: list[dict] | None = Non
                  if r["score"] is not None and r["score"] >= spec.grade_positive
                  and (r["query-id"], r["corpus-id"]) not in excluded]
     per_query = Counter(q for q, _ in positives if q is not None)
+    labelled = Counter(r["query-id"] for r in qrels if r["query-id"] is not None
+                       and r["score"] is not None and r["score"] >= spec.grade_positive)
     lengths = [len(r["corpus-ids"]) for r in _rows(root / subset_file(subset, "top_ranked"))]
     return SubsetFacts(
         name=subset, queries=len(queries),
@@ -69,7 +71,8 @@ def reference_facts(root: Path, spec, subset: str, pool: list[dict] | None = Non
         queries_without_positive=len(qids - set(per_query)),
         queries_with_more_positives_than_pool=sum(n > spec.pool.size
                                                   for n in per_query.values()),
-        candidates_min=min(lengths, default=0), candidates_max=max(lengths, default=0))
+        candidates_min=min(lengths, default=0), candidates_max=max(lengths, default=0),
+        deep_queries=tuple(sorted(q for q, n in labelled.items() if n > spec.pool.size)))
 
 
 def reference_deep(root: Path, spec) -> dict[str, list[str]]:
@@ -163,22 +166,30 @@ def test_ids_from_a_dictionary_that_repeats_a_value():
         "a", "a", "b", None, "a", "b", "c"]
 
 
-def test_deep_queries_equal_a_count_over_rows(edgy):
+def test_deep_queries_equal_a_count_over_rows(edgy, monkeypatch):
+    """Queries with more positive labels than the pool holds (excluded ones counted), and the
+    card from plain counts where there are some, byte for byte the card."""
     spec = load_spec("demo")
     small = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, size=5))
     for s in (spec, small):
         assert deep_queries(Release(edgy, s)) == reference_deep(edgy, s)
     assert reference_deep(edgy, small)      # a pool this small leaves queries deeper
+    rd = Release(edgy, small)
+    assert all_subset_facts(rd) == [reference_facts(edgy, small, s) for s in small.subset_names]
 
 
-@pytest.mark.parametrize("which", ["demo", "edgy"])
-def test_the_card_from_plain_counts_is_byte_for_byte_the_card(which, request, demo,
+@pytest.mark.parametrize(("which", "pool_size"), [("demo", None), ("edgy", None), ("edgy", 5)])
+def test_the_card_from_plain_counts_is_byte_for_byte_the_card(which, pool_size, request, demo,
                                                              monkeypatch):
+    """(A pool of 5 has queries with more positives than it holds: the card lists them.)"""
     root = request.getfixturevalue(which)
-    results = card.replay_results(demo, load_spec("demo"))   # the edge cases do not replay
-    fast = card.render_card(root, results=results)
     spec = load_spec("demo")
+    results = card.replay_results(demo, spec)   # the edge cases do not replay
+    if pool_size is not None:
+        spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, size=pool_size))
+    fast = card.render_card(root, spec=spec, results=results)
     monkeypatch.setattr(card, "all_subset_facts", lambda rd: [
         reference_facts(root, spec, s) for s in spec.subset_names])
-    monkeypatch.setattr(card, "deep_queries", lambda rd: reference_deep(root, spec))
-    assert card.render_card(root, results=results).encode() == fast.encode()
+    assert card.render_card(root, spec=spec, results=results).encode() == fast.encode()
+    if pool_size is not None:
+        assert "`alpha-q0" in fast.split("**More positives than the pool holds** (5)", 1)[1]

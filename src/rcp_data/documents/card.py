@@ -36,7 +36,6 @@ from rcp_data.documents.card_facts import (
     citation_text,
     computed_runs,
     copied_self_documents,
-    deep_queries,
     first_stage,
     instructions,
     licence,
@@ -493,7 +492,7 @@ class ProtocolFacts:
 def protocol_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> ProtocolFacts:
     with_ex = [x for x in facts if x.excluded_docs]
     copies = copied_self_documents(rd) if with_ex else []
-    deep = deep_queries(rd)
+    deep = {x.name: list(x.deep_queries) for x in facts if x.deep_queries}
     return ProtocolFacts(
         with_exclusions=with_ex,
         copies=copies,

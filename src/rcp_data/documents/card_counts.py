@@ -46,6 +46,8 @@ class SubsetFacts:
     queries_with_more_positives_than_pool: int
     candidates_min: int = 0          # top_ranked list lengths (the pool minus exclusions)
     candidates_max: int = 0
+    # queries with more positive labels than the pool holds, excluded documents counted
+    deep_queries: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,9 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None,
     sizes = pool.rows[among]
     outside = ~pool.has(qrel_q, qrel_d, among=among)
     grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
-    pos = spec.positive_mask(grades) & ~is_excluded
+    labelled = spec.positive_mask(grades)
+    deep = qrel_q.holding(qrel_q.per_value(labelled) > spec.pool.size)
+    pos = labelled & ~is_excluded
     n_pos = qrel_q.per_value(pos)                  # positives per distinct query id
     distinct = pc.unique(queries.drop_null())
     with_pos = pc.is_in(distinct, value_set=qrel_q.holding(n_pos))
@@ -276,6 +280,7 @@ def subset_facts(rd: Release, subset: str, *, pool: PoolIndex | None = None,
         queries_with_more_positives_than_pool=int((n_pos > spec.pool.size).sum()),
         candidates_min=candidates_min,
         candidates_max=candidates_max,
+        deep_queries=tuple(sorted(deep.to_pylist())),
     )
 
 

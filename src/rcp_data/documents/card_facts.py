@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rcp_data import resources
@@ -29,14 +28,13 @@ from rcp_data.core.specs import (
     SuiteSpec,
     UpstreamCard,
 )
-from rcp_data.documents.card_counts import Ids
+from rcp_data.documents.card_counts import all_subset_facts
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
 from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.release import Release
-from rcp_data.model.tables import read_release_table
 
 
 @dataclass(frozen=True)
@@ -184,18 +182,9 @@ def copied_self_documents(rd: Release) -> list[tuple[str, str, str]]:
 
 
 def deep_queries(rd: Release) -> dict[str, list[str]]:
-    """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
-    out: dict[str, list[str]] = {}
-    for s in rd.spec.subset_names:
-        qrels = read_release_table(rd.root / subset_file(s, "qrels"), "qrels",
-                                   ["query-id", "score"], read_dictionary=("query-id",))
-        grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
-        ids = Ids.of(qrels.column("query-id"))
-        many = ids.per_value(rd.spec.positive_mask(grades)) > rd.spec.pool.size
-        deep = sorted(ids.values.filter(pa.array(many)).to_pylist())
-        if deep:
-            out[s] = deep
-    return out
+    """``{subset: query ids}`` of queries with more positive labels than the pool holds
+    (:attr:`rcp_data.documents.card_counts.SubsetFacts.deep_queries`)."""
+    return {f.name: list(f.deep_queries) for f in all_subset_facts(rd) if f.deep_queries}
 
 
 # -- relation to the paper -----------------------------------------------------------------------
