@@ -193,3 +193,14 @@ def test_the_card_from_plain_counts_is_byte_for_byte_the_card(which, pool_size, 
     assert card.render_card(root, spec=spec, results=results).encode() == fast.encode()
     if pool_size is not None:
         assert "`alpha-q0" in fast.split("**More positives than the pool holds** (5)", 1)[1]
+
+
+def test_a_pair_space_too_large_for_a_bitmap_counts_the_same(edgy, monkeypatch):
+    """Past ``DENSE_LIMIT`` keys the pool's pairs are looked up as sorted keys instead."""
+    import rcp_data.documents.card_counts as counts
+
+    spec = load_spec("demo")
+    rd = Release(edgy, spec)
+    monkeypatch.setattr(counts, "DENSE_LIMIT", 0)
+    assert counts.pool_index(rd, "alpha").pairs.bits is None
+    assert all_subset_facts(rd) == [reference_facts(edgy, spec, s) for s in spec.subset_names]
