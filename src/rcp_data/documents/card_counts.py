@@ -82,6 +82,7 @@ class Ids:
 
     @property
     def nulls(self) -> bool:
+        """Whether a row holds no id (null)."""
         return bool(len(self.codes)) and int(self.codes.min()) < 0
 
     def holding(self, counts: np.ndarray) -> pa.Array:
