@@ -113,10 +113,13 @@ class Replayed:
         from rcp_data.scoring.replay import ReplayResult
 
         pq_ = self.per_query[CARD_K]
+        groups = [(rule, view, tables) for (k, rule, view), tables in self.tables.items()
+                  if k == CARD_K]
+        # each rule's rows selected once, shared by its views (read only)
+        by_rule = {rule: pq_[pq_["tie_rule"] == rule] for rule in {g[0] for g in groups}}
         return {(view, rule): ReplayResult(k=CARD_K, tie_rule=rule, view=view, spec=spec,
-                                           per_query=pq_[pq_["tie_rule"] == rule],
-                                           tables=tables)
-                for (k, rule, view), tables in self.tables.items() if k == CARD_K}
+                                           per_query=by_rule[rule], tables=tables)
+                for rule, view, tables in groups}
 
 
 def card_groups(spec: SuiteSpec) -> set[tuple[int, str, str]]:

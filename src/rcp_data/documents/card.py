@@ -16,22 +16,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCardData
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.core.io import atomic_write_text, read_parquet
+from rcp_data.core.io import atomic_write_text
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.documents.card_counts import (
+    SubsetFacts,
+    all_subset_facts,
+    corpus_key,
+    subset_facts,
+)
 from rcp_data.documents.card_facts import (
     CardFacts,
     FirstStage,
     citation_text,
     computed_runs,
     copied_self_documents,
-    deep_queries,
     first_stage,
     instructions,
     licence,
@@ -64,7 +68,6 @@ from rcp_data.model.history import (
     new_release_history,
     read_history,
 )
-from rcp_data.model.keys import PairKeys, contains, strings, vocabulary
 from rcp_data.model.layout import (
     BUILD_MANIFEST,
     CARD_FILE,
@@ -80,7 +83,6 @@ from rcp_data.model.layout import (
 from rcp_data.model.manifest import BuildManifest, load_manifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
-from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
 from rcp_data.stages.calibration.bt_settings import BT_SETTINGS
 from rcp_data.stages.calibration.tournament import SCORE_RANGE
@@ -151,10 +153,13 @@ def config_entries(root: Path, spec: SuiteSpec) -> list[dict]:
     """``configs:`` of the card: every subset table and every provenance table present."""
     root = Path(root)
     configs = []
+    corpora = set()
     for s in spec.subset_names:
         for kind in SUBSET_CONFIG_KINDS:
             if kind == "corpus":
-                corpus_file_facts(root, spec, s)  # raises when the corpus is missing
+                if corpus_key(spec, s) not in corpora:   # raises when the corpus is missing
+                    corpus_file_facts(root, spec, s)
+                    corpora.add(corpus_key(spec, s))
                 path = corpus_pattern(spec, s)
             else:
                 path = subset_file(s, kind)
@@ -190,126 +195,6 @@ def card_data(root: Path, spec: SuiteSpec, history: History, *,
         tags=tags,
         pretty_name=card_title(spec, synthetic),
         source_datasets=sources or None,
-    )
-
-
-# -- facts from the data -----------------------------------------------------------------------
-@dataclass
-class SubsetFacts:
-    name: str
-    queries: int
-    corpus: int
-    pool_pairs: int
-    gt_injected: int
-    judged: int
-    pool_min: int
-    pool_max: int
-    excluded_docs: int
-    queries_with_exclusions: int
-    positives_outside_pool: int
-    unjudged_rows: int
-    queries_without_positive: int
-    queries_with_more_positives_than_pool: int
-    candidates_min: int = 0          # top_ranked list lengths (the pool minus exclusions)
-    candidates_max: int = 0
-
-
-def all_subset_facts(rd: Release) -> list[SubsetFacts]:
-    """Facts of every subset, reading each provenance pool once."""
-    pools: dict[str, pa.Table] = {}
-    out = []
-    for s in rd.spec.subset_names:
-        split = rd.spec.provenance_split(s)
-        if split not in pools:
-            pools = {split: _arrow_table(rd, provenance_file("pool", split), "pool")}
-        out.append(subset_facts(rd, s, pool=pools[split]))
-    return out
-
-
-def _arrow_table(rd: Release, rel: str, kind: str, columns: list[str] | None = None
-                 ) -> pa.Table:
-    return read_release_table(rd.root / rel, kind, columns)
-
-
-def _pair_keys(*pairs: tuple[pa.Array, pa.Array]) -> list[np.ndarray]:
-    """Keys of the (query, document) pairs of several tables over one vocabulary of their ids
-    (:class:`rcp_data.model.keys.PairKeys`, compared as plain strings); a pair with a null id
-    has key -1 and matches nothing."""
-    arrays = [(strings(q), strings(d)) for q, d in pairs]
-    keys = PairKeys(vocabulary(*(q for q, _ in arrays)), vocabulary(*(d for _, d in arrays)))
-    return [keys(q, d) for q, d in arrays]
-
-
-def _among(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Whether each key (not -1) is one of ``others``."""
-    return contains(keys, others[others >= 0]) & (keys >= 0)
-
-
-def _count_true(col: pa.ChunkedArray) -> int:
-    """How many values of a boolean column are true (a null is not)."""
-    return int(pc.sum(col).as_py() or 0)
-
-
-def _per_query(ids: pa.Array) -> np.ndarray:
-    """Rows per distinct (non-null) query id."""
-    return pc.value_counts(ids.drop_null()).field("counts").to_numpy(zero_copy_only=False)
-
-
-def subset_facts(rd: Release, subset: str, *, pool: pa.Table | None = None) -> SubsetFacts:
-    """Counts of one subset, computed from its tables (``pool``: its provenance pool table)."""
-    spec = rd.spec
-    queries = strings(_arrow_table(rd, subset_file(subset, "queries"), "queries", ["id"])
-                      .column("id"))
-    corpus_rows = sum(f.rows for f in corpus_file_facts(rd.root, spec, subset))
-    qrels = _arrow_table(rd, subset_file(subset, "qrels"), "qrels",
-                         ["query-id", "corpus-id", "score", "theta"])
-    ex_q = ex_d = pa.array([], pa.string())
-    if rd.has(subset, "excluded"):   # one row per listed document, nulls left out
-        ex = _arrow_table(rd, subset_file(subset, "excluded"), "excluded")
-        listed = ex.column("excluded-corpus-ids").combine_chunks()
-        ex_d = strings(pc.list_flatten(listed))
-        ex_q = strings(ex.column("query-id")).take(pc.list_parent_indices(listed))
-        valid = pc.and_(pc.is_valid(ex_q), pc.is_valid(ex_d))
-        ex_q, ex_d = ex_q.filter(valid), ex_d.filter(valid)
-    split = spec.provenance_split(subset)
-    pool = _arrow_table(rd, provenance_file("pool", split), "pool") if pool is None else pool
-    qids = set(queries.drop_null().to_pylist())
-    pool = pool.filter(pc.is_in(pool.column("query-id"), value_set=queries.drop_null()))
-    sizes = _per_query(strings(pool.column("query-id")))
-    qrel_q = strings(qrels.column("query-id"))
-    keys, ex_keys, pool_keys = _pair_keys((qrel_q, qrels.column("corpus-id")), (ex_q, ex_d),
-                                          (pool.column("query-id"), pool.column("corpus-id")))
-    ex_pairs = np.unique(ex_keys[ex_keys >= 0])
-    is_excluded = _among(keys, ex_pairs)
-    outside = ~_among(keys, pool_keys)
-    grades = qrels.column("score").cast(pa.float64()).to_numpy(zero_copy_only=False)
-    pos = spec.positive_mask(grades) & ~is_excluded
-    positive_q = qrel_q.filter(pa.array(pos))
-    with_pos = set(positive_q.drop_null().to_pylist())
-    n_pos = _per_query(positive_q)
-    theta = qrels.column("theta")
-    unjudged = theta.null_count + (_count_true(pc.is_nan(theta))
-                                   if pa.types.is_floating(theta.type) else 0)
-    top = read_parquet(rd.root / subset_file(subset, "top_ranked"), ["corpus-ids"])
-    lengths = pc.list_value_length(top.column("corpus-ids")).to_numpy(zero_copy_only=False)
-    return SubsetFacts(
-        name=subset,
-        queries=len(queries),
-        corpus=int(corpus_rows),
-        pool_pairs=pool.num_rows,
-        gt_injected=_count_true(pool.column("gt_injected")),
-        judged=(_count_true(pool.column("judged")) if "judged" in pool.column_names
-                else pool.num_rows),
-        pool_min=int(sizes.min()) if len(sizes) else 0,
-        pool_max=int(sizes.max()) if len(sizes) else 0,
-        excluded_docs=len(ex_pairs),
-        queries_with_exclusions=len(pc.unique(ex_q)),
-        positives_outside_pool=int((pos & outside).sum()),
-        unjudged_rows=int(unjudged),
-        queries_without_positive=len(qids - with_pos),
-        queries_with_more_positives_than_pool=int((n_pos > spec.pool.size).sum()),
-        candidates_min=int(lengths.min()) if len(lengths) else 0,
-        candidates_max=int(lengths.max()) if len(lengths) else 0,
     )
 
 
@@ -607,7 +492,7 @@ class ProtocolFacts:
 def protocol_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release) -> ProtocolFacts:
     with_ex = [x for x in facts if x.excluded_docs]
     copies = copied_self_documents(rd) if with_ex else []
-    deep = deep_queries(rd)
+    deep = {x.name: list(x.deep_queries) for x in facts if x.deep_queries}
     return ProtocolFacts(
         with_exclusions=with_ex,
         copies=copies,

@@ -28,6 +28,7 @@ from rcp_data.core.specs import (
     SuiteSpec,
     UpstreamCard,
 )
+from rcp_data.documents.card_counts import all_subset_facts
 from rcp_data.documents.taskfile import template_text
 from rcp_data.model.card_format import CARD_K, metric_label
 from rcp_data.model.history import History
@@ -181,15 +182,9 @@ def copied_self_documents(rd: Release) -> list[tuple[str, str, str]]:
 
 
 def deep_queries(rd: Release) -> dict[str, list[str]]:
-    """``{subset: query ids}`` of queries with more positive labels than the pool holds."""
-    out: dict[str, list[str]] = {}
-    for s in rd.spec.subset_names:
-        qrels = rd.table(s, "qrels", columns=["query-id", "score"])
-        counts = qrels[rd.spec.positive_mask(qrels["score"])].groupby("query-id").size()
-        deep = sorted(str(q) for q in counts[counts > rd.spec.pool.size].index)
-        if deep:
-            out[s] = deep
-    return out
+    """``{subset: query ids}`` of queries with more positive labels than the pool holds
+    (:attr:`rcp_data.documents.card_counts.SubsetFacts.deep_queries`)."""
+    return {f.name: list(f.deep_queries) for f in all_subset_facts(rd) if f.deep_queries}
 
 
 # -- relation to the paper -----------------------------------------------------------------------
