@@ -31,8 +31,11 @@ from rcp_data.model.card_format import config_data_files
 from rcp_data.model.keys import (
     PairKeys,
     contains,
+    in_order,
+    key_ids,
     positions,
     rows_of,
+    stable_order,
     strings,
     vocabulary,
 )
@@ -158,9 +161,36 @@ def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> 
 
 
 # -- per subset -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PoolCodes:
+    """Dictionary codes of a provenance pool's query and document ids (-1: null), computed
+    once per split: each subset takes its rows by query code, never hashing the ids again."""
+
+    query_codes: np.ndarray
+    query_dict: pa.Array
+    doc_codes: np.ndarray
+    doc_dict: pa.Array
+
+    @classmethod
+    def of(cls, pool: pa.Table) -> PoolCodes:
+        (q, qd), (d, dd) = _codes(pool.column("query-id")), _codes(pool.column("corpus-id"))
+        return cls(q, qd, d, dd)
+
+    def rows_of_queries(self, qids: pa.Array) -> np.ndarray:
+        """Which pool rows name one of ``qids`` (``pc.is_in``: a null matches a null)."""
+        mine = np.append(positions(self.query_dict, qids) >= 0, qids.null_count > 0)
+        return mine[self.query_codes]
+
+    @staticmethod
+    def first_seen(codes: np.ndarray, dictionary: pa.Array) -> pa.Array:
+        """The distinct values that ``codes`` name, in order of first appearance."""
+        return dictionary.take(pa.array(_first_seen(codes)))
+
+
 @dataclass
 class SubsetTables:
-    """One subset's tables as the checks read them (arrow)."""
+    """One subset's tables as the checks read them (arrow), and their pair keys
+    (:class:`PairKeys` over the subset's vocabularies, computed once in :func:`load_subset`)."""
 
     name: str
     query_ids: pa.Array
@@ -171,6 +201,12 @@ class SubsetTables:
     pool: pa.Table                   # provenance-pool rows of this subset's queries
     corpus_ids: pa.Array
     keys: PairKeys = field(repr=False, default=None)  # type: ignore[assignment]
+    top_keys: np.ndarray = field(repr=False, default=None)       # type: ignore[assignment]
+    top_doc_codes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    pool_keys: np.ndarray = field(repr=False, default=None)      # type: ignore[assignment]
+    pool_query_codes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    qrels_keys: np.ndarray = field(repr=False, default=None)     # type: ignore[assignment]
+    excluded_keys: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def n_queries(self) -> int:
@@ -200,9 +236,18 @@ class _Corpora:
         return self._cache[files]
 
 
-def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
-                ) -> SubsetTables:
+def _pair_keys(K: PairKeys, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Keys of codes ``q`` and ``d`` (-1 where either is -1): what ``K(ids, ids)`` gives."""
+    return np.where((q >= 0) & (d >= 0), q * K.width + d, -1)
+
+
+def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora,
+                pool_codes: PoolCodes | None = None) -> SubsetTables:
+    """One subset's tables, its rows of the split's ``pool`` (``pool_codes``: that pool's
+    codes, computed here when not given) and the pair keys of every table, from dictionary
+    codes: each id column is hashed once."""
     root = rel.root
+    codes = pool_codes or PoolCodes.of(pool)
     top = _read(root, subset_file(subset, "top_ranked"), "top_ranked")
     qids = strings(top.column("query-id"))
     rows, docs = _list_values(top.column("corpus-ids"))
@@ -210,16 +255,35 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
                   ["query-id", "corpus-id", "score", "gain", "theta"])
     excluded = (_read(root, subset_file(subset, "excluded"), "excluded")
                 if rel.has(subset, "excluded") else None)
-    mine = pool.filter(pc.is_in(pool.column("query-id"), value_set=qids))
+    take = codes.rows_of_queries(qids)
+    at = np.flatnonzero(take)
+    contiguous = not len(at) or at[-1] - at[0] + 1 == len(at)
+    mine = (pool.slice(int(at[0]) if len(at) else 0, len(at)) if contiguous
+            else pool.filter(pa.array(take)))
+    pool_q, pool_d = codes.query_codes[at], codes.doc_codes[at]
     ex_q = ex_d = pa.array([], pa.string())
     if excluded is not None:
         er, ex_d = _list_values(excluded.column("excluded-corpus-ids"))
         ex_q = strings(excluded.column("query-id")).take(pa.array(er))
-    keys = PairKeys(vocabulary(qids, strings(qrels.column("query-id")), ex_q),
-                 vocabulary(docs, strings(mine.column("corpus-id")),
-                        strings(qrels.column("corpus-id")), ex_d))
+    (top_d, top_dd), (ex_dc, ex_dd) = _codes(docs), _codes(ex_d)
+    (qr_q, qr_qd), (qr_d, qr_dd) = _codes(qrels.column("query-id")), \
+        _codes(qrels.column("corpus-id"))
+    seen = PoolCodes.first_seen
+    K = PairKeys(vocabulary(qids, seen(qr_q, qr_qd), ex_q),
+                 vocabulary(seen(top_d, top_dd), seen(pool_d, codes.doc_dict),
+                            seen(qr_d, qr_dd), seen(ex_dc, ex_dd)))
+    top_q = positions(qids, K.queries)[rows]
+    top_dc = _recode(top_d, positions(top_dd, K.docs))
+    pool_qc = _recode(pool_q, positions(codes.query_dict, K.queries))
+    pool_keys = _pair_keys(K, pool_qc, _recode(pool_d, positions(codes.doc_dict, K.docs)))
+    qrels_keys = _pair_keys(K, _recode(qr_q, positions(qr_qd, K.queries)),
+                            _recode(qr_d, positions(qr_dd, K.docs)))
+    ex_keys = (_pair_keys(K, positions(ex_q, K.queries), _recode(ex_dc, positions(ex_dd, K.docs)))
+               if len(ex_q) else np.zeros(0, np.int64))
     return SubsetTables(subset, qids, rows, docs, qrels, excluded, mine, corpora.ids(subset),
-                        keys)
+                        K, top_keys=_pair_keys(K, top_q, top_dc), top_doc_codes=top_dc,
+                        pool_keys=pool_keys, pool_query_codes=pool_qc, qrels_keys=qrels_keys,
+                        excluded_keys=ex_keys)
 
 
 def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[str]:
@@ -236,12 +300,10 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     (the pre-publish release check proved it), so that is not computed again."""
     s, K = t.name, t.keys
     checks: list[Check] = []
-    top_keys = K(t.query_ids.take(pa.array(t.top_rows)), t.top_docs) if len(t.top_rows) else \
-        np.zeros(0, np.int64)
-    pool_q, pool_d = strings(t.pool.column("query-id")), strings(t.pool.column("corpus-id"))
-    pool_keys = K(pool_q, pool_d)
-    # top_ranked ids in corpus and pool
-    in_corpus = _in_corpus(t.top_docs, t.corpus_ids)
+    top_keys, pool_keys = t.top_keys, t.pool_keys
+    # top_ranked ids in corpus and pool (each document of the subset probed once)
+    in_corpus = np.append(_in_corpus(K.docs, t.corpus_ids),
+                          t.corpus_ids.null_count > 0)[t.top_doc_codes]
     miss = top_keys[~in_corpus]
     checks.append(_ok("top-ranked-in-corpus", "every top_ranked id is in the corpus",
                       f"{len(top_keys)} ids", s) if not len(miss) else _fail(
@@ -255,9 +317,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     checks.append(check_top_ranked_order(t, top_keys, pool_keys))
     # exclusions
     if t.excluded is not None:
-        er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
-        ex_keys = K(strings(t.excluded.column("query-id")).take(pa.array(er)), ed) if len(er) \
-            else np.zeros(0, np.int64)
+        ex_keys = t.excluded_keys
         bad = top_keys[contains(top_keys, ex_keys)]
         checks.append(_ok("no-excluded-in-top-ranked", "no excluded id in top_ranked",
                           f"{len(ex_keys)} exclusions", s) if not len(bad) else _fail(
@@ -266,14 +326,14 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     # the pool's excluded flag marks exactly the pooled documents of the excluded table
     if "excluded" in t.pool.column_names:
         flagged = _bools(t.pool.column("excluded"), t.pool.num_rows, False)
-        odd = pool_keys[flagged != contains(pool_keys, _excluded_keys(t))]
+        odd = pool_keys[flagged != contains(pool_keys, t.excluded_keys)]
         what = "provenance-pool excluded = the document is in the query's excluded list"
         checks.append(_ok("excluded-flag", what, f"{int(flagged.sum())} flagged", s)
                       if not len(odd) else _fail("excluded-flag", what, "0 differences",
                                                  f"{len(odd)} differ", f"provenance-pool {s}",
                                                  _pair_details(t, odd)))
     # gains of the judged pool
-    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    q_keys = t.qrels_keys
     theta_all, gain_all = float_values(t.qrels.column("theta")), float_values(t.qrels.column("gain"))
     n_pool = t.pool.num_rows
     cols = t.pool.column_names
@@ -320,28 +380,19 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     return checks
 
 
-def _excluded_keys(t: SubsetTables) -> np.ndarray:
-    if t.excluded is None:
-        return np.zeros(0, np.int64)
-    er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
-    if not len(er):
-        return np.zeros(0, np.int64)
-    return t.keys(strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
-
-
 def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.ndarray
                            ) -> Check:
     """Each query's ``top_ranked`` list is its pool in ``pool_rank`` order, exclusions removed."""
     K = t.keys
     n = t.pool.num_rows
     drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
-                  n, False) | contains(pool_keys, _excluded_keys(t))
+                  n, False) | contains(pool_keys, t.excluded_keys)
     ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     keep = np.flatnonzero(~drop)
     pq_, tq = pool_keys[keep] // K.width, top_keys // K.width
-    po = keep[np.lexsort((ranks[keep], pq_))]
-    to = np.argsort(tq, kind="stable")
+    po = keep[stable_order(pq_, ranks[keep])]
+    to = stable_order(tq)
     pk, tk = pool_keys[po], top_keys[to]
     pqs, tqs = pk // K.width, tk // K.width
     width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
@@ -366,7 +417,7 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
 
 def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable grouping by ``codes``: ``(order, group start of each sorted row, starts)``."""
-    order = np.argsort(codes, kind="stable")
+    order = stable_order(codes)
     sc = codes[order]
     starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
     start_of = np.repeat(starts, np.diff(np.r_[starts, len(sc)]))
@@ -379,13 +430,12 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     size, rule = spec.pool.size, spec.pool.rule
     pool = t.pool
     n = pool.num_rows
-    qc = positions(strings(pool.column("query-id")), K.queries)
-    keys = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
+    qc, keys = t.pool_query_codes, t.pool_keys
     ranks = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     rrf = float_values(pool.column("rrf_score"))
     inj = _bools(pool.column("gt_injected"), n, False)
-    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    q_keys = t.qrels_keys
     pos_keys = q_keys[spec.positive_mask(float_values(t.qrels.column("score")))]
     positive = contains(keys, pos_keys)
     added = rrf == 0                                    # not from the fused top k
@@ -445,7 +495,8 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
 
 
 # -- fusion -----------------------------------------------------------------------------------
-def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
+def check_fusion(rel: Release, split: str, pool: pa.Table,
+                 pool_codes: PoolCodes | None = None) -> list[Check]:
     """Fusing provenance-first-stage reproduces ``rrf_fused`` and the pool's ``rrf_score``.
 
     An independent, vectorized reading of the design note's rule: ``sum_r 1 / (k + rank_r)``
@@ -472,28 +523,36 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     if unknown:
         problems.append(f"unknown retriever(s) {unknown}; expected {names}")
     (fq, fq_dict), (fd, fd_dict) = _codes(fs.column("query-id")), _codes(fs.column("corpus-id"))
-    K = PairKeys(vocabulary(fq_dict.take(pa.array(_first_seen(fq))),
-                            strings(pool.column("query-id"))),
-                 vocabulary(fd_dict.take(pa.array(_first_seen(fd))),
-                            strings(pool.column("corpus-id"))))
-    qc, dc = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
-    keys = np.where((qc >= 0) & (dc >= 0), qc * K.width + dc, -1)
+    codes = pool_codes or PoolCodes.of(pool)
+    seen = PoolCodes.first_seen
+    K = PairKeys(vocabulary(seen(fq, fq_dict), seen(codes.query_codes, codes.query_dict)),
+                 vocabulary(seen(fd, fd_dict), seen(codes.doc_codes, codes.doc_dict)))
+    keys = _pair_keys(K, _recode(fq, positions(fq_dict, K.queries)),
+                      _recode(fd, positions(fd_dict, K.docs)))
     rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     score = float_values(fs.column("score"))
     qcode = keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
+    stored = np.flatnonzero(r_idx == len(names))
+    pk = _pair_keys(K, _recode(codes.query_codes, positions(codes.query_dict, K.queries)),
+                    _recode(codes.doc_codes, positions(codes.doc_dict, K.docs)))
+    prrf = float_values(pool.column("rrf_score"))
+    scored = np.flatnonzero(prrf > 0)
     # the walk: per query, retrievers in order, each by rank (one stable sort of one key, the
     # order lexsort of the three gives)
     walk = run[_lex_order(qcode[run], r_idx[run], rank[run])]
-    wk = keys[walk]
-    uniq, first, inv = np.unique(wk, return_index=True, return_inverse=True)
-    fused_score = np.bincount(inv.reshape(-1), weights=1.0 / (spec.pool.rrf_k + rank[walk]),
-                              minlength=len(uniq))
-    stored = np.flatnonzero(r_idx == len(names))
-    pos = np.searchsorted(uniq, keys[stored])
-    pos = np.clip(pos, 0, max(len(uniq) - 1, 0))
-    found = (uniq[pos] == keys[stored]) if len(uniq) else np.zeros(len(stored), bool)
+    # every pair looked up, numbered in key order; the walk's first row of each
+    ids, id_key = key_ids(np.concatenate([keys[walk], keys[stored], pk[scored]]))
+    walk_id, stored_id = ids[:len(walk)], ids[len(walk):len(walk) + len(stored)]
+    pool_id = ids[len(walk) + len(stored):]
+    first = np.full(len(id_key), len(walk), dtype=np.int64)
+    np.minimum.at(first, walk_id, np.arange(len(walk), dtype=np.int64))
+    fused = first < len(walk)                       # the pairs a first-stage run retrieved
+    # summed in walk order, as a walk adds them
+    fused_score = np.bincount(walk_id, weights=1.0 / (spec.pool.rrf_k + rank[walk]),
+                              minlength=len(id_key))
+    found = fused[stored_id]
 
     def name(i: int) -> str:
         q, d = K.name(int(keys[i]))
@@ -501,15 +560,15 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
 
     for i in stored[~found][:MAX_DETAILS]:
         problems.append(f"{name(i)} is in rrf_fused but no first-stage run retrieved it")
-    st = stored[found]
-    mine = fused_score[pos[found]]
+    st, st_id = stored[found], stored_id[found]
+    mine = fused_score[st_id]
     off = np.abs(score[st] - mine) >= RRF_TOLERANCE
     for i, m in zip(st[off][:MAX_DETAILS], mine[off][:MAX_DETAILS], strict=True):
         problems.append(f"{name(i)}: rrf_fused order differs from the fusion (it stores "
                         f"{float(score[i])!r}, the fusion gives this document {float(m)!r})")
     # order: ranks 1..n, score descending, equal scores by first appearance
-    so = st[np.lexsort((rank[st], qcode[st]))]
-    fo = first[np.searchsorted(uniq, keys[so])] if len(so) else np.zeros(0, np.int64)
+    o = stable_order(qcode[st], rank[st])
+    so, fo = st[o], first[st_id[o]]
     if len(so) > 1:
         same_q = qcode[so][1:] == qcode[so][:-1]
         s0, s1 = score[so][:-1], score[so][1:]
@@ -523,37 +582,37 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
         for i in so[head & (rank[so] != 1)][:MAX_DETAILS]:
             problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
     # no document left out that scores above a query's last stored one
-    if len(st) and len(uniq):
-        uq = uniq // K.width
-        kept = contains(uniq, keys[st])
+    if len(st):
+        kept = np.zeros(len(id_key), dtype=bool)
+        kept[st_id] = True
         low = np.full(len(K.queries), np.inf)
         np.minimum.at(low, qcode[st], mine)
-        left = ~kept & (fused_score > low[uq] + RRF_TOLERANCE)
-        for u in np.flatnonzero(left)[:MAX_DETAILS]:
-            q, d = K.name(int(uniq[u]))
+        cand = np.flatnonzero(fused & ~kept)      # in key order
+        left = cand[fused_score[cand] > low[id_key[cand] // K.width] + RRF_TOLERANCE]
+        for u in left[:MAX_DETAILS]:
+            q, d = K.name(int(id_key[u]))
             problems.append(f"query {q}: document {d} fuses to {float(fused_score[u])!r}, above the "
                             "last document of rrf_fused, but is missing from it")
     # the pool's rrf_score
-    pk = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
-    prrf = float_values(pool.column("rrf_score"))
-    scored = np.flatnonzero(prrf > 0)
-    row = rows_of(uniq, pk[scored])
     diff = np.full(len(scored), np.inf)
-    diff[row >= 0] = np.abs(prrf[scored][row >= 0] - fused_score[row[row >= 0]])
+    fused_pool = fused[pool_id]
+    diff[fused_pool] = np.abs(prrf[scored][fused_pool] - fused_score[pool_id[fused_pool]])
     bad_pool = scored[~(diff < RRF_TOLERANCE)]
     if len(bad_pool):
         problems.append(f"{len(bad_pool)} pool rrf_score values differ from the fusion")
         for i in bad_pool[:MAX_DETAILS]:
             q, d = K.name(int(pk[i]))
             problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
-    # the pool's fused part follows the fused order
-    fused_rank = np.full(len(scored), -1, dtype=np.int64)
-    srow = rows_of(keys[st], pk[scored])
-    fused_rank[srow >= 0] = rank[st][srow[srow >= 0]]
+    # the pool's fused part follows the fused order (a pair's first stored row gives its rank)
+    first_stored = np.full(len(id_key), len(st), dtype=np.int64)
+    np.minimum.at(first_stored, st_id, np.arange(len(st), dtype=np.int64))
+    srow = first_stored[pool_id]
+    fused_rank = np.where(srow < len(st), rank[st][np.minimum(srow, max(len(st) - 1, 0))], -1) \
+        if len(st) else np.full(len(scored), -1, dtype=np.int64)
     prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     pq_ = pk[scored] // K.width
-    o = np.lexsort((prank[scored], pq_))
+    o = stable_order(pq_, prank[scored])
     if len(o) > 1:
         same_q = pq_[o][1:] == pq_[o][:-1]
         fr = fused_rank[o]
@@ -565,7 +624,8 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     if problems:
         return [_fail("fusion", what, "identical", f"{len(problems)} problems", rel_path,
                       problems)]
-    return [_ok("fusion", what, f"{len(np.unique(qcode[stored]))} queries, {len(stored)} fused "
+    return [_ok("fusion", what, f"{len(_first_seen(qcode[stored], nulls=True))} queries, "
+                f"{len(stored)} fused "
                 "rows", rel_path)]
 
 
@@ -583,23 +643,33 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
 
 def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
     """The distinct codes (>= 0, or -1 too with ``nulls``), in order of first appearance."""
-    import pandas as pd
-
-    return pd.unique(codes if nulls else codes[codes >= 0]).astype(np.int64)
+    shifted = (codes if nulls else codes[codes >= 0]) + 1
+    if not len(shifted):
+        return np.zeros(0, dtype=np.int64)
+    first = np.full(int(shifted.max()) + 1, len(shifted), dtype=np.int64)
+    np.minimum.at(first, shifted, np.arange(len(shifted), dtype=np.int64))
+    present = np.flatnonzero(first < len(shifted))
+    return present[np.argsort(first[present])] - 1
 
 
 def _recode(codes: np.ndarray, to: np.ndarray) -> np.ndarray:
     """``to[code]`` for each code, -1 staying -1."""
-    return np.where(codes >= 0, np.append(to, -1)[codes], -1)
+    return np.append(np.asarray(to, dtype=np.int64), -1)[codes]
 
 
 def _lex_order(*keys: np.ndarray) -> np.ndarray:
     """``np.lexsort(keys[::-1])`` (first key most significant) through one stable argsort of
-    one combined key where the ranges allow it."""
+    one combined key where the ranges allow it. Rows whose other keys are in order within
+    each value of the first need only a stable sort by it: a radix sort when it spans at
+    most 2**16 values."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
     lows = [int(k.min()) for k in keys]
     spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if spans[0] <= 1 << 16:
+        grouped = np.argsort((keys[0] - lows[0]).astype(np.uint16), kind="stable")
+        if in_order(*(k[grouped] for k in keys)):
+            return grouped
     if np.prod([float(s) for s in spans]) >= 2.0 ** 62:
         return np.lexsort(keys[::-1])
     combined = np.zeros(len(keys[0]), dtype=np.int64)
@@ -774,13 +844,14 @@ def run_integrity(rel: Release, params: ItemParams, link: str,
         if not present:
             continue
         pool = _read(rel.root, provenance_file("pool", split), "pool")
+        codes = PoolCodes.of(pool)
         for s in present:
-            t = load_subset(rel, s, pool, corpora)
+            t = load_subset(rel, s, pool, corpora, codes)
             tables[s] = t
             checks += check_subset(rel, t, params, link, link_checked=link_checked)
             checks += check_gains_derived(rel, s)
             checks += check_pool_rule(rel, t)
-        checks += check_fusion(rel, split, pool)
+        checks += check_fusion(rel, split, pool, codes)
         log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)
     checks += check_ids(rel, tables)
     checks += check_optional(rel)
