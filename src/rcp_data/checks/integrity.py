@@ -29,10 +29,10 @@ from rcp_data.core.io import (
 )
 from rcp_data.model.card_format import config_data_files
 from rcp_data.model.keys import (
+    KeyIds,
     PairKeys,
     contains,
     in_order,
-    key_ids,
     positions,
     rows_of,
     stable_order,
@@ -540,19 +540,22 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     prrf = float_values(pool.column("rrf_score"))
     scored = np.flatnonzero(prrf > 0)
     # the walk: per query, retrievers in order, each by rank (one stable sort of one key, the
-    # order lexsort of the three gives)
-    walk = run[_lex_order(qcode[run], r_idx[run], rank[run])]
+    # order lexsort of the three gives). Where each query's rows are in that order in the file
+    # already, the file order serves: each pair meets its rows, and each query its pairs, in
+    # the order of the walk (the sums and the first appearances below are the walk's).
+    q_run, r_run, rank_run = qcode[run], r_idx[run], rank[run]
+    walk = run if _grouped_in_order(q_run, r_run, rank_run) else \
+        run[_lex_order(q_run, r_run, rank_run)]
     # every pair looked up, numbered in key order; the walk's first row of each
-    ids, id_key = key_ids(np.concatenate([keys[walk], keys[stored], pk[scored]]))
-    walk_id, stored_id = ids[:len(walk)], ids[len(walk):len(walk) + len(stored)]
-    pool_id = ids[len(walk) + len(stored):]
-    first = np.full(len(id_key), len(walk), dtype=np.int64)
-    np.minimum.at(first, walk_id, np.arange(len(walk), dtype=np.int64))
-    fused = first < len(walk)                       # the pairs a first-stage run retrieved
+    pairs = KeyIds(keys[walk], keys[stored], pk[scored])
+    walk_id, stored_id, pool_id = pairs.ids
+    first = np.full(pairs.n, len(walk), dtype=_index_type(len(walk)))
+    np.minimum.at(first, walk_id, np.arange(len(walk), dtype=first.dtype))
     # summed in walk order, as a walk adds them
     fused_score = np.bincount(walk_id, weights=1.0 / (spec.pool.rrf_k + rank[walk]),
-                              minlength=len(id_key))
-    found = fused[stored_id]
+                              minlength=pairs.n)
+    stored_first = first[stored_id]
+    found = stored_first < len(walk)               # pairs a first-stage run retrieved
 
     def name(i: int) -> str:
         q, d = K.name(int(keys[i]))
@@ -562,40 +565,40 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
         problems.append(f"{name(i)} is in rrf_fused but no first-stage run retrieved it")
     st, st_id = stored[found], stored_id[found]
     mine = fused_score[st_id]
-    off = np.abs(score[st] - mine) >= RRF_TOLERANCE
+    st_score, st_rank, st_q = score[st], rank[st], qcode[st]
+    off = np.abs(st_score - mine) >= RRF_TOLERANCE
     for i, m in zip(st[off][:MAX_DETAILS], mine[off][:MAX_DETAILS], strict=True):
         problems.append(f"{name(i)}: rrf_fused order differs from the fusion (it stores "
                         f"{float(score[i])!r}, the fusion gives this document {float(m)!r})")
     # order: ranks 1..n, score descending, equal scores by first appearance
-    o = stable_order(qcode[st], rank[st])
-    so, fo = st[o], first[st_id[o]]
+    o = stable_order(st_q, st_rank)
+    so, fo, q_so, r_so, s_so = st[o], stored_first[found][o], st_q[o], st_rank[o], st_score[o]
+    head = np.r_[True, q_so[1:] != q_so[:-1]] if len(so) else np.zeros(0, dtype=bool)
     if len(so) > 1:
-        same_q = qcode[so][1:] == qcode[so][:-1]
-        s0, s1 = score[so][:-1], score[so][1:]
+        same_q = ~head[1:]
+        s0, s1 = s_so[:-1], s_so[1:]
         bad = same_q & ((s1 > s0) | ((s1 == s0) & (fo[1:] < fo[:-1])))
-        bad |= same_q & (rank[so][1:] != rank[so][:-1] + 1)
+        bad |= same_q & (r_so[1:] != r_so[:-1] + 1)
         for j in np.flatnonzero(bad)[:MAX_DETAILS]:
             problems.append(f"{name(so[j + 1])}: rrf_fused order differs from the fusion "
                             "(score descending, ties by first appearance, ranks 1..n)")
-    if len(so):
-        head = np.r_[True, qcode[so][1:] != qcode[so][:-1]]
-        for i in so[head & (rank[so] != 1)][:MAX_DETAILS]:
-            problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
+    for i in so[head & (r_so != 1)][:MAX_DETAILS]:
+        problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
     # no document left out that scores above a query's last stored one
     if len(st):
-        kept = np.zeros(len(id_key), dtype=bool)
-        kept[st_id] = True
+        left_out = first < len(walk)
+        left_out[st_id] = False
         low = np.full(len(K.queries), np.inf)
-        np.minimum.at(low, qcode[st], mine)
-        cand = np.flatnonzero(fused & ~kept)      # in key order
-        left = cand[fused_score[cand] > low[id_key[cand] // K.width] + RRF_TOLERANCE]
+        np.minimum.at(low, st_q, mine)
+        cand = np.flatnonzero(left_out)          # in key order
+        left = cand[fused_score[cand] > low[pairs.key(cand) // K.width] + RRF_TOLERANCE]
         for u in left[:MAX_DETAILS]:
-            q, d = K.name(int(id_key[u]))
+            q, d = K.name(int(pairs.key(u)))
             problems.append(f"query {q}: document {d} fuses to {float(fused_score[u])!r}, above the "
                             "last document of rrf_fused, but is missing from it")
     # the pool's rrf_score
     diff = np.full(len(scored), np.inf)
-    fused_pool = fused[pool_id]
+    fused_pool = first[pool_id] < len(walk)
     diff[fused_pool] = np.abs(prrf[scored][fused_pool] - fused_score[pool_id[fused_pool]])
     bad_pool = scored[~(diff < RRF_TOLERANCE)]
     if len(bad_pool):
@@ -604,11 +607,10 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
             q, d = K.name(int(pk[i]))
             problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
     # the pool's fused part follows the fused order (a pair's first stored row gives its rank)
-    first_stored = np.full(len(id_key), len(st), dtype=np.int64)
-    np.minimum.at(first_stored, st_id, np.arange(len(st), dtype=np.int64))
+    first_stored = np.full(pairs.n, len(st), dtype=_index_type(len(st)))
+    np.minimum.at(first_stored, st_id, np.arange(len(st), dtype=first_stored.dtype))
     srow = first_stored[pool_id]
-    fused_rank = np.where(srow < len(st), rank[st][np.minimum(srow, max(len(st) - 1, 0))], -1) \
-        if len(st) else np.full(len(scored), -1, dtype=np.int64)
+    fused_rank = np.append(st_rank, -1)[srow]
     prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     pq_ = pk[scored] // K.width
@@ -624,9 +626,14 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     if problems:
         return [_fail("fusion", what, "identical", f"{len(problems)} problems", rel_path,
                       problems)]
-    return [_ok("fusion", what, f"{len(_first_seen(qcode[stored], nulls=True))} queries, "
-                f"{len(stored)} fused "
-                "rows", rel_path)]
+    # no problem: every stored row is in ``so``, each query's rows together
+    return [_ok("fusion", what, f"{int(head.sum())} queries, {len(stored)} fused rows",
+                rel_path)]
+
+
+def _index_type(n: int) -> type:
+    """The narrowest of int32 and int64 that holds ``0..n``."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -636,16 +643,32 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     col = pa.table({"c": col}).unify_dictionaries().column("c")
     if col.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
-    codes = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-                            .astype(np.int64, copy=False) for c in col.chunks])
+    codes = np.concatenate([_indices(c.indices) for c in col.chunks]) if col.num_chunks > 1 \
+        else _indices(col.chunk(0).indices)
     return codes, strings(col.chunk(0).dictionary)
+
+
+def _indices(indices: pa.Array) -> np.ndarray:
+    """Dictionary indices as int64, a null as -1."""
+    if indices.null_count:
+        indices = indices.fill_null(-1)
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
     """The distinct codes (>= 0, or -1 too with ``nulls``), in order of first appearance."""
-    shifted = (codes if nulls else codes[codes >= 0]) + 1
-    if not len(shifted):
+    if not len(codes):
         return np.zeros(0, dtype=np.int64)
+    if not nulls and codes.min() < 0:
+        codes = codes[codes >= 0]
+        if not len(codes):
+            return np.zeros(0, dtype=np.int64)
+    # codes that first appear as 0, 1, 2, ... (a dictionary in order of first appearance):
+    # the running maximum starts at the lowest code and never rises by more than one
+    top = np.maximum.accumulate(codes)
+    if top[0] == codes.min() and (len(top) < 2 or (top[1:] - top[:-1] <= 1).all()):
+        return np.arange(int(top[0]), int(top[-1]) + 1, dtype=np.int64)
+    shifted = codes + 1
     first = np.full(int(shifted.max()) + 1, len(shifted), dtype=np.int64)
     np.minimum.at(first, shifted, np.arange(len(shifted), dtype=np.int64))
     present = np.flatnonzero(first < len(shifted))
@@ -655,6 +678,34 @@ def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
 def _recode(codes: np.ndarray, to: np.ndarray) -> np.ndarray:
     """``to[code]`` for each code, -1 staying -1."""
     return np.append(np.asarray(to, dtype=np.int64), -1)[codes]
+
+
+def _grouped_in_order(group: np.ndarray, *keys: np.ndarray) -> bool:
+    """Whether the rows of each value of ``group``, in file order, are in order of ``keys``
+    (the first most significant), wherever in the file they lie. One pass over the rows, and
+    one over the runs of equal ``group`` values."""
+    if len(group) < 2:
+        return True
+    same = group[1:] == group[:-1]
+    if not _pairs_in_order(same, [(k[:-1], k[1:]) for k in keys]):
+        return False
+    starts = np.r_[0, np.flatnonzero(~same) + 1]      # runs of one group value
+    ends = np.r_[starts[1:], len(group)] - 1
+    o = np.argsort(group[starts], kind="stable")      # each value's runs, in file order
+    before, after = ends[o][:-1], starts[o][1:]
+    return _pairs_in_order(group[starts][o][1:] == group[starts][o][:-1],
+                           [(k[before], k[after]) for k in keys])
+
+
+def _pairs_in_order(compared: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether each compared pair of rows ``(a, b)`` has ``a <= b`` on the keys, compared
+    lexicographically."""
+    undecided = compared.copy()
+    for a, b in pairs:
+        if (undecided & (b < a)).any():
+            return False
+        undecided &= b == a
+    return True
 
 
 def _lex_order(*keys: np.ndarray) -> np.ndarray:

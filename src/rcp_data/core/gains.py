@@ -96,10 +96,12 @@ class ItemParams:
         import numpy as np
         from scipy.special import expit  # imported when a gain is computed
 
-        t = np.asarray(theta, dtype=np.float64)[..., None]
+        t = np.asarray(theta, dtype=np.float64)
         g = np.asarray(self.gamma)
         b = np.asarray(self.beta)
-        return expit(g * (t - b))
+        if t.ndim == 1:  # one criterion a row while computing: loops along the values, same numbers
+            return np.ascontiguousarray(expit(g[:, None] * (t[None, :] - b[:, None])).T)
+        return expit(g * (t[..., None] - b))
 
 
 def _weighted(params: ItemParams, theta: np.ndarray) -> np.ndarray:

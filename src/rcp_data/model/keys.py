@@ -73,17 +73,26 @@ def _table_span(*arrays: np.ndarray, per_value: int = 8) -> tuple[int, int] | No
     return (lo, span) if span * per_value <= max(32 * n, 1 << 23) else None
 
 
-def key_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, key of each id)``: integer keys numbered ``0..n-1`` in key order (equal keys,
-    one id), through a table over the keys' range when it is small, else one sort."""
-    if not len(keys):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    span = _table_span(keys)
-    if span is not None:
-        lo, n_values = span
-        return keys - lo, np.arange(lo, lo + n_values, dtype=np.int64)
-    uniq, ids = np.unique(keys, return_inverse=True)
-    return ids.reshape(-1), uniq
+class KeyIds:
+    """The integer keys of several arrays numbered ``0..n-1`` in key order, equal keys one id
+    (``ids``: one array per part): a key minus the lowest when a table over the keys' range
+    is small, else its position among the sorted distinct keys."""
+
+    def __init__(self, *parts: np.ndarray):
+        some = [p for p in parts if len(p)]
+        span = _table_span(*some) if some else (0, 0)
+        self._uniq: np.ndarray | None = None
+        if span is not None:
+            self.lo, self.n = span
+            self.ids = [p - self.lo for p in parts]
+        else:
+            self.lo, self._uniq = 0, np.unique(np.concatenate(some))
+            self.n = len(self._uniq)
+            self.ids = [np.searchsorted(self._uniq, p) for p in parts]
+
+    def key(self, ids: np.ndarray) -> np.ndarray:
+        """The key of each id."""
+        return ids + self.lo if self._uniq is None else self._uniq[ids]
 
 
 def is_sorted(values: np.ndarray) -> bool:
@@ -227,5 +236,5 @@ class PairIndex:
 
 
 __all__ = ["DENSE_LIMIT", "PairIndex", "PairKeys", "checked_floats", "contains",
-           "dictionary_codes", "in_order", "is_sorted", "key_ids", "positions", "rows_of", "stable_order", "strings",
+           "KeyIds", "dictionary_codes", "in_order", "is_sorted", "positions", "rows_of", "stable_order", "strings",
            "vocabulary"]
