@@ -238,6 +238,8 @@ class _Corpora:
 
 def _pair_keys(K: PairKeys, q: np.ndarray, d: np.ndarray) -> np.ndarray:
     """Keys of codes ``q`` and ``d`` (-1 where either is -1): what ``K(ids, ids)`` gives."""
+    if not len(q) or (q.min() >= 0 and d.min() >= 0):
+        return q * K.width + d
     return np.where((q >= 0) & (d >= 0), q * K.width + d, -1)
 
 
@@ -544,15 +546,18 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     # already, the file order serves: each pair meets its rows, and each query its pairs, in
     # the order of the walk (the sums and the first appearances below are the walk's).
     q_run, r_run, rank_run = qcode[run], r_idx[run], rank[run]
-    walk = run if _grouped_in_order(q_run, r_run, rank_run) else \
-        run[_lex_order(q_run, r_run, rank_run)]
+    if _grouped_in_order(q_run, r_run, rank_run):
+        walk, walk_rank = run, rank_run
+    else:
+        walk = run[_lex_order(q_run, r_run, rank_run)]
+        walk_rank = rank[walk]
     # every pair looked up, numbered in key order; the walk's first row of each
     pairs = KeyIds(keys[walk], keys[stored], pk[scored])
     walk_id, stored_id, pool_id = pairs.ids
     first = np.full(pairs.n, len(walk), dtype=_index_type(len(walk)))
     np.minimum.at(first, walk_id, np.arange(len(walk), dtype=first.dtype))
     # summed in walk order, as a walk adds them
-    fused_score = np.bincount(walk_id, weights=1.0 / (spec.pool.rrf_k + rank[walk]),
+    fused_score = np.bincount(walk_id, weights=1.0 / (spec.pool.rrf_k + walk_rank),
                               minlength=pairs.n)
     stored_first = first[stored_id]
     found = stored_first < len(walk)               # pairs a first-stage run retrieved
@@ -571,8 +576,10 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
         problems.append(f"{name(i)}: rrf_fused order differs from the fusion (it stores "
                         f"{float(score[i])!r}, the fusion gives this document {float(m)!r})")
     # order: ranks 1..n, score descending, equal scores by first appearance
-    o = stable_order(st_q, st_rank)
-    so, fo, q_so, r_so, s_so = st[o], stored_first[found][o], st_q[o], st_rank[o], st_score[o]
+    so, fo, q_so, r_so, s_so = st, stored_first[found], st_q, st_rank, st_score
+    if not in_order(st_q, st_rank):
+        o = np.lexsort((st_rank, st_q))
+        so, fo, q_so, r_so, s_so = so[o], fo[o], q_so[o], r_so[o], s_so[o]
     head = np.r_[True, q_so[1:] != q_so[:-1]] if len(so) else np.zeros(0, dtype=bool)
     if len(so) > 1:
         same_q = ~head[1:]
@@ -642,17 +649,18 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
         col = pc.dictionary_encode(col)
     col = pa.table({"c": col}).unify_dictionaries().column("c")
     if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
+        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.string())
     codes = np.concatenate([_indices(c.indices) for c in col.chunks]) if col.num_chunks > 1 \
         else _indices(col.chunk(0).indices)
     return codes, strings(col.chunk(0).dictionary)
 
 
 def _indices(indices: pa.Array) -> np.ndarray:
-    """Dictionary indices as int64, a null as -1."""
+    """Dictionary indices as a signed integer array (arrow's own, no copy), a null as -1."""
     if indices.null_count:
         indices = indices.fill_null(-1)
-    return indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = indices.to_numpy(zero_copy_only=False)
+    return codes if codes.dtype.kind == "i" else codes.astype(np.int64)
 
 
 def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
