@@ -267,9 +267,12 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora,
     if excluded is not None:
         er, ex_d = _list_values(excluded.column("excluded-corpus-ids"))
         ex_q = strings(excluded.column("query-id")).take(pa.array(er))
-    (top_d, top_dd), (ex_dc, ex_dd) = _codes(docs), _codes(ex_d)
-    (qr_q, qr_qd), (qr_d, qr_dd) = _codes(qrels.column("query-id")), \
-        _codes(qrels.column("corpus-id"))
+    # a column that holds the pool's ids, value for value (qrels and top_ranked are usually
+    # written in pool order), takes the pool's codes: the same strings, no hashing again
+    mine_q, mine_d = (pool_q, codes.query_dict), (pool_d, codes.doc_dict)
+    (top_d, top_dd), (ex_dc, ex_dd) = _codes_as(docs, mine, "corpus-id", mine_d), _codes(ex_d)
+    qr_q, qr_qd = _codes_as(qrels.column("query-id"), mine, "query-id", mine_q)
+    qr_d, qr_dd = _codes_as(qrels.column("corpus-id"), mine, "corpus-id", mine_d)
     seen = PoolCodes.first_seen
     K = PairKeys(vocabulary(qids, seen(qr_q, qr_qd), ex_q),
                  vocabulary(seen(top_d, top_dd), seen(pool_d, codes.doc_dict),
@@ -286,6 +289,17 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora,
                         K, top_keys=_pair_keys(K, top_q, top_dc), top_doc_codes=top_dc,
                         pool_keys=pool_keys, pool_query_codes=pool_qc, qrels_keys=qrels_keys,
                         excluded_keys=ex_keys)
+
+
+def _codes_as(col: pa.ChunkedArray | pa.Array, table: pa.Table, name: str,
+              known: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """:func:`_codes` of ``col``; ``known`` (the codes of ``table``'s column ``name``) when the
+    two columns hold the same strings, row for row, none null."""
+    values, other = strings(col), strings(table.column(name))
+    if (len(values) == len(other) and not values.null_count and not other.null_count
+            and (not len(values) or pc.all(pc.equal(values, other)).as_py())):
+        return known
+    return _codes(col)
 
 
 def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[str]:
@@ -393,6 +407,13 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
         zero_copy_only=False).astype(np.int64)
     keep = np.flatnonzero(~drop)
     pq_, tq = pool_keys[keep] // K.width, top_keys // K.width
+    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
+    kept_keys = pool_keys[keep]
+    if (len(kept_keys) == len(top_keys) and in_order(pq_, ranks[keep]) and in_order(tq)
+            and (not len(top_keys) or top_keys.min() >= 0)
+            and np.array_equal(kept_keys, top_keys)):
+        # both in query order already and equal row for row: every list is its pool
+        return _ok("top-ranked-order", what, f"{len(top_keys)} candidates", t.name)
     po = keep[stable_order(pq_, ranks[keep])]
     to = stable_order(tq)
     pk, tk = pool_keys[po], top_keys[to]
@@ -408,7 +429,6 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
     counts_p = np.bincount(pqs, minlength=len(K.queries))
     counts_t = np.bincount(tqs, minlength=len(K.queries))
     bad_q |= set(np.flatnonzero(counts_p != counts_t).tolist())
-    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
     if not bad_q:
         return _ok("top-ranked-order", what, f"{len(tk)} candidates", t.name)
     details = [f"query {K.queries[q].as_py()}: top_ranked has {int(counts_t[q])} candidates, "
@@ -529,12 +549,12 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     seen = PoolCodes.first_seen
     K = PairKeys(vocabulary(seen(fq, fq_dict), seen(codes.query_codes, codes.query_dict)),
                  vocabulary(seen(fd, fd_dict), seen(codes.doc_codes, codes.doc_dict)))
-    keys = _pair_keys(K, _recode(fq, positions(fq_dict, K.queries)),
-                      _recode(fd, positions(fd_dict, K.docs)))
+    fq_k, fd_k = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
+    keys = _pair_keys(K, fq_k, fd_k)
     rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
         zero_copy_only=False).astype(np.int64)
     score = float_values(fs.column("score"))
-    qcode = keys // K.width
+    qcode = fq_k if not len(keys) or keys.min() >= 0 else keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
     stored = np.flatnonzero(r_idx == len(names))
     pk = _pair_keys(K, _recode(codes.query_codes, positions(codes.query_dict, K.queries)),
