@@ -153,7 +153,16 @@ def _list_values(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
 def _bools(col: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray:
     if col is None:
         return np.full(n, default, dtype=bool)
-    return col.combine_chunks().fill_null(default).to_numpy(zero_copy_only=False).astype(bool)
+    arr = col.combine_chunks()
+    return (arr.fill_null(default) if arr.null_count else arr).to_numpy(
+        zero_copy_only=False).astype(bool)
+
+
+def _ints(col: pa.ChunkedArray) -> np.ndarray:
+    """An integer column as int64, a null as 0."""
+    arr = col.combine_chunks()
+    return (arr.fill_null(0) if arr.null_count else arr).to_numpy(
+        zero_copy_only=False).astype(np.int64)
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pa.Table:
@@ -403,8 +412,7 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
     n = t.pool.num_rows
     drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
                   n, False) | contains(pool_keys, t.excluded_keys)
-    ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    ranks = _ints(t.pool.column("pool_rank"))
     keep = np.flatnonzero(~drop)
     pq_, tq = pool_keys[keep] // K.width, top_keys // K.width
     what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
@@ -453,8 +461,7 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     pool = t.pool
     n = pool.num_rows
     qc, keys = t.pool_query_codes, t.pool_keys
-    ranks = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    ranks = _ints(pool.column("pool_rank"))
     rrf = float_values(pool.column("rrf_score"))
     inj = _bools(pool.column("gt_injected"), n, False)
     q_keys = t.qrels_keys
@@ -551,8 +558,7 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
                  vocabulary(seen(fd, fd_dict), seen(codes.doc_codes, codes.doc_dict)))
     fq_k, fd_k = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
     keys = _pair_keys(K, fq_k, fd_k)
-    rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    rank = _ints(fs.column("rank"))
     score = float_values(fs.column("score"))
     qcode = fq_k if not len(keys) or keys.min() >= 0 else keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
@@ -638,8 +644,7 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     np.minimum.at(first_stored, st_id, np.arange(len(st), dtype=first_stored.dtype))
     srow = first_stored[pool_id]
     fused_rank = np.append(st_rank, -1)[srow]
-    prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    prank = _ints(pool.column("pool_rank"))
     pq_ = pk[scored] // K.width
     o = stable_order(pq_, prank[scored])
     if len(o) > 1:
@@ -704,7 +709,9 @@ def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
 
 
 def _recode(codes: np.ndarray, to: np.ndarray) -> np.ndarray:
-    """``to[code]`` for each code, -1 staying -1."""
+    """``to[code]`` for each code (int64), -1 staying -1."""
+    if np.array_equal(to, np.arange(len(to))):     # the same order: the codes themselves
+        return codes.astype(np.int64)
     return np.append(np.asarray(to, dtype=np.int64), -1)[codes]
 
 
