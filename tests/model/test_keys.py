@@ -61,3 +61,9 @@ def test_key_ids_number_keys_in_key_order_both_ways():
         assert np.array_equal(np.concatenate(ids.ids)[order],
                               np.sort(np.concatenate(ids.ids), kind="stable"))
         assert len(np.unique(np.concatenate(ids.ids))) == len(distinct)
+
+
+def test_key_ids_within_a_known_range_are_the_keys():
+    keys = RNG.integers(0, 1000, 200)
+    ids = KeyIds(keys, keys[:10], within=1000)
+    assert ids.n == 1000 and ids.ids[0] is keys and ids.key(ids.ids[1]).tolist() == keys[:10].tolist()

@@ -560,7 +560,8 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     keys = _pair_keys(K, fq_k, fd_k)
     rank = _ints(fs.column("rank"))
     score = float_values(fs.column("score"))
-    qcode = fq_k if not len(keys) or keys.min() >= 0 else keys // K.width
+    known = not len(keys) or keys.min() >= 0     # every pair's ids are known (no key -1)
+    qcode = fq_k if known else keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
     stored = np.flatnonzero(r_idx == len(names))
     pk = _pair_keys(K, _recode(codes.query_codes, positions(codes.query_dict, K.queries)),
@@ -578,7 +579,9 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
         walk = run[_lex_order(q_run, r_run, rank_run)]
         walk_rank = rank[walk]
     # every pair looked up, numbered in key order; the walk's first row of each
-    pairs = KeyIds(keys[walk], keys[stored], pk[scored])
+    pool_known = not len(pk) or pk.min() >= 0
+    pairs = KeyIds(keys[walk], keys[stored], pk[scored],
+                   within=len(K.queries) * K.width if known and pool_known else None)
     walk_id, stored_id, pool_id = pairs.ids
     first = np.full(pairs.n, len(walk), dtype=_index_type(len(walk)))
     np.minimum.at(first, walk_id, np.arange(len(walk), dtype=first.dtype))
@@ -692,14 +695,16 @@ def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
     """The distinct codes (>= 0, or -1 too with ``nulls``), in order of first appearance."""
     if not len(codes):
         return np.zeros(0, dtype=np.int64)
-    if not nulls and codes.min() < 0:
+    low = codes.min()
+    if not nulls and low < 0:
         codes = codes[codes >= 0]
         if not len(codes):
             return np.zeros(0, dtype=np.int64)
+        low = codes.min()
     # codes that first appear as 0, 1, 2, ... (a dictionary in order of first appearance):
     # the running maximum starts at the lowest code and never rises by more than one
     top = np.maximum.accumulate(codes)
-    if top[0] == codes.min() and (len(top) < 2 or (top[1:] - top[:-1] <= 1).all()):
+    if top[0] == low and (len(top) < 2 or (np.diff(top) <= 1).all()):
         return np.arange(int(top[0]), int(top[-1]) + 1, dtype=np.int64)
     shifted = codes + 1
     first = np.full(int(shifted.max()) + 1, len(shifted), dtype=np.int64)

@@ -78,13 +78,18 @@ class KeyIds:
     (``ids``: one array per part): a key minus the lowest when a table over the keys' range
     is small, else its position among the sorted distinct keys."""
 
-    def __init__(self, *parts: np.ndarray):
+    def __init__(self, *parts: np.ndarray, within: int | None = None):
+        """``within``: every key is known to lie in ``0..within-1`` (not scanned for)."""
         some = [p for p in parts if len(p)]
-        span = _table_span(*some) if some else (0, 0)
+        n_keys = sum(len(p) for p in parts)
+        if within is not None and within * 8 <= max(32 * n_keys, 1 << 23):
+            span: tuple[int, int] | None = (0, within)
+        else:
+            span = _table_span(*some) if some else (0, 0)
         self._uniq: np.ndarray | None = None
         if span is not None:
             self.lo, self.n = span
-            self.ids = [p - self.lo for p in parts]
+            self.ids = [p - self.lo if self.lo else p for p in parts]
         else:
             self.lo, self._uniq = 0, np.unique(np.concatenate(some))
             self.n = len(self._uniq)
