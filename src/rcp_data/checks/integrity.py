@@ -3,10 +3,14 @@
 Each check returns :class:`Check` records a person can read (what, expected, found, where)
 and a machine can consume. Checks read plain tables and never modify anything.
 
-Built for real scale (8.8M passages, 2.2M pool pairs): ids are mapped to integer codes with
-pyarrow (``index_in`` against a vocabulary) and every check is a vectorized numpy operation on
-``query * width + document`` keys; only the rows named in a failure's details become Python
-strings. Tables are read once per provenance split (pool, first stage) and per corpus.
+Built for real scale (8.8M passages, 2.2M pool pairs): each id column is dictionary-encoded
+once (a split's pool once for all its subsets; a column holding the pool's ids row for row
+takes the pool's codes) and mapped onto a vocabulary, and every check is a vectorized numpy
+operation on ``query * width + document`` keys, computed once per subset
+(:class:`SubsetTables`); only the rows named in a failure's details become Python strings.
+Rows already in the order a check needs are not sorted again (checked in one pass), and a
+lookup goes through a table over the key range where it is small. Tables are read once per
+provenance split (pool, first stage) and per corpus.
 """
 
 from __future__ import annotations
