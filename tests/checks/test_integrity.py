@@ -252,3 +252,102 @@ def test_in_corpus_equals_is_in():
     no_null = pa.array(["a"], pa.string())
     assert _in_corpus(docs, no_null).tolist() == [False, False, False, False, False, True]
     assert _in_corpus(pa.array([], pa.string()), corpus).tolist() == []
+
+
+def test_fused_rank_off_by_one_breaks_fusion(release):
+    path = release / "provenance/first_stage/alpha.parquet"
+    fs = pd.read_parquet(path)
+    i = fs.index[fs["retriever"] == "rrf_fused"][4]          # rank 5 of the first query
+    fs.loc[i, "rank"] += 1
+    write_parquet(fs, path, SCHEMAS["first_stage"])
+    failed, _ = _run(release)
+    assert set(failed) == {"fusion"}
+    q, rank = fs.loc[i, "query-id"], fs.loc[i, "rank"]            # two rows of rank 6 now
+    assert failed["fusion"].details[:2] == [
+        f"query {q}, rank {rank}: document {fs.loc[j, 'corpus-id']}: rrf_fused order differs "
+        "from the fusion (score descending, ties by first appearance, ranks 1..n)"
+        for j in (i, i + 1)]
+
+
+def test_fused_score_off_by_more_than_the_tolerance_breaks_fusion(release):
+    from rcp_data.checks.integrity import RRF_TOLERANCE
+
+    path = release / "provenance/first_stage/beta.parquet"
+    fs = pd.read_parquet(path)
+    i = fs.index[fs["retriever"] == "rrf_fused"][10]
+    fs.loc[i, "score"] += 2 * RRF_TOLERANCE
+    write_parquet(fs, path, SCHEMAS["first_stage"])
+    failed, _ = _run(release)
+    assert "fusion" in failed
+    assert f"it stores {float(fs.loc[i, 'score'])!r}" in failed["fusion"].details[0]
+
+
+def test_a_gain_one_ulp_off_fails_the_row_for_row_gains_table_only(release):
+    """gain = link(theta) holds within GAIN_TOLERANCE (a float one ulp away passes it), but the
+    gains table must be the qrels' gains bit for bit."""
+    from rcp_data.core.gains import GAIN_TOLERANCE
+
+    path = release / "beta/qrels.parquet"
+    q = pd.read_parquet(path)
+    i = q.index[q["theta"].notna()][5]
+    q.loc[i, "gain"] = np.nextafter(q.loc[i, "gain"], 2.0)
+    write_parquet(q, path, SCHEMAS["qrels"])
+    failed, _ = _run(release)
+    assert set(failed) == {"gains-derived"}
+    assert failed["gains-derived"].where == f"beta/gains.parquet, row {i}, field gain"
+    q.loc[i, "gain"] += 2 * GAIN_TOLERANCE
+    write_parquet(q, path, SCHEMAS["qrels"])
+    failed, _ = _run(release)
+    assert set(failed) == {"gains", "gains-derived"}
+    assert failed["gains"].details[0].startswith(
+        f"subset beta, query {q.loc[i, 'query-id']}, document {q.loc[i, 'corpus-id']}: theta=")
+
+
+def test_tables_with_their_rows_reordered_still_pass(release):
+    """The checks join on ids, not on row order, where the layout does not fix the order: the
+    first-stage runs, qrels (with their gains table) and top_ranked's queries, shuffled."""
+    from rcp_data.model.tables import gains_table
+
+    rng = np.random.default_rng(3)
+    for path, kind in [(release / "provenance/first_stage/alpha.parquet", "first_stage"),
+                       (release / "provenance/first_stage/beta.parquet", "first_stage"),
+                       (release / "alpha/qrels.parquet", "qrels"),
+                       (release / "beta/top_ranked.parquet", "top_ranked")]:
+        df = pd.read_parquet(path)
+        write_parquet(df.iloc[rng.permutation(len(df))].reset_index(drop=True), path,
+                      SCHEMAS[kind])
+    qrels = pa.Table.from_pandas(pd.read_parquet(release / "alpha/qrels.parquet"),
+                                 preserve_index=False)
+    write_parquet(gains_table(qrels).to_pandas(), release / "alpha/gains.parquet",
+                  SCHEMAS["gains"])
+    failed, checks = _run(release)
+    assert failed == {}
+    assert any(c.name == "fusion" and c.ok for c in checks)
+
+
+def test_walk_shortcut_and_sort_helpers_match_references():
+    """The fusion walk is taken in file order only when each query's rows are in (retriever,
+    rank) order already; the helpers agree with lexsort and pandas on random inputs."""
+    from rcp_data.checks.integrity import _first_seen, _grouped_in_order, _lex_order
+
+    rng = np.random.default_rng(9)
+    for trial in range(400):
+        n = int(rng.integers(0, 30))
+        g, r, k = (rng.integers(0, int(rng.integers(1, 5)), n) for _ in range(3))
+        if trial % 2 and n:      # each group's rows in order, the groups interleaved
+            o = np.lexsort((k, r, g))
+            slots = rng.permutation(g[o])
+            pos = {v: list(np.flatnonzero(g[o] == v)) for v in set(g.tolist())}
+            at = np.array([o[pos[v].pop(0)] for v in slots.tolist()], dtype=np.int64)
+            g, r, k = g[at], r[at], k[at]
+        want = all(
+            [(r[j], k[j]) for j in np.flatnonzero(g == v)]
+            == sorted((r[j], k[j]) for j in np.flatnonzero(g == v)) for v in set(g.tolist()))
+        assert _grouped_in_order(g, r, k) == want
+        assert _lex_order(g, r, k).tolist() == np.lexsort((k, r, g)).tolist()
+        codes = rng.integers(-1, 6, n)
+        if trial % 3 == 0:
+            codes = np.maximum.accumulate(codes) if n else codes
+        for nulls in (False, True):
+            assert _first_seen(codes, nulls=nulls).tolist() == \
+                pd.unique(codes if nulls else codes[codes >= 0]).tolist()

@@ -104,3 +104,40 @@ def test_gain_mismatches_and_link_name():
     assert list(np.flatnonzero(gain_mismatches(theta, stored, params)[0])) == [1, 3]
     assert link_name({"method": "2pl-irt"}) == DEFAULT_LINK == "weighted_discrimination"
     assert link_name({"link": "logistic"}) == "logistic"
+
+
+def test_pass_probabilities_of_a_vector_are_the_broadcast_numbers_bit_for_bit():
+    """A 1-D theta is computed one criterion a row (faster); every value is the same float
+    the (values x criteria) broadcast gives, so gains written before and after are equal."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(5)
+    params = ItemParams(tuple(rng.random(5) + 0.3), tuple(rng.standard_normal(5)))
+    theta = rng.standard_normal(10_001) * 3
+    theta[::17] = np.nan
+    g, b = np.asarray(params.gamma), np.asarray(params.beta)
+    want = expit(g * (theta[:, None] - b))
+    got = params.pass_probabilities(theta)
+    assert got.shape == want.shape and got.flags.c_contiguous
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(gain(theta, params), want @ (g / g.sum()), equal_nan=True)
+
+
+def test_gain_mismatches_in_blocks_equal_one_pass(monkeypatch):
+    """The check computes the link in blocks of values; the verdicts and the expected gains
+    are those of one call over every value."""
+    from rcp_data.core import gains as gains_module
+    from rcp_data.core.gains import GAIN_TOLERANCE, gain_mismatches
+
+    rng = np.random.default_rng(6)
+    theta = rng.standard_normal(1000)
+    theta[rng.random(1000) < 0.2] = np.nan
+    stored = np.where(np.isnan(theta), 0.0, gain(np.nan_to_num(theta), PARAMS))
+    stored[rng.choice(1000, 30, replace=False)] += 3 * GAIN_TOLERANCE
+    want_bad = ~(np.abs(stored - np.where(np.isnan(theta), 0.0, gain(theta, PARAMS)))
+                 <= GAIN_TOLERANCE)
+    monkeypatch.setattr(gains_module, "_BLOCK", 7)
+    bad, expected = gain_mismatches(theta, stored, PARAMS)
+    assert np.array_equal(bad, want_bad) and 0 < bad.sum() <= 30
+    np.testing.assert_allclose(expected[~np.isnan(theta)], gain(theta[~np.isnan(theta)], PARAMS),
+                               rtol=0, atol=1e-15)

@@ -3,10 +3,14 @@
 Each check returns :class:`Check` records a person can read (what, expected, found, where)
 and a machine can consume. Checks read plain tables and never modify anything.
 
-Built for real scale (8.8M passages, 2.2M pool pairs): ids are mapped to integer codes with
-pyarrow (``index_in`` against a vocabulary) and every check is a vectorized numpy operation on
-``query * width + document`` keys; only the rows named in a failure's details become Python
-strings. Tables are read once per provenance split (pool, first stage) and per corpus.
+Built for real scale (8.8M passages, 2.2M pool pairs): each id column is dictionary-encoded
+once (a split's pool once for all its subsets; a column holding the pool's ids row for row
+takes the pool's codes) and mapped onto a vocabulary, and every check is a vectorized numpy
+operation on ``query * width + document`` keys, computed once per subset
+(:class:`SubsetTables`); only the rows named in a failure's details become Python strings.
+Rows already in the order a check needs are not sorted again (checked in one pass), and a
+lookup goes through a table over the key range where it is small. Tables are read once per
+provenance split (pool, first stage) and per corpus.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from rcp_data.core.io import (
 )
 from rcp_data.model.card_format import config_data_files
 from rcp_data.model.keys import (
+    KeyIds,
     PairKeys,
     contains,
+    in_order,
     positions,
     rows_of,
+    stable_order,
     strings,
     vocabulary,
 )
@@ -150,7 +157,16 @@ def _list_values(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
 def _bools(col: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray:
     if col is None:
         return np.full(n, default, dtype=bool)
-    return col.combine_chunks().fill_null(default).to_numpy(zero_copy_only=False).astype(bool)
+    arr = col.combine_chunks()
+    return (arr.fill_null(default) if arr.null_count else arr).to_numpy(
+        zero_copy_only=False).astype(bool)
+
+
+def _ints(col: pa.ChunkedArray) -> np.ndarray:
+    """An integer column as int64, a null as 0."""
+    arr = col.combine_chunks()
+    return (arr.fill_null(0) if arr.null_count else arr).to_numpy(
+        zero_copy_only=False).astype(np.int64)
 
 
 def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> pa.Table:
@@ -158,9 +174,36 @@ def _read(root: Path, rel: str, kind: str, columns: list[str] | None = None) -> 
 
 
 # -- per subset -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PoolCodes:
+    """Dictionary codes of a provenance pool's query and document ids (-1: null), computed
+    once per split: each subset takes its rows by query code, never hashing the ids again."""
+
+    query_codes: np.ndarray
+    query_dict: pa.Array
+    doc_codes: np.ndarray
+    doc_dict: pa.Array
+
+    @classmethod
+    def of(cls, pool: pa.Table) -> PoolCodes:
+        (q, qd), (d, dd) = _codes(pool.column("query-id")), _codes(pool.column("corpus-id"))
+        return cls(q, qd, d, dd)
+
+    def rows_of_queries(self, qids: pa.Array) -> np.ndarray:
+        """Which pool rows name one of ``qids`` (``pc.is_in``: a null matches a null)."""
+        mine = np.append(positions(self.query_dict, qids) >= 0, qids.null_count > 0)
+        return mine[self.query_codes]
+
+    @staticmethod
+    def first_seen(codes: np.ndarray, dictionary: pa.Array) -> pa.Array:
+        """The distinct values that ``codes`` name, in order of first appearance."""
+        return dictionary.take(pa.array(_first_seen(codes)))
+
+
 @dataclass
 class SubsetTables:
-    """One subset's tables as the checks read them (arrow)."""
+    """One subset's tables as the checks read them (arrow), and their pair keys
+    (:class:`PairKeys` over the subset's vocabularies, computed once in :func:`load_subset`)."""
 
     name: str
     query_ids: pa.Array
@@ -171,6 +214,12 @@ class SubsetTables:
     pool: pa.Table                   # provenance-pool rows of this subset's queries
     corpus_ids: pa.Array
     keys: PairKeys = field(repr=False, default=None)  # type: ignore[assignment]
+    top_keys: np.ndarray = field(repr=False, default=None)       # type: ignore[assignment]
+    top_doc_codes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    pool_keys: np.ndarray = field(repr=False, default=None)      # type: ignore[assignment]
+    pool_query_codes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    qrels_keys: np.ndarray = field(repr=False, default=None)     # type: ignore[assignment]
+    excluded_keys: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def n_queries(self) -> int:
@@ -200,9 +249,20 @@ class _Corpora:
         return self._cache[files]
 
 
-def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
-                ) -> SubsetTables:
+def _pair_keys(K: PairKeys, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Keys of codes ``q`` and ``d`` (-1 where either is -1): what ``K(ids, ids)`` gives."""
+    if not len(q) or (q.min() >= 0 and d.min() >= 0):
+        return q * K.width + d
+    return np.where((q >= 0) & (d >= 0), q * K.width + d, -1)
+
+
+def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora,
+                pool_codes: PoolCodes | None = None) -> SubsetTables:
+    """One subset's tables, its rows of the split's ``pool`` (``pool_codes``: that pool's
+    codes, computed here when not given) and the pair keys of every table, from dictionary
+    codes: each id column is hashed once."""
     root = rel.root
+    codes = pool_codes or PoolCodes.of(pool)
     top = _read(root, subset_file(subset, "top_ranked"), "top_ranked")
     qids = strings(top.column("query-id"))
     rows, docs = _list_values(top.column("corpus-ids"))
@@ -210,16 +270,49 @@ def load_subset(rel: Release, subset: str, pool: pa.Table, corpora: _Corpora
                   ["query-id", "corpus-id", "score", "gain", "theta"])
     excluded = (_read(root, subset_file(subset, "excluded"), "excluded")
                 if rel.has(subset, "excluded") else None)
-    mine = pool.filter(pc.is_in(pool.column("query-id"), value_set=qids))
+    take = codes.rows_of_queries(qids)
+    at = np.flatnonzero(take)
+    contiguous = not len(at) or at[-1] - at[0] + 1 == len(at)
+    mine = (pool.slice(int(at[0]) if len(at) else 0, len(at)) if contiguous
+            else pool.filter(pa.array(take)))
+    pool_q, pool_d = codes.query_codes[at], codes.doc_codes[at]
     ex_q = ex_d = pa.array([], pa.string())
     if excluded is not None:
         er, ex_d = _list_values(excluded.column("excluded-corpus-ids"))
         ex_q = strings(excluded.column("query-id")).take(pa.array(er))
-    keys = PairKeys(vocabulary(qids, strings(qrels.column("query-id")), ex_q),
-                 vocabulary(docs, strings(mine.column("corpus-id")),
-                        strings(qrels.column("corpus-id")), ex_d))
+    # a column that holds the pool's ids, value for value (qrels and top_ranked are usually
+    # written in pool order), takes the pool's codes: the same strings, no hashing again
+    mine_q, mine_d = (pool_q, codes.query_dict), (pool_d, codes.doc_dict)
+    (top_d, top_dd), (ex_dc, ex_dd) = _codes_as(docs, mine, "corpus-id", mine_d), _codes(ex_d)
+    qr_q, qr_qd = _codes_as(qrels.column("query-id"), mine, "query-id", mine_q)
+    qr_d, qr_dd = _codes_as(qrels.column("corpus-id"), mine, "corpus-id", mine_d)
+    seen = PoolCodes.first_seen
+    K = PairKeys(vocabulary(qids, seen(qr_q, qr_qd), ex_q),
+                 vocabulary(seen(top_d, top_dd), seen(pool_d, codes.doc_dict),
+                            seen(qr_d, qr_dd), seen(ex_dc, ex_dd)))
+    top_q = positions(qids, K.queries)[rows]
+    top_dc = _recode(top_d, positions(top_dd, K.docs))
+    pool_qc = _recode(pool_q, positions(codes.query_dict, K.queries))
+    pool_keys = _pair_keys(K, pool_qc, _recode(pool_d, positions(codes.doc_dict, K.docs)))
+    qrels_keys = _pair_keys(K, _recode(qr_q, positions(qr_qd, K.queries)),
+                            _recode(qr_d, positions(qr_dd, K.docs)))
+    ex_keys = (_pair_keys(K, positions(ex_q, K.queries), _recode(ex_dc, positions(ex_dd, K.docs)))
+               if len(ex_q) else np.zeros(0, np.int64))
     return SubsetTables(subset, qids, rows, docs, qrels, excluded, mine, corpora.ids(subset),
-                        keys)
+                        K, top_keys=_pair_keys(K, top_q, top_dc), top_doc_codes=top_dc,
+                        pool_keys=pool_keys, pool_query_codes=pool_qc, qrels_keys=qrels_keys,
+                        excluded_keys=ex_keys)
+
+
+def _codes_as(col: pa.ChunkedArray | pa.Array, table: pa.Table, name: str,
+              known: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """:func:`_codes` of ``col``; ``known`` (the codes of ``table``'s column ``name``) when the
+    two columns hold the same strings, row for row, none null."""
+    values, other = strings(col), strings(table.column(name))
+    if (len(values) == len(other) and not values.null_count and not other.null_count
+            and (not len(values) or pc.all(pc.equal(values, other)).as_py())):
+        return known
+    return _codes(col)
 
 
 def _pair_details(t: SubsetTables, keys: np.ndarray, prefix: str = "") -> list[str]:
@@ -236,12 +329,10 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     (the pre-publish release check proved it), so that is not computed again."""
     s, K = t.name, t.keys
     checks: list[Check] = []
-    top_keys = K(t.query_ids.take(pa.array(t.top_rows)), t.top_docs) if len(t.top_rows) else \
-        np.zeros(0, np.int64)
-    pool_q, pool_d = strings(t.pool.column("query-id")), strings(t.pool.column("corpus-id"))
-    pool_keys = K(pool_q, pool_d)
-    # top_ranked ids in corpus and pool
-    in_corpus = _in_corpus(t.top_docs, t.corpus_ids)
+    top_keys, pool_keys = t.top_keys, t.pool_keys
+    # top_ranked ids in corpus and pool (each document of the subset probed once)
+    in_corpus = np.append(_in_corpus(K.docs, t.corpus_ids),
+                          t.corpus_ids.null_count > 0)[t.top_doc_codes]
     miss = top_keys[~in_corpus]
     checks.append(_ok("top-ranked-in-corpus", "every top_ranked id is in the corpus",
                       f"{len(top_keys)} ids", s) if not len(miss) else _fail(
@@ -255,9 +346,7 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     checks.append(check_top_ranked_order(t, top_keys, pool_keys))
     # exclusions
     if t.excluded is not None:
-        er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
-        ex_keys = K(strings(t.excluded.column("query-id")).take(pa.array(er)), ed) if len(er) \
-            else np.zeros(0, np.int64)
+        ex_keys = t.excluded_keys
         bad = top_keys[contains(top_keys, ex_keys)]
         checks.append(_ok("no-excluded-in-top-ranked", "no excluded id in top_ranked",
                           f"{len(ex_keys)} exclusions", s) if not len(bad) else _fail(
@@ -266,14 +355,14 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     # the pool's excluded flag marks exactly the pooled documents of the excluded table
     if "excluded" in t.pool.column_names:
         flagged = _bools(t.pool.column("excluded"), t.pool.num_rows, False)
-        odd = pool_keys[flagged != contains(pool_keys, _excluded_keys(t))]
+        odd = pool_keys[flagged != contains(pool_keys, t.excluded_keys)]
         what = "provenance-pool excluded = the document is in the query's excluded list"
         checks.append(_ok("excluded-flag", what, f"{int(flagged.sum())} flagged", s)
                       if not len(odd) else _fail("excluded-flag", what, "0 differences",
                                                  f"{len(odd)} differ", f"provenance-pool {s}",
                                                  _pair_details(t, odd)))
     # gains of the judged pool
-    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    q_keys = t.qrels_keys
     theta_all, gain_all = float_values(t.qrels.column("theta")), float_values(t.qrels.column("gain"))
     n_pool = t.pool.num_rows
     cols = t.pool.column_names
@@ -320,28 +409,25 @@ def check_subset(rel: Release, t: SubsetTables, params: ItemParams, link: str, *
     return checks
 
 
-def _excluded_keys(t: SubsetTables) -> np.ndarray:
-    if t.excluded is None:
-        return np.zeros(0, np.int64)
-    er, ed = _list_values(t.excluded.column("excluded-corpus-ids"))
-    if not len(er):
-        return np.zeros(0, np.int64)
-    return t.keys(strings(t.excluded.column("query-id")).take(pa.array(er)), ed)
-
-
 def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.ndarray
                            ) -> Check:
     """Each query's ``top_ranked`` list is its pool in ``pool_rank`` order, exclusions removed."""
     K = t.keys
     n = t.pool.num_rows
     drop = _bools(t.pool.column("excluded") if "excluded" in t.pool.column_names else None,
-                  n, False) | contains(pool_keys, _excluded_keys(t))
-    ranks = t.pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+                  n, False) | contains(pool_keys, t.excluded_keys)
+    ranks = _ints(t.pool.column("pool_rank"))
     keep = np.flatnonzero(~drop)
     pq_, tq = pool_keys[keep] // K.width, top_keys // K.width
-    po = keep[np.lexsort((ranks[keep], pq_))]
-    to = np.argsort(tq, kind="stable")
+    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
+    kept_keys = pool_keys[keep]
+    if (len(kept_keys) == len(top_keys) and in_order(pq_, ranks[keep]) and in_order(tq)
+            and (not len(top_keys) or top_keys.min() >= 0)
+            and np.array_equal(kept_keys, top_keys)):
+        # both in query order already and equal row for row: every list is its pool
+        return _ok("top-ranked-order", what, f"{len(top_keys)} candidates", t.name)
+    po = keep[stable_order(pq_, ranks[keep])]
+    to = stable_order(tq)
     pk, tk = pool_keys[po], top_keys[to]
     pqs, tqs = pk // K.width, tk // K.width
     width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
@@ -355,7 +441,6 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
     counts_p = np.bincount(pqs, minlength=len(K.queries))
     counts_t = np.bincount(tqs, minlength=len(K.queries))
     bad_q |= set(np.flatnonzero(counts_p != counts_t).tolist())
-    what = "each top_ranked list is the query's pool in pool_rank order, exclusions removed"
     if not bad_q:
         return _ok("top-ranked-order", what, f"{len(tk)} candidates", t.name)
     details = [f"query {K.queries[q].as_py()}: top_ranked has {int(counts_t[q])} candidates, "
@@ -366,7 +451,7 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
 
 def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable grouping by ``codes``: ``(order, group start of each sorted row, starts)``."""
-    order = np.argsort(codes, kind="stable")
+    order = stable_order(codes)
     sc = codes[order]
     starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
     start_of = np.repeat(starts, np.diff(np.r_[starts, len(sc)]))
@@ -379,13 +464,11 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     size, rule = spec.pool.size, spec.pool.rule
     pool = t.pool
     n = pool.num_rows
-    qc = positions(strings(pool.column("query-id")), K.queries)
-    keys = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
-    ranks = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    qc, keys = t.pool_query_codes, t.pool_keys
+    ranks = _ints(pool.column("pool_rank"))
     rrf = float_values(pool.column("rrf_score"))
     inj = _bools(pool.column("gt_injected"), n, False)
-    q_keys = K(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    q_keys = t.qrels_keys
     pos_keys = q_keys[spec.positive_mask(float_values(t.qrels.column("score")))]
     positive = contains(keys, pos_keys)
     added = rrf == 0                                    # not from the fused top k
@@ -445,7 +528,8 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
 
 
 # -- fusion -----------------------------------------------------------------------------------
-def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
+def check_fusion(rel: Release, split: str, pool: pa.Table,
+                 pool_codes: PoolCodes | None = None) -> list[Check]:
     """Fusing provenance-first-stage reproduces ``rrf_fused`` and the pool's ``rrf_score``.
 
     An independent, vectorized reading of the design note's rule: ``sum_r 1 / (k + rank_r)``
@@ -472,28 +556,44 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     if unknown:
         problems.append(f"unknown retriever(s) {unknown}; expected {names}")
     (fq, fq_dict), (fd, fd_dict) = _codes(fs.column("query-id")), _codes(fs.column("corpus-id"))
-    K = PairKeys(vocabulary(fq_dict.take(pa.array(_first_seen(fq))),
-                            strings(pool.column("query-id"))),
-                 vocabulary(fd_dict.take(pa.array(_first_seen(fd))),
-                            strings(pool.column("corpus-id"))))
-    qc, dc = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
-    keys = np.where((qc >= 0) & (dc >= 0), qc * K.width + dc, -1)
-    rank = fs.column("rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    codes = pool_codes or PoolCodes.of(pool)
+    seen = PoolCodes.first_seen
+    K = PairKeys(vocabulary(seen(fq, fq_dict), seen(codes.query_codes, codes.query_dict)),
+                 vocabulary(seen(fd, fd_dict), seen(codes.doc_codes, codes.doc_dict)))
+    fq_k, fd_k = _recode(fq, positions(fq_dict, K.queries)), _recode(fd, positions(fd_dict, K.docs))
+    keys = _pair_keys(K, fq_k, fd_k)
+    rank = _ints(fs.column("rank"))
     score = float_values(fs.column("score"))
-    qcode = keys // K.width
+    known = not len(keys) or keys.min() >= 0     # every pair's ids are known (no key -1)
+    qcode = fq_k if known else keys // K.width
     run = np.flatnonzero((r_idx >= 0) & (r_idx < len(names)))
-    # the walk: per query, retrievers in order, each by rank (one stable sort of one key, the
-    # order lexsort of the three gives)
-    walk = run[_lex_order(qcode[run], r_idx[run], rank[run])]
-    wk = keys[walk]
-    uniq, first, inv = np.unique(wk, return_index=True, return_inverse=True)
-    fused_score = np.bincount(inv.reshape(-1), weights=1.0 / (spec.pool.rrf_k + rank[walk]),
-                              minlength=len(uniq))
     stored = np.flatnonzero(r_idx == len(names))
-    pos = np.searchsorted(uniq, keys[stored])
-    pos = np.clip(pos, 0, max(len(uniq) - 1, 0))
-    found = (uniq[pos] == keys[stored]) if len(uniq) else np.zeros(len(stored), bool)
+    pk = _pair_keys(K, _recode(codes.query_codes, positions(codes.query_dict, K.queries)),
+                    _recode(codes.doc_codes, positions(codes.doc_dict, K.docs)))
+    prrf = float_values(pool.column("rrf_score"))
+    scored = np.flatnonzero(prrf > 0)
+    # the walk: per query, retrievers in order, each by rank (one stable sort of one key, the
+    # order lexsort of the three gives). Where each query's rows are in that order in the file
+    # already, the file order serves: each pair meets its rows, and each query its pairs, in
+    # the order of the walk (the sums and the first appearances below are the walk's).
+    q_run, r_run, rank_run = qcode[run], r_idx[run], rank[run]
+    if _grouped_in_order(q_run, r_run, rank_run):
+        walk, walk_rank = run, rank_run
+    else:
+        walk = run[_lex_order(q_run, r_run, rank_run)]
+        walk_rank = rank[walk]
+    # every pair looked up, numbered in key order; the walk's first row of each
+    pool_known = not len(pk) or pk.min() >= 0
+    pairs = KeyIds(keys[walk], keys[stored], pk[scored],
+                   within=len(K.queries) * K.width if known and pool_known else None)
+    walk_id, stored_id, pool_id = pairs.ids
+    first = np.full(pairs.n, len(walk), dtype=_index_type(len(walk)))
+    np.minimum.at(first, walk_id, np.arange(len(walk), dtype=first.dtype))
+    # summed in walk order, as a walk adds them
+    fused_score = np.bincount(walk_id, weights=1.0 / (spec.pool.rrf_k + walk_rank),
+                              minlength=pairs.n)
+    stored_first = first[stored_id]
+    found = stored_first < len(walk)               # pairs a first-stage run retrieved
 
     def name(i: int) -> str:
         q, d = K.name(int(keys[i]))
@@ -501,59 +601,59 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
 
     for i in stored[~found][:MAX_DETAILS]:
         problems.append(f"{name(i)} is in rrf_fused but no first-stage run retrieved it")
-    st = stored[found]
-    mine = fused_score[pos[found]]
-    off = np.abs(score[st] - mine) >= RRF_TOLERANCE
+    st, st_id = stored[found], stored_id[found]
+    mine = fused_score[st_id]
+    st_score, st_rank, st_q = score[st], rank[st], qcode[st]
+    off = np.abs(st_score - mine) >= RRF_TOLERANCE
     for i, m in zip(st[off][:MAX_DETAILS], mine[off][:MAX_DETAILS], strict=True):
         problems.append(f"{name(i)}: rrf_fused order differs from the fusion (it stores "
                         f"{float(score[i])!r}, the fusion gives this document {float(m)!r})")
     # order: ranks 1..n, score descending, equal scores by first appearance
-    so = st[np.lexsort((rank[st], qcode[st]))]
-    fo = first[np.searchsorted(uniq, keys[so])] if len(so) else np.zeros(0, np.int64)
+    so, fo, q_so, r_so, s_so = st, stored_first[found], st_q, st_rank, st_score
+    if not in_order(st_q, st_rank):
+        o = np.lexsort((st_rank, st_q))
+        so, fo, q_so, r_so, s_so = so[o], fo[o], q_so[o], r_so[o], s_so[o]
+    head = np.r_[True, q_so[1:] != q_so[:-1]] if len(so) else np.zeros(0, dtype=bool)
     if len(so) > 1:
-        same_q = qcode[so][1:] == qcode[so][:-1]
-        s0, s1 = score[so][:-1], score[so][1:]
+        same_q = ~head[1:]
+        s0, s1 = s_so[:-1], s_so[1:]
         bad = same_q & ((s1 > s0) | ((s1 == s0) & (fo[1:] < fo[:-1])))
-        bad |= same_q & (rank[so][1:] != rank[so][:-1] + 1)
+        bad |= same_q & (r_so[1:] != r_so[:-1] + 1)
         for j in np.flatnonzero(bad)[:MAX_DETAILS]:
             problems.append(f"{name(so[j + 1])}: rrf_fused order differs from the fusion "
                             "(score descending, ties by first appearance, ranks 1..n)")
-    if len(so):
-        head = np.r_[True, qcode[so][1:] != qcode[so][:-1]]
-        for i in so[head & (rank[so] != 1)][:MAX_DETAILS]:
-            problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
+    for i in so[head & (r_so != 1)][:MAX_DETAILS]:
+        problems.append(f"{name(i)}: rrf_fused does not start at rank 1")
     # no document left out that scores above a query's last stored one
-    if len(st) and len(uniq):
-        uq = uniq // K.width
-        kept = contains(uniq, keys[st])
+    if len(st):
+        left_out = first < len(walk)
+        left_out[st_id] = False
         low = np.full(len(K.queries), np.inf)
-        np.minimum.at(low, qcode[st], mine)
-        left = ~kept & (fused_score > low[uq] + RRF_TOLERANCE)
-        for u in np.flatnonzero(left)[:MAX_DETAILS]:
-            q, d = K.name(int(uniq[u]))
+        np.minimum.at(low, st_q, mine)
+        cand = np.flatnonzero(left_out)          # in key order
+        left = cand[fused_score[cand] > low[pairs.key(cand) // K.width] + RRF_TOLERANCE]
+        for u in left[:MAX_DETAILS]:
+            q, d = K.name(int(pairs.key(u)))
             problems.append(f"query {q}: document {d} fuses to {float(fused_score[u])!r}, above the "
                             "last document of rrf_fused, but is missing from it")
     # the pool's rrf_score
-    pk = K(strings(pool.column("query-id")), strings(pool.column("corpus-id")))
-    prrf = float_values(pool.column("rrf_score"))
-    scored = np.flatnonzero(prrf > 0)
-    row = rows_of(uniq, pk[scored])
     diff = np.full(len(scored), np.inf)
-    diff[row >= 0] = np.abs(prrf[scored][row >= 0] - fused_score[row[row >= 0]])
+    fused_pool = first[pool_id] < len(walk)
+    diff[fused_pool] = np.abs(prrf[scored][fused_pool] - fused_score[pool_id[fused_pool]])
     bad_pool = scored[~(diff < RRF_TOLERANCE)]
     if len(bad_pool):
         problems.append(f"{len(bad_pool)} pool rrf_score values differ from the fusion")
         for i in bad_pool[:MAX_DETAILS]:
             q, d = K.name(int(pk[i]))
             problems.append(f"pool: query {q}, document {d}: rrf_score {float(prrf[i])!r}")
-    # the pool's fused part follows the fused order
-    fused_rank = np.full(len(scored), -1, dtype=np.int64)
-    srow = rows_of(keys[st], pk[scored])
-    fused_rank[srow >= 0] = rank[st][srow[srow >= 0]]
-    prank = pool.column("pool_rank").combine_chunks().fill_null(0).to_numpy(
-        zero_copy_only=False).astype(np.int64)
+    # the pool's fused part follows the fused order (a pair's first stored row gives its rank)
+    first_stored = np.full(pairs.n, len(st), dtype=_index_type(len(st)))
+    np.minimum.at(first_stored, st_id, np.arange(len(st), dtype=first_stored.dtype))
+    srow = first_stored[pool_id]
+    fused_rank = np.append(st_rank, -1)[srow]
+    prank = _ints(pool.column("pool_rank"))
     pq_ = pk[scored] // K.width
-    o = np.lexsort((prank[scored], pq_))
+    o = stable_order(pq_, prank[scored])
     if len(o) > 1:
         same_q = pq_[o][1:] == pq_[o][:-1]
         fr = fused_rank[o]
@@ -565,8 +665,14 @@ def check_fusion(rel: Release, split: str, pool: pa.Table) -> list[Check]:
     if problems:
         return [_fail("fusion", what, "identical", f"{len(problems)} problems", rel_path,
                       problems)]
-    return [_ok("fusion", what, f"{len(np.unique(qcode[stored]))} queries, {len(stored)} fused "
-                "rows", rel_path)]
+    # no problem: every stored row is in ``so``, each query's rows together
+    return [_ok("fusion", what, f"{int(head.sum())} queries, {len(stored)} fused rows",
+                rel_path)]
+
+
+def _index_type(n: int) -> type:
+    """The narrowest of int32 and int64 that holds ``0..n``."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -575,31 +681,90 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
         col = pc.dictionary_encode(col)
     col = pa.table({"c": col}).unify_dictionaries().column("c")
     if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
-    codes = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-                            .astype(np.int64, copy=False) for c in col.chunks])
+        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.string())
+    codes = np.concatenate([_indices(c.indices) for c in col.chunks]) if col.num_chunks > 1 \
+        else _indices(col.chunk(0).indices)
     return codes, strings(col.chunk(0).dictionary)
+
+
+def _indices(indices: pa.Array) -> np.ndarray:
+    """Dictionary indices as a signed integer array (arrow's own, no copy), a null as -1."""
+    if indices.null_count:
+        indices = indices.fill_null(-1)
+    codes = indices.to_numpy(zero_copy_only=False)
+    return codes if codes.dtype.kind == "i" else codes.astype(np.int64)
 
 
 def _first_seen(codes: np.ndarray, *, nulls: bool = False) -> np.ndarray:
     """The distinct codes (>= 0, or -1 too with ``nulls``), in order of first appearance."""
-    import pandas as pd
-
-    return pd.unique(codes if nulls else codes[codes >= 0]).astype(np.int64)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    low = codes.min()
+    if not nulls and low < 0:
+        codes = codes[codes >= 0]
+        if not len(codes):
+            return np.zeros(0, dtype=np.int64)
+        low = codes.min()
+    # codes that first appear as 0, 1, 2, ... (a dictionary in order of first appearance):
+    # the running maximum starts at the lowest code and never rises by more than one
+    top = np.maximum.accumulate(codes)
+    if top[0] == low and (len(top) < 2 or (np.diff(top) <= 1).all()):
+        return np.arange(int(top[0]), int(top[-1]) + 1, dtype=np.int64)
+    shifted = codes + 1
+    first = np.full(int(shifted.max()) + 1, len(shifted), dtype=np.int64)
+    np.minimum.at(first, shifted, np.arange(len(shifted), dtype=np.int64))
+    present = np.flatnonzero(first < len(shifted))
+    return present[np.argsort(first[present])] - 1
 
 
 def _recode(codes: np.ndarray, to: np.ndarray) -> np.ndarray:
-    """``to[code]`` for each code, -1 staying -1."""
-    return np.where(codes >= 0, np.append(to, -1)[codes], -1)
+    """``to[code]`` for each code (int64), -1 staying -1."""
+    if np.array_equal(to, np.arange(len(to))):     # the same order: the codes themselves
+        return codes.astype(np.int64)
+    return np.append(np.asarray(to, dtype=np.int64), -1)[codes]
+
+
+def _grouped_in_order(group: np.ndarray, *keys: np.ndarray) -> bool:
+    """Whether the rows of each value of ``group``, in file order, are in order of ``keys``
+    (the first most significant), wherever in the file they lie. One pass over the rows, and
+    one over the runs of equal ``group`` values."""
+    if len(group) < 2:
+        return True
+    same = group[1:] == group[:-1]
+    if not _pairs_in_order(same, [(k[:-1], k[1:]) for k in keys]):
+        return False
+    starts = np.r_[0, np.flatnonzero(~same) + 1]      # runs of one group value
+    ends = np.r_[starts[1:], len(group)] - 1
+    o = np.argsort(group[starts], kind="stable")      # each value's runs, in file order
+    before, after = ends[o][:-1], starts[o][1:]
+    return _pairs_in_order(group[starts][o][1:] == group[starts][o][:-1],
+                           [(k[before], k[after]) for k in keys])
+
+
+def _pairs_in_order(compared: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether each compared pair of rows ``(a, b)`` has ``a <= b`` on the keys, compared
+    lexicographically."""
+    undecided = compared.copy()
+    for a, b in pairs:
+        if (undecided & (b < a)).any():
+            return False
+        undecided &= b == a
+    return True
 
 
 def _lex_order(*keys: np.ndarray) -> np.ndarray:
     """``np.lexsort(keys[::-1])`` (first key most significant) through one stable argsort of
-    one combined key where the ranges allow it."""
+    one combined key where the ranges allow it. Rows whose other keys are in order within
+    each value of the first need only a stable sort by it: a radix sort when it spans at
+    most 2**16 values."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
     lows = [int(k.min()) for k in keys]
     spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if spans[0] <= 1 << 16:
+        grouped = np.argsort((keys[0] - lows[0]).astype(np.uint16), kind="stable")
+        if in_order(*(k[grouped] for k in keys)):
+            return grouped
     if np.prod([float(s) for s in spans]) >= 2.0 ** 62:
         return np.lexsort(keys[::-1])
     combined = np.zeros(len(keys[0]), dtype=np.int64)
@@ -774,13 +939,14 @@ def run_integrity(rel: Release, params: ItemParams, link: str,
         if not present:
             continue
         pool = _read(rel.root, provenance_file("pool", split), "pool")
+        codes = PoolCodes.of(pool)
         for s in present:
-            t = load_subset(rel, s, pool, corpora)
+            t = load_subset(rel, s, pool, corpora, codes)
             tables[s] = t
             checks += check_subset(rel, t, params, link, link_checked=link_checked)
             checks += check_gains_derived(rel, s)
             checks += check_pool_rule(rel, t)
-        checks += check_fusion(rel, split, pool)
+        checks += check_fusion(rel, split, pool, codes)
         log.info("integrity: split %s checked (%d pool pairs)", split, pool.num_rows)
     checks += check_ids(rel, tables)
     checks += check_optional(rel)

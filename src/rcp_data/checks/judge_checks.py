@@ -37,7 +37,7 @@ def _judged(t: SubsetTables, pool_keys: np.ndarray) -> np.ndarray:
     cols = t.pool.column_names
     if "judged" in cols:
         return _bools(t.pool.column("judged"), t.pool.num_rows, False)
-    q_keys = t.keys(strings(t.qrels.column("query-id")), strings(t.qrels.column("corpus-id")))
+    q_keys = t.qrels_keys
     with_theta = q_keys[~np.isnan(float_values(t.qrels.column("theta")))]
     return contains(pool_keys, with_theta)
 
@@ -77,13 +77,11 @@ def check_judge(rel: Release, params: ItemParams, tables: dict[str, SubsetTables
         released = set()
         for t in members:
             released |= set(t.query_ids.to_pylist())
-            pool_keys = t.keys(strings(t.pool.column("query-id")),
-                               strings(t.pool.column("corpus-id")))
+            pool_keys = t.pool_keys
             judged = _judged(t, pool_keys)
             judged_keys = pool_keys[judged]
             n_judged += len(judged_keys)
-            q_keys = t.keys(strings(t.qrels.column("query-id")),
-                            strings(t.qrels.column("corpus-id")))
+            q_keys = t.qrels_keys
             theta_keys = q_keys[~np.isnan(float_values(t.qrels.column("theta")))]
             stray = theta_keys[~contains(theta_keys, judged_keys)]
             theta_problems += [f"{_pair(t, k)}: a theta, but not a judged pool document"

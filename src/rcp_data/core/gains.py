@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # numpy is imported where a gain is computed (reading a histo
 DEFAULT_LINK = "weighted_discrimination"
 LINK_NAMES = ("weighted_discrimination", "unweighted", "logistic", "criterion:<Cn>")
 GAIN_TOLERANCE = 1e-12          # a stored gain equals the link of its theta within this
+_BLOCK = 1 << 16                # values whose gains are computed at once when checking
 
 
 def link_name(calibration: Mapping) -> str:
@@ -95,10 +96,12 @@ class ItemParams:
         import numpy as np
         from scipy.special import expit  # imported when a gain is computed
 
-        t = np.asarray(theta, dtype=np.float64)[..., None]
+        t = np.asarray(theta, dtype=np.float64)
         g = np.asarray(self.gamma)
         b = np.asarray(self.beta)
-        return expit(g * (t - b))
+        if t.ndim == 1:  # one criterion a row while computing: loops along the values, same numbers
+            return np.ascontiguousarray(expit(g[:, None] * (t[None, :] - b[:, None])).T)
+        return expit(g * (t[..., None] - b))
 
 
 def _weighted(params: ItemParams, theta: np.ndarray) -> np.ndarray:
@@ -165,7 +168,9 @@ def gain_mismatches(theta: np.ndarray, gains: np.ndarray, params: ItemParams,
     scored = ~np.isnan(theta)
     expected = np.zeros_like(theta)
     if scored.any():
-        expected[scored] = gain(theta[scored], params, link)
+        at = np.flatnonzero(scored)
+        for i in range(0, len(at), _BLOCK):  # a block's (values x criteria) temporaries in cache
+            expected[at[i:i + _BLOCK]] = gain(theta[at[i:i + _BLOCK]], params, link)
     stored = np.where(~scored & np.isnan(gains), 0.0, gains)
     return ~(np.abs(stored - expected) <= GAIN_TOLERANCE), expected
 

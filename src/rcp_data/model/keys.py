@@ -64,11 +64,80 @@ def dictionary_codes(col: pa.ChunkedArray | pa.Array, name: str, path: str
     return indices, dictionary.cast(pa.string())
 
 
+def _table_span(*arrays: np.ndarray, per_value: int = 8) -> tuple[int, int] | None:
+    """``(low, span)`` of the integer values of ``arrays`` when a table indexed by value, of
+    ``per_value`` bytes each, is cheap beside the arrays (else None: a sort or a hash then)."""
+    lo = min(int(a.min()) for a in arrays)
+    span = max(int(a.max()) for a in arrays) - lo + 1
+    n = sum(len(a) for a in arrays)
+    return (lo, span) if span * per_value <= max(32 * n, 1 << 23) else None
+
+
+class KeyIds:
+    """The integer keys of several arrays numbered ``0..n-1`` in key order, equal keys one id
+    (``ids``: one array per part): a key minus the lowest when a table over the keys' range
+    is small, else its position among the sorted distinct keys."""
+
+    def __init__(self, *parts: np.ndarray, within: int | None = None):
+        """``within``: every key is known to lie in ``0..within-1`` (not scanned for)."""
+        some = [p for p in parts if len(p)]
+        n_keys = sum(len(p) for p in parts)
+        if within is not None and within * 8 <= max(32 * n_keys, 1 << 23):
+            span: tuple[int, int] | None = (0, within)
+        else:
+            span = _table_span(*some) if some else (0, 0)
+        self._uniq: np.ndarray | None = None
+        if span is not None:
+            self.lo, self.n = span
+            self.ids = [p - self.lo if self.lo else p for p in parts]
+        else:
+            self.lo, self._uniq = 0, np.unique(np.concatenate(some))
+            self.n = len(self._uniq)
+            self.ids = [np.searchsorted(self._uniq, p) for p in parts]
+
+    def key(self, ids: np.ndarray) -> np.ndarray:
+        """The key of each id."""
+        return ids + self.lo if self._uniq is None else self._uniq[ids]
+
+
+def is_sorted(values: np.ndarray) -> bool:
+    """Whether ``values`` never decrease (checked in one pass)."""
+    return bool(len(values) < 2 or (values[1:] >= values[:-1]).all())
+
+
+def in_order(*keys: np.ndarray) -> bool:
+    """Whether the rows are sorted by the integer ``keys`` (the first most significant),
+    checked in one pass over each."""
+    undecided = np.ones(max(len(keys[0]) - 1, 0), dtype=bool)   # rows equal so far
+    for k in keys:
+        if (undecided & (k[1:] < k[:-1])).any():
+            return False
+        undecided &= k[1:] == k[:-1]
+    return True
+
+
+def stable_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])`` of integer keys (the first most significant, equal rows in
+    file order): the identity when the rows are in that order already (:func:`in_order`)."""
+    if all(k.dtype.kind in "iub" for k in keys) and in_order(*keys):
+        return np.arange(len(keys[0]))
+    return np.lexsort(keys[::-1])
+
+
 def rows_of(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
     """Row of each ``probe`` key in ``keys`` (the first row when repeated; -1 when absent)."""
     if not len(keys):
         return np.full(len(probe), -1, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
+    if not len(probe):
+        return np.zeros(0, dtype=np.int64)
+    span = _table_span(keys, probe)
+    if span is not None:   # a table over the values: the lowest row of each key
+        lo, n_values = span
+        first = np.full(n_values, len(keys), dtype=np.int64)
+        np.minimum.at(first, keys - lo, np.arange(len(keys), dtype=np.int64))
+        row = first[probe - lo]
+        return np.where(row < len(keys), row, -1)
+    order = np.arange(len(keys)) if is_sorted(keys) else np.argsort(keys, kind="stable")
     sk = keys[order]
     pos = np.clip(np.searchsorted(sk, probe), 0, len(sk) - 1)
     return np.where(sk[pos] == probe, order[pos], -1)
@@ -76,7 +145,15 @@ def rows_of(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
 
 def contains(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Whether each of ``a`` is in ``b``."""
-    return np.isin(a, b) if len(a) and len(b) else np.zeros(len(a), dtype=bool)
+    if not (len(a) and len(b)):
+        return np.zeros(len(a), dtype=bool)
+    span = _table_span(a, b, per_value=1)
+    if span is None:
+        return np.isin(a, b)
+    lo, n_values = span
+    present = np.zeros(n_values, dtype=bool)
+    present[b - lo] = True
+    return present[a - lo]
 
 
 def checked_floats(col: pa.ChunkedArray, name: str, path: str, *,
@@ -164,4 +241,5 @@ class PairIndex:
 
 
 __all__ = ["DENSE_LIMIT", "PairIndex", "PairKeys", "checked_floats", "contains",
-           "dictionary_codes", "positions", "rows_of", "strings", "vocabulary"]
+           "KeyIds", "dictionary_codes", "in_order", "is_sorted", "positions", "rows_of", "stable_order", "strings",
+           "vocabulary"]
