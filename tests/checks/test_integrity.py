@@ -328,7 +328,8 @@ def test_tables_with_their_rows_reordered_still_pass(release):
 def test_walk_shortcut_and_sort_helpers_match_references():
     """The fusion walk is taken in file order only when each query's rows are in (retriever,
     rank) order already; the helpers agree with lexsort and pandas on random inputs."""
-    from rcp_data.checks.integrity import _first_seen, _grouped_in_order, _lex_order
+    from rcp_data.checks.integrity import _first_seen, _grouped_in_order
+    from rcp_data.model.orders import lexsort_order
 
     rng = np.random.default_rng(9)
     for trial in range(400):
@@ -344,7 +345,7 @@ def test_walk_shortcut_and_sort_helpers_match_references():
             [(r[j], k[j]) for j in np.flatnonzero(g == v)]
             == sorted((r[j], k[j]) for j in np.flatnonzero(g == v)) for v in set(g.tolist()))
         assert _grouped_in_order(g, r, k) == want
-        assert _lex_order(g, r, k).tolist() == np.lexsort((k, r, g)).tolist()
+        assert lexsort_order(g, r, k).tolist() == np.lexsort((k, r, g)).tolist()
         codes = rng.integers(-1, 6, n)
         if trial % 3 == 0:
             codes = np.maximum.accumulate(codes) if n else codes

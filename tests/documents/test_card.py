@@ -16,7 +16,8 @@ from support.demo_fixture import copy_demo
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import load_spec
-from rcp_data.documents.card import render_card, subset_facts
+from rcp_data.documents.card import render_card
+from rcp_data.documents.card_counts import subset_facts
 from rcp_data.model.layout import RELEASES_JSON, provenance_file
 from rcp_data.model.release import Release
 from rcp_data.model.suite import which_suite

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rcp_data.model.keys import KeyIds, contains, in_order, rows_of, stable_order
+from rcp_data.model.keys import KeyIds, contains, rows_of
+from rcp_data.model.orders import in_order, lexsort_order
 
 RNG = np.random.default_rng(11)
 
@@ -43,7 +44,7 @@ def test_stable_order_is_lexsort_sorted_or_not(seed):
         o = np.lexsort(keys[::-1])
         keys = [k[o] for k in keys]
     want = np.lexsort(keys[::-1]) if n else np.zeros(0, dtype=np.int64)
-    assert stable_order(*keys).tolist() == want.tolist()
+    assert lexsort_order(*keys).tolist() == want.tolist()
     assert in_order(*keys) == (want.tolist() == list(range(n)))
 
 

@@ -20,7 +20,7 @@ from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.judge_checks import check_judge
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec, positive_mask
-from rcp_data.documents.card import subset_facts
+from rcp_data.documents.card_counts import subset_facts
 from rcp_data.documents.card_facts import deep_queries
 from rcp_data.model.release import Release
 from rcp_data.scoring.replay import load_release, score_queries

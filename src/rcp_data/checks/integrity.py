@@ -36,10 +36,8 @@ from rcp_data.model.keys import (
     KeyIds,
     PairKeys,
     contains,
-    in_order,
     positions,
     rows_of,
-    stable_order,
     strings,
     vocabulary,
 )
@@ -50,6 +48,7 @@ from rcp_data.model.layout import (
     provenance_file,
     subset_file,
 )
+from rcp_data.model.orders import in_order, lexsort_order, pairs_in_order
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
 from rcp_data.model.tables import corpus_record, gains_table, read_release_table
@@ -426,8 +425,8 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
             and np.array_equal(kept_keys, top_keys)):
         # both in query order already and equal row for row: every list is its pool
         return _ok("top-ranked-order", what, f"{len(top_keys)} candidates", t.name)
-    po = keep[stable_order(pq_, ranks[keep])]
-    to = stable_order(tq)
+    po = keep[lexsort_order(pq_, ranks[keep])]
+    to = lexsort_order(tq)
     pk, tk = pool_keys[po], top_keys[to]
     pqs, tqs = pk // K.width, tk // K.width
     width = int(max(np.bincount(pqs).max(initial=0), np.bincount(tqs).max(initial=0))) + 1
@@ -451,7 +450,7 @@ def check_top_ranked_order(t: SubsetTables, top_keys: np.ndarray, pool_keys: np.
 
 def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable grouping by ``codes``: ``(order, group start of each sorted row, starts)``."""
-    order = stable_order(codes)
+    order = lexsort_order(codes)
     sc = codes[order]
     starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if len(sc) else np.zeros(0, np.int64)
     start_of = np.repeat(starts, np.diff(np.r_[starts, len(sc)]))
@@ -580,7 +579,7 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     if _grouped_in_order(q_run, r_run, rank_run):
         walk, walk_rank = run, rank_run
     else:
-        walk = run[_lex_order(q_run, r_run, rank_run)]
+        walk = run[lexsort_order(q_run, r_run, rank_run)]
         walk_rank = rank[walk]
     # every pair looked up, numbered in key order; the walk's first row of each
     pool_known = not len(pk) or pk.min() >= 0
@@ -653,7 +652,7 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
     fused_rank = np.append(st_rank, -1)[srow]
     prank = _ints(pool.column("pool_rank"))
     pq_ = pk[scored] // K.width
-    o = stable_order(pq_, prank[scored])
+    o = lexsort_order(pq_, prank[scored])
     if len(o) > 1:
         same_q = pq_[o][1:] == pq_[o][:-1]
         fr = fused_rank[o]
@@ -731,46 +730,14 @@ def _grouped_in_order(group: np.ndarray, *keys: np.ndarray) -> bool:
     if len(group) < 2:
         return True
     same = group[1:] == group[:-1]
-    if not _pairs_in_order(same, [(k[:-1], k[1:]) for k in keys]):
+    if not pairs_in_order(same, [(k[:-1], k[1:]) for k in keys]):
         return False
     starts = np.r_[0, np.flatnonzero(~same) + 1]      # runs of one group value
     ends = np.r_[starts[1:], len(group)] - 1
     o = np.argsort(group[starts], kind="stable")      # each value's runs, in file order
     before, after = ends[o][:-1], starts[o][1:]
-    return _pairs_in_order(group[starts][o][1:] == group[starts][o][:-1],
+    return pairs_in_order(group[starts][o][1:] == group[starts][o][:-1],
                            [(k[before], k[after]) for k in keys])
-
-
-def _pairs_in_order(compared: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> bool:
-    """Whether each compared pair of rows ``(a, b)`` has ``a <= b`` on the keys, compared
-    lexicographically."""
-    undecided = compared.copy()
-    for a, b in pairs:
-        if (undecided & (b < a)).any():
-            return False
-        undecided &= b == a
-    return True
-
-
-def _lex_order(*keys: np.ndarray) -> np.ndarray:
-    """``np.lexsort(keys[::-1])`` (first key most significant) through one stable argsort of
-    one combined key where the ranges allow it. Rows whose other keys are in order within
-    each value of the first need only a stable sort by it: a radix sort when it spans at
-    most 2**16 values."""
-    if not len(keys[0]):
-        return np.zeros(0, dtype=np.int64)
-    lows = [int(k.min()) for k in keys]
-    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
-    if spans[0] <= 1 << 16:
-        grouped = np.argsort((keys[0] - lows[0]).astype(np.uint16), kind="stable")
-        if in_order(*(k[grouped] for k in keys)):
-            return grouped
-    if np.prod([float(s) for s in spans]) >= 2.0 ** 62:
-        return np.lexsort(keys[::-1])
-    combined = np.zeros(len(keys[0]), dtype=np.int64)
-    for k, lo, span in zip(keys, lows, spans, strict=True):
-        combined = combined * span + (k - lo)
-    return np.argsort(combined, kind="stable")
 
 
 def _in_corpus(docs: pa.Array, corpus_ids: pa.Array) -> np.ndarray:

@@ -144,9 +144,9 @@ def _ranking_values(per_query: pd.DataFrame, spec: SuiteSpec, groups: dict[str, 
 
 def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], data
                   ) -> dict[tuple[str, str], object]:
+    from rcp_data.model.orders import dense_codes
     from rcp_data.model.release import Release
     from rcp_data.scoring.agreement import labels as lab
-    from rcp_data.scoring.agreement.orders import dense_codes
 
     release = Release(root, spec)
     out: dict[tuple[str, str], object] = {}

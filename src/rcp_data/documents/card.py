@@ -28,7 +28,6 @@ from rcp_data.documents.card_counts import (
     SubsetFacts,
     all_subset_facts,
     corpus_key,
-    subset_facts,
 )
 from rcp_data.documents.card_facts import (
     CardFacts,
@@ -766,11 +765,11 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 
 __all__ = [
     "ADDED_CONFIGS", "ADDED_SECTIONS", "DataNotes", "LayoutFacts", "LayoutRow", "PoolFacts",
-    "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts", "SubsetFacts",
+    "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts",
     "SyntheticFacts", "TieEffect", "ViewGap", "card_data", "card_environment", "check_card",
     "parse_card_data",
     "config_entries", "data_notes", "layout_facts", "paper_rule_distances", "pool_facts",
     "protocol_facts", "release_history", "render_card", "render_release_texts",
-    "replay_results", "source_notes", "stage_a_facts", "subset_facts", "suite_tag",
+    "replay_results", "source_notes", "stage_a_facts", "suite_tag",
     "synthetic_facts", "tie_effects", "view_gaps", "views_shown", "write_release_files",
 ]

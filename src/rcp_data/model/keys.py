@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, shown
 from rcp_data.core.io import float_values
+from rcp_data.model.orders import is_sorted
 
 #: Largest (queries x documents) key space looked up through a dense table.
 DENSE_LIMIT = 1 << 25
@@ -98,30 +99,6 @@ class KeyIds:
     def key(self, ids: np.ndarray) -> np.ndarray:
         """The key of each id."""
         return ids + self.lo if self._uniq is None else self._uniq[ids]
-
-
-def is_sorted(values: np.ndarray) -> bool:
-    """Whether ``values`` never decrease (checked in one pass)."""
-    return bool(len(values) < 2 or (values[1:] >= values[:-1]).all())
-
-
-def in_order(*keys: np.ndarray) -> bool:
-    """Whether the rows are sorted by the integer ``keys`` (the first most significant),
-    checked in one pass over each."""
-    undecided = np.ones(max(len(keys[0]) - 1, 0), dtype=bool)   # rows equal so far
-    for k in keys:
-        if (undecided & (k[1:] < k[:-1])).any():
-            return False
-        undecided &= k[1:] == k[:-1]
-    return True
-
-
-def stable_order(*keys: np.ndarray) -> np.ndarray:
-    """``np.lexsort(keys[::-1])`` of integer keys (the first most significant, equal rows in
-    file order): the identity when the rows are in that order already (:func:`in_order`)."""
-    if all(k.dtype.kind in "iub" for k in keys) and in_order(*keys):
-        return np.arange(len(keys[0]))
-    return np.lexsort(keys[::-1])
 
 
 def rows_of(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
@@ -240,6 +217,5 @@ class PairIndex:
         return np.where(pos >= 0, self.value[np.maximum(pos, 0)], -1)
 
 
-__all__ = ["DENSE_LIMIT", "PairIndex", "PairKeys", "checked_floats", "contains",
-           "KeyIds", "dictionary_codes", "in_order", "is_sorted", "positions", "rows_of", "stable_order", "strings",
-           "vocabulary"]
+__all__ = ["DENSE_LIMIT", "KeyIds", "PairIndex", "PairKeys", "checked_floats", "contains",
+           "dictionary_codes", "positions", "rows_of", "strings", "vocabulary"]

@@ -24,13 +24,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
-from rcp_data.scoring.agreement.orders import (
+from rcp_data.model.orders import (
     dense_codes,
     lex_order,
     sorting_order,
     stable_order,
 )
+from rcp_data.scoring.agreement.bootstrap import Interval, interval, ratio_of_sums
 
 FLOOR_SHUFFLES = 20
 

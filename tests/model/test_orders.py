@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rcp_data.scoring.agreement import orders
+from rcp_data.model import orders
 
 
 def _floats(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -50,3 +50,20 @@ def test_stable_and_lex_orders_equal_numpy(seed):
     in_order = np.sort(major)                                     # already sorted: itself
     np.testing.assert_array_equal(orders.stable_order(in_order, 40),
                                   np.argsort(in_order, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_lexsort_order_equals_lexsort_on_every_key_type(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    cases = [
+        (rng.integers(-3, 4, n), rng.integers(0, 2, n).astype(bool)),          # bool, negative
+        (rng.integers(0, 1 << 20, n), rng.integers(0, 5, n)),                   # wide first key
+        (rng.integers(0, 1 << 62, n, dtype=np.uint64), rng.integers(0, 3, n)),  # uint64
+        (np.round(rng.normal(size=n), 1), rng.integers(0, 3, n)),               # floats
+        (np.sort(rng.integers(0, 9, n)), np.zeros(n, dtype=np.int64)),          # in order
+        (rng.integers(0, 1 << 40, n), rng.integers(0, 1 << 40, n)),             # too wide to pack
+    ]
+    for keys in cases:
+        np.testing.assert_array_equal(orders.lexsort_order(*keys), np.lexsort(keys[::-1]))
+    assert len(orders.lexsort_order(np.zeros(0, dtype=np.int64))) == 0
