@@ -18,6 +18,8 @@ from rcp_data.scoring.qrels_runs import read_run
 from rcp_data.scoring.qrels_score import score_qrels
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
+pytestmark = pytest.mark.usefixtures("either_run_reader")
+
 GOOD = "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 2.5 t\nq1 Q0 d3 3 -1 t\nq2 Q0 d1 1 0.25 t\n"
 
 # (name, file bytes, whether the byte reader takes it)
@@ -52,7 +54,7 @@ CASES = [
     ("rank in hex", b"q1 Q0 d1 0x1 0.5 t\n", False),
     ("rank with a plus", b"q1 Q0 d1 +1 0.5 t\n", False),
     ("rank with a fraction", b"q1 Q0 d1 1.0 0.5 t\n", False),
-    ("score with an underscore", b"q1 Q0 d1 1 1_0 t\n", False),
+    ("score with an underscore", b"q1 Q0 d1 1 1_0 t\n", False),     # float() reads 10.0
     ("score not a number", b"q1 Q0 d1 1 x t\n", False),
 ]
 
@@ -72,7 +74,7 @@ def _outcome(path: Path) -> tuple:
     except InputError as exc:
         return ("error", exc.path, exc.row, exc.field)
     rows = np.arange(len(run))
-    return ("run", run.queries.texts(rows), run.docs.texts(rows), run.scores.tobytes(),
+    return ("run", run.query_texts(), run.docs.texts(rows), run.scores.tobytes(),
             run.block_start.tolist(), run.block_query, run.ranked)
 
 

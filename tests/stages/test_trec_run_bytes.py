@@ -28,13 +28,14 @@ def _run(path: Path) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("either_run_reader")
 def test_split_equals_line_reader(tmp_path: Path) -> None:
     path = _run(tmp_path / "run.txt")
     spans = read_trec_run_spans(path)
     slow = read_run_file(path)
     assert spans is not None and len(spans) == len(slow) == 200
     rows = np.arange(len(slow))
-    assert spans.queries.texts(rows) == slow["query-id"].tolist()
+    assert spans.query_texts() == slow["query-id"].tolist()
     assert spans.docs.texts(rows) == slow["corpus-id"].tolist()
     assert spans.scores.tolist() == slow["score"].tolist()
     data = path.read_bytes()
@@ -44,6 +45,7 @@ def test_split_equals_line_reader(tmp_path: Path) -> None:
         assert other.docs.texts(rows) == slow["corpus-id"].tolist()
 
 
+@pytest.mark.usefixtures("either_run_reader")
 @pytest.mark.parametrize("text", [
     "q1 Q0 d1 1 0.5\n",                      # no tag
     "q1 Q0 d1 1 0.5 t x\n",                  # seven fields
@@ -68,6 +70,7 @@ def test_split_declines_other_shapes(text: str) -> None:
     assert split_trec_run(text.encode("utf-8")) is None
 
 
+@pytest.mark.usefixtures("either_run_reader")
 def test_split_declines_bad_utf8_and_accepts_signed_ranks() -> None:
     assert split_trec_run(b"q1 Q0 d\xff 1 0.5 t\n") is None
     got = split_trec_run(b"q1 Q0 d1 -3 0.5 t\nq1 Q0 d2 123456789 -1e-05 t\n")

@@ -5,6 +5,9 @@
 mteb predictions, a frame, a TREC file in another shape) as
 :func:`~rcp_data.scoring.runs_in.read_ranking_table` does, then checks it as the scorer needs:
 finite scores, and no document ranked twice for a query (one line naming file, row and field).
+The checks (:func:`~rcp_data.stages.inputs.run_scan.check_run`) are compiled where the install
+has them, NumPy otherwise; both find the same rows. A canonical TREC run is split and checked
+in one pass.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from rcp_data.core.errors import InputError
 from rcp_data.scoring.runs_in import read_ranking_table
 from rcp_data.stages.inputs.id_spans import IdSpans, mix
 from rcp_data.stages.inputs.run_files import text_lines
+from rcp_data.stages.inputs.run_scan import RunChecks, check_run
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
@@ -27,11 +31,10 @@ _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
 
 @dataclass(frozen=True)
 class ReadRun:
-    """A run in file order: query ids and corpus-ids as spans, scores, and the blocks of rows
-    with one query id (``block_start[b]``: the block's first row, ``block_query[b]``: its id).
-    ``ranked``: as run files usually are, one block per query, scores not increasing in each."""
+    """A run in file order: corpus-ids as spans, scores, and the blocks of rows with one query
+    id (``block_start[b]``: the block's first row, ``block_query[b]``: its id). ``ranked``:
+    as run files usually are, one block per query, scores not increasing in each."""
 
-    queries: IdSpans
     docs: IdSpans
     scores: np.ndarray
     block_start: np.ndarray
@@ -45,6 +48,10 @@ class ReadRun:
     def block_size(self) -> np.ndarray:
         return np.diff(np.append(self.block_start, len(self.scores)))
 
+    def query_texts(self) -> list[str]:
+        """The query id of every row."""
+        return np.repeat(np.array(self.block_query, dtype=object), self.block_size).tolist()
+
 
 def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
     """One uint64 per (query index, document fingerprint)."""
@@ -53,24 +60,18 @@ def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
     """The run in ``run`` (a path or a frame ``query-id, corpus-id, score``), checked."""
-    queries, docs, scores = _spans(run)
-    if len(scores) and not np.isfinite(scores).all():
-        row = int((~np.isfinite(scores)).argmax())
+    docs, scores, block_queries, checks = _spans(run)
+    names = tuple(block_queries.texts(np.arange(len(block_queries))))
+    if checks.nonfinite is not None:
+        row = checks.nonfinite
         raise InputError(f"score {float(scores[row])} is not finite", path=source,
                          row=_line_of(run, row), field="score")
-    start, names = _blocks(queries)
-    local: dict[str, int] = {}
-    ids = np.array([local.setdefault(q, len(local)) for q in names], dtype=np.int64)
-    size = np.diff(np.append(start, len(scores)))
-    repeat = _first_repeat(np.repeat(ids, size), docs)
-    if repeat is not None:
-        raise InputError(f"document {docs.text(repeat)!r} is ranked twice for query "
-                         f"{queries.text(repeat)!r}", path=source, row=_line_of(run, repeat),
-                         field="corpus-id")
-    rises = scores[1:] > scores[:-1]
-    rises[start[1:] - 1] = False                         # a new block may start higher
-    ranked = len(local) == len(names) and not rises.any()
-    return ReadRun(queries, docs, scores, start, tuple(names), ranked)
+    if checks.repeat is not None:
+        row = checks.repeat
+        raise InputError(f"document {docs.text(row)!r} is ranked twice for query "
+                         f"{names[checks.block_of(row)]!r}", path=source,
+                         row=_line_of(run, row), field="corpus-id")
+    return ReadRun(docs, scores, checks.block_start, names, checks.ranked)
 
 
 def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
@@ -83,16 +84,20 @@ def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
     return row + 1
 
 
-def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, IdSpans, np.ndarray]:
+def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks]:
+    """``(docs, scores, block queries, checks)``: a canonical TREC run file in one pass
+    (:func:`read_trec_run_spans`), any other run read into an Arrow table, then checked."""
     if isinstance(run, str | Path) and Path(run).is_file() and \
             Path(run).suffix not in (".parquet", ".json"):
         split = read_trec_run_spans(run)
         if split is not None:
-            return split.queries, split.docs, split.scores
+            return split.docs, split.scores, split.block_queries, split.checks
     table = _table(run)
-    return (IdSpans.from_arrow(table.column("query-id")),
-            IdSpans.from_arrow(table.column("corpus-id")),
-            table.column("score").to_numpy().astype(np.float64))
+    docs = IdSpans.from_arrow(table.column("corpus-id"))
+    scores = table.column("score").to_numpy().astype(np.float64)
+    checks, block_queries = check_run(IdSpans.from_arrow(table.column("query-id")), docs,
+                                      scores)
+    return docs, scores, block_queries, checks
 
 
 def _table(run: str | Path | pd.DataFrame) -> pa.Table:
@@ -100,40 +105,6 @@ def _table(run: str | Path | pd.DataFrame) -> pa.Table:
         return read_ranking_table(run, split="")
     frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
     return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
-
-
-def _blocks(queries: IdSpans) -> tuple[np.ndarray, list[str]]:
-    """The first row of each block of equal query ids, and each block's id."""
-    n = len(queries)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), []
-    words, lengths = queries.words(), queries.lengths
-    new = np.ones(n, dtype=bool)
-    new[1:] = (lengths[1:] != lengths[:-1]) | (words[1:] != words[:-1]).any(axis=1)
-    start = np.flatnonzero(new)
-    return start, queries.texts(start)
-
-
-def _first_repeat(local: np.ndarray, docs: IdSpans) -> int | None:
-    """The first row (0-based) ranking a document its query has ranked before, if any.
-
-    One sort of a 64-bit key of each row's (query, corpus-id) clears almost every run
-    (:meth:`IdSpans.quick_key`); where two keys are equal, those rows are compared exactly
-    (length and every word), so a repeat is never missed and a shared key never taken for one."""
-    if len(local) < 2:
-        return None
-    key = docs.quick_key() + local.astype(np.uint64) * _QUERY_SALT
-    sk = np.sort(key)
-    if not np.any(sk[1:] == sk[:-1]):
-        return None
-    twice = sk[1:][sk[1:] == sk[:-1]]
-    rows = np.flatnonzero(np.isin(key, twice))           # rows whose key is not unique
-    cols = [docs.lengths[rows], local[rows]] + list(docs.take(rows).words().T)
-    order = np.lexsort(cols[::-1])                       # stable: file order inside a group
-    same = np.ones(len(order) - 1, dtype=bool)
-    for col in cols:
-        same &= col[order][1:] == col[order][:-1]
-    return int(rows[order[1:][same]].min()) if same.any() else None
 
 
 __all__ = ["ReadRun", "pair_keys", "read_run"]

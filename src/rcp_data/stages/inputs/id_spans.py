@@ -135,6 +135,16 @@ class IdSpans:
         rank[order] = np.arange(len(order), dtype=np.int64)
         return rank
 
+    def block_starts(self) -> np.ndarray:
+        """The first index of each run of equal consecutive ids."""
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        words, lengths = self.words(), self.lengths
+        new = np.ones(n, dtype=bool)
+        new[1:] = (lengths[1:] != lengths[:-1]) | (words[1:] != words[:-1]).any(axis=1)
+        return np.flatnonzero(new)
+
     def text(self, i: int) -> str:
         return bytes(self.buf[self.starts[i]:self.ends[i]]).decode("utf-8", errors="replace")
 

@@ -4,9 +4,14 @@ Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank sc
 joined by single spaces, no other whitespace or control byte, no blank line (a leading
 byte-order mark is dropped, a missing final newline allowed), ranks an optional minus and
 digits (:func:`~rcp_data.stages.inputs.run_files.are_integers`; Arrow alone also reads ``0x1``)
-and scores numbers that Arrow parses. :func:`split_trec_run` returns None for any other file, and
+and scores numbers that ``float()`` reads. :func:`split_trec_run` returns None for any other file, and
 :func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names its bad line, so
 the fast path accepts nothing the line reader would refuse and scores exactly what it reads.
+
+The lines are split and the run checked (:class:`~rcp_data.stages.inputs.run_scan.RunChecks`)
+by one compiled pass where the install has it
+(:func:`~rcp_data.stages.inputs.run_scan.scan_trec_run`), else by NumPy and Arrow; both give
+the same spans, scores and checks.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import pyarrow as pa
 from rcp_data.core.io import BOM
 from rcp_data.stages.inputs.id_spans import PAD, IdSpans
 from rcp_data.stages.inputs.run_files import are_integers
+from rcp_data.stages.inputs.run_scan import COMPILED, RunChecks, check_run, scan_trec_run
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
@@ -35,15 +41,22 @@ _WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr
 
 @dataclass(frozen=True)
 class TrecRunSpans:
-    """The query and document ids of a run as spans of the file's bytes; scores float64, in
-    file order (row ``i`` is line ``i + 1``)."""
+    """A run's document ids as spans of the file's bytes, its float64 scores (row ``i`` is
+    line ``i + 1``), the query id of each block of rows with one query id, and its checks."""
 
-    queries: IdSpans
     docs: IdSpans
     scores: np.ndarray
+    block_queries: IdSpans
+    checks: RunChecks
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    def query_texts(self) -> list[str]:
+        """The query id of every row."""
+        size = np.diff(np.append(self.checks.block_start, len(self.scores)))
+        return np.repeat(np.array(self.block_queries.texts(np.arange(len(size))), dtype=object),
+                         size).tolist()
 
 
 def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
@@ -51,10 +64,10 @@ def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
     copy of its bytes)."""
     with Path(path).open("rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        raw = bytearray(size + PAD)
+        raw = np.empty(size + PAD, dtype=np.uint8)
         got = fh.readinto(memoryview(raw)[:size])
-    if got != size or raw.startswith(BOM) or not size or raw[size - 1] != _NEWLINE:
-        return split_trec_run(bytes(raw[:got]))        # rare: copy, then mend
+    if got != size or not size or raw[:len(BOM)].tobytes() == BOM or raw[size - 1] != _NEWLINE:
+        return split_trec_run(raw[:got].tobytes())      # rare: copy, then mend
     return _split(raw, size)
 
 
@@ -64,24 +77,47 @@ def split_trec_run(data: bytes) -> TrecRunSpans | None:
         data = data[len(BOM):]
     if not data.endswith(b"\n"):
         data += b"\n"
-    return _split(bytearray(data + bytes(PAD)), len(data))
+    raw = np.empty(len(data) + PAD, dtype=np.uint8)
+    raw[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return _split(raw, len(data))
 
 
-def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
-    """The run in ``raw[:size]`` (``raw`` ends in :data:`PAD` spare bytes, set to zero here;
-    ``raw[size - 1]`` is a newline)."""
-    raw[size:] = bytes(len(raw) - size)
+def _split(raw: np.ndarray, size: int) -> TrecRunSpans | None:
+    """The run in ``raw[:size]`` (``raw``: uint8 with :data:`PAD` spare bytes after ``size``,
+    set to zero here; ``raw[size - 1]`` is a newline)."""
+    raw[size:] = 0
     if size == 0 or raw[0] == _NEWLINE:
         return None
-    data = memoryview(raw)[:size]
-    if not raw.isascii():
+    if COMPILED is not None:
+        split = scan_trec_run(raw, size)
+    else:
+        spans = _numpy_split(raw, size)
+        split = None if spans is None else _numpy_checked(*spans)
+    if split is None:
+        return None
+    docs, scores, block_queries, checks, ascii_only = split
+    if not ascii_only:
         try:
-            text = bytes(data).decode("utf-8")
+            text = raw[:size].tobytes().decode("utf-8")
         except UnicodeDecodeError:
             return None
         if _WIDE_SPACE.search(text):                     # str.split() would split there
             return None
-    buf = np.frombuffer(raw, dtype=np.uint8)
+    return TrecRunSpans(docs, scores, block_queries, checks)
+
+
+def _numpy_checked(queries: IdSpans, docs: IdSpans, scores: np.ndarray, ascii_only: bool
+                   ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, bool]:
+    checks, block_queries = check_run(queries, docs, scores)
+    return docs, scores, block_queries, checks, ascii_only
+
+
+def _numpy_split(buf: np.ndarray, size: int
+                 ) -> tuple[IdSpans, IdSpans, np.ndarray, bool] | None:
+    """``(queries, docs, scores, ascii)`` of ``buf[:size]`` without the compiled pass: the
+    separators found by NumPy, ranks and scores parsed by Arrow (scores that Arrow parses, as
+    ``float()`` does; None for any other)."""
+    data = memoryview(buf)[:size]
     body = buf[:size]
     seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
     if len(seps) % FIELDS or seps[0] == 0:
@@ -97,8 +133,6 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
     starts = np.empty(lines, dtype=np.int64)
     starts[0] = 0
     starts[1:] = ends[:-1, -1] + 1
-    queries = IdSpans(buf, starts, ends[:, 0])
-    docs = IdSpans(buf, ends[:, 1] + 1, ends[:, 2])
     ranks = (ends[:, 2] + 1, ends[:, 3])
     try:
         if not _all_digits(buf, *ranks) and not are_integers(_column(data, *ranks)):
@@ -106,7 +140,8 @@ def _split(raw: bytearray, size: int) -> TrecRunSpans | None:
         scores = _column(data, ends[:, 3] + 1, ends[:, 4]).cast(pa.float64())   # reader does
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return TrecRunSpans(queries, docs, scores.to_numpy(zero_copy_only=False))
+    return (IdSpans(buf, starts, ends[:, 0]), IdSpans(buf, ends[:, 1] + 1, ends[:, 2]),
+            scores.to_numpy(zero_copy_only=False), not (body >= 0x80).any())
 
 
 def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
