@@ -86,15 +86,14 @@ static inline int lowest_bit(uint64_t m) {
 static Py_ssize_t newlines(const unsigned char *buf, Py_ssize_t size) {
     Py_ssize_t count = 0, i = 0;
 #if HAVE_SSE2
-    const __m128i nl = _mm_set1_epi8('\n');
-    for (; i + 16 <= size; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(buf + i));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, nl));
-#if defined(__GNUC__) || defined(__clang__)
-        count += __builtin_popcount(m);
-#else
-        for (; m; m &= m - 1) count++;
-#endif
+    const __m128i nl = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    while (i + 16 <= size) {
+        __m128i sum = zero;                  /* per byte lane: matches so far (at most 255) */
+        for (int k = 0; k < 255 && i + 16 <= size; k++, i += 16)
+            sum = _mm_sub_epi8(sum, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(buf + i)),
+                                                   nl));
+        __m128i total = _mm_sad_epu8(sum, zero);
+        count += _mm_cvtsi128_si32(total) + _mm_cvtsi128_si32(_mm_srli_si128(total, 8));
     }
 #endif
     for (; i < size; i++) count += buf[i] == '\n';
@@ -245,9 +244,7 @@ static inline int same_span(const unsigned char *a, int64_t a0, int64_t a1,
     return memcmp(a + a0, b + b0, (size_t)(a1 - a0)) == 0;
 }
 
-/* An open-addressing table of (hash, item, salt). A slot holds an item when item >= 0 and,
- * in a table with generations (gen >= 0), its salt is the table's generation: a new
- * generation empties the table without touching it. */
+/* An open-addressing table of (hash, item, salt); item -1: an empty slot. */
 typedef struct {
     uint64_t hash;
     int64_t item, salt;
@@ -255,21 +252,16 @@ typedef struct {
 
 typedef struct {
     Slot *slots;
-    int64_t mask, used, gen;
+    int64_t mask, used;
 } Table;
 
-static int table_init(Table *t, int64_t size, int64_t gen) {
+static int table_init(Table *t, int64_t size) {
     t->slots = malloc((size_t)size * sizeof(Slot));
     if (!t->slots) return -1;
     memset(t->slots, 0xFF, (size_t)size * sizeof(Slot));
     t->mask = size - 1;
     t->used = 0;
-    t->gen = gen;
     return 0;
-}
-
-static inline int holds(const Table *t, const Slot *s) {
-    return s->item >= 0 && (t->gen < 0 || s->salt == t->gen);
 }
 
 /* Room for one more item (doubling at half full): 0, or -1 where memory ran out. */
@@ -277,19 +269,45 @@ static int table_room(Table *t) {
     if (2 * (t->used + 1) <= t->mask + 1) return 0;
     int64_t size = 2 * (t->mask + 1);
     Table old = *t;
-    if (table_init(t, size, old.gen) < 0) {
+    if (table_init(t, size) < 0) {
         *t = old;
         return -1;
     }
     for (int64_t i = 0; i <= old.mask; i++) {
-        if (!holds(&old, &old.slots[i])) continue;
+        if (old.slots[i].item < 0) continue;
         int64_t at = (int64_t)(old.slots[i].hash & (uint64_t)t->mask);
-        while (holds(t, &t->slots[at])) at = (at + 1) & t->mask;
+        while (t->slots[at].item >= 0) at = (at + 1) & t->mask;
         t->slots[at] = old.slots[i];
         t->used++;
     }
     free(old.slots);
     return 0;
+}
+
+/* The current block's rows by document, small enough to stay in the L1 cache: slots of (the
+ * hash's high half, row - first + 1; 0: empty), and the slots filled, so that the next block
+ * empties only those. */
+typedef struct {
+    uint32_t tag, row;
+} DocSlot;
+
+typedef struct {
+    DocSlot *slots;
+    uint32_t *filled;
+    int64_t mask, used, first;
+} BlockTable;
+
+static int block_init(BlockTable *t, int64_t size) {
+    t->slots = calloc((size_t)size, sizeof(DocSlot));
+    t->filled = malloc((size_t)(size / 2) * sizeof(uint32_t));
+    t->mask = size - 1;
+    t->used = t->first = 0;
+    return t->slots && t->filled ? 0 : -1;
+}
+
+static void block_free(BlockTable *t) {
+    free(t->slots);
+    free(t->filled);
 }
 
 /* The run's checks, one row at a time (rows in file order). */
@@ -300,19 +318,46 @@ typedef struct {
     const double *scores;
     int64_t *block_start, *bqs, *bqe;  /* outputs: one item per block */
     int64_t *local;                    /* each block's query, numbered as first seen */
-    int64_t blocks, queries, nonfinite, repeat;
-    int interleaved, rises;
-    Table by_query, by_doc;            /* blocks by query; the current block's rows by doc */
+    int64_t local_room, blocks, queries, nonfinite, repeat;
+    int interleaved, rises, wide;      /* wide: a block of 2**32 rows or more */
+    Table by_query;                    /* blocks by query */
+    BlockTable by_doc;
 } Checks;
 
-static int checks_init(Checks *c, Py_ssize_t rows) {
+/* Room in c->by_doc for one more row (doubling at half full, the rows placed again by their
+ * documents' hashes): 0, or -1 where memory ran out. */
+static int block_room(Checks *c) {
+    BlockTable *t = &c->by_doc, old = *t;
+    if (2 * (t->used + 1) <= t->mask + 1) return 0;
+    if (block_init(t, 2 * (old.mask + 1)) < 0) {
+        block_free(t);
+        *t = old;
+        return -1;
+    }
+    t->first = old.first;
+    for (int64_t i = 0; i < old.used; i++) {
+        DocSlot s = old.slots[old.filled[i]];
+        int64_t row = old.first + s.row - 1;
+        uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], 0, c->dpad);
+        int64_t at = (int64_t)(h & (uint64_t)t->mask);
+        while (t->slots[at].row) at = (at + 1) & t->mask;
+        t->slots[at] = s;
+        t->filled[t->used++] = (uint32_t)at;
+    }
+    block_free(&old);
+    return 0;
+}
+
+static int checks_init(Checks *c) {
     c->blocks = c->queries = 0;
     c->nonfinite = c->repeat = -1;
-    c->interleaved = c->rises = 0;
-    c->by_query.slots = c->by_doc.slots = NULL;
-    c->local = malloc((size_t)(rows + 1) * sizeof(int64_t));
-    if (!c->local || table_init(&c->by_query, 64, -1) < 0 ||
-        table_init(&c->by_doc, 1024, 0) < 0)
+    c->interleaved = c->rises = c->wide = 0;
+    c->by_query.slots = NULL;
+    c->by_doc.slots = NULL;
+    c->by_doc.filled = NULL;
+    c->local_room = 256;
+    c->local = malloc((size_t)c->local_room * sizeof(int64_t));
+    if (!c->local || table_init(&c->by_query, 64) < 0 || block_init(&c->by_doc, 2048) < 0)
         return -1;
     return 0;
 }
@@ -320,7 +365,7 @@ static int checks_init(Checks *c, Py_ssize_t rows) {
 static void checks_free(Checks *c) {
     free(c->local);
     free(c->by_query.slots);
-    free(c->by_doc.slots);
+    block_free(&c->by_doc);
 }
 
 /* Row `row`, its query id qbuf[q0:q1]: 0, or -1 where memory ran out. */
@@ -332,6 +377,12 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
         if (score > c->scores[row - 1]) c->rises = 1;
     } else {                                           /* a new block */
         b = ++c->blocks - 1;
+        if (b == c->local_room) {
+            int64_t *grown = realloc(c->local, (size_t)(2 * b) * sizeof(int64_t));
+            if (!grown) return -1;
+            c->local = grown;
+            c->local_room = 2 * b;
+        }
         c->block_start[b] = row;
         c->bqs[b] = q0;
         c->bqe[b] = q1;
@@ -341,7 +392,7 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
         int64_t at = (int64_t)(h & (uint64_t)t->mask);
         for (;;) {
             Slot *s = &t->slots[at];
-            if (!holds(t, s)) {
+            if (s->item < 0) {
                 s->hash = h;
                 s->item = b;
                 t->used++;
@@ -356,25 +407,32 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
             }
             at = (at + 1) & t->mask;
         }
-        c->by_doc.gen = b;                        /* the block's rows only */
-        c->by_doc.used = 0;
+        BlockTable *rows = &c->by_doc;             /* the block's rows only */
+        for (int64_t i = 0; i < rows->used; i++) rows->slots[rows->filled[i]].row = 0;
+        rows->used = 0;
+        rows->first = row;
     }
-    if (c->interleaved || c->repeat >= 0) return 0;   /* the run-wide pass finds repeats */
-    Table *t = &c->by_doc;
+    if (c->interleaved || c->wide || c->repeat >= 0) return 0;   /* see checks_end */
+    BlockTable *t = &c->by_doc;
+    if (row - t->first >= (int64_t)UINT32_MAX - 1) {
+        c->wide = 1;
+        return 0;
+    }
+    if (block_room(c) < 0) return -1;
     uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], 0, c->dpad);
-    if (table_room(t) < 0) return -1;
+    uint32_t tag = (uint32_t)(h >> 32);
     int64_t at = (int64_t)(h & (uint64_t)t->mask);
     for (;;) {
-        Slot *s = &t->slots[at];
-        if (!holds(t, s)) {
-            s->hash = h;
-            s->item = row;
-            s->salt = t->gen;
-            t->used++;
+        DocSlot *s = &t->slots[at];
+        if (!s->row) {
+            s->tag = tag;
+            s->row = (uint32_t)(row - t->first + 1);
+            t->filled[t->used++] = (uint32_t)at;
             return 0;
         }
-        if (s->hash == h && same_span(c->dbuf, c->ds[s->item], c->de[s->item], c->dbuf,
-                                      c->ds[row], c->de[row], c->dpad)) {
+        int64_t other = t->first + s->row - 1;
+        if (s->tag == tag && same_span(c->dbuf, c->ds[other], c->de[other], c->dbuf,
+                                       c->ds[row], c->de[row], c->dpad)) {
             c->repeat = row;
             return 0;
         }
@@ -385,11 +443,11 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
 /* After the last of `rows` rows: where a query has two blocks, the first repeat over the whole
  * run (one table of (query, document)): 0, or -1 where memory ran out. */
 static int checks_end(Checks *c, int64_t rows) {
-    if (!c->interleaved || c->repeat >= 0) return 0;
+    if (!(c->interleaved || c->wide) || c->repeat >= 0) return 0;
     Table t;
     int64_t size = 1024;
     while (size < 2 * rows + 2) size *= 2;
-    if (table_init(&t, size, -1) < 0) return -1;
+    if (table_init(&t, size) < 0) return -1;
     for (int64_t b = 0; b < c->blocks && c->repeat < 0; b++) {
         int64_t end = b + 1 < c->blocks ? c->block_start[b + 1] : rows, q = c->local[b];
         for (int64_t row = c->block_start[b]; row < end; row++) {
@@ -477,7 +535,7 @@ static PyObject *check_run(PyObject *self, PyObject *args) {
     const int64_t *qs = v[1].buf, *qe = v[2].buf;
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    failed = checks_init(&c, n) < 0;
+    failed = checks_init(&c) < 0;
     for (int64_t row = 0; !failed && row < n; row++) failed = checks_row(&c, row, qs[row], qe[row]) < 0;
     if (!failed) failed = checks_end(&c, n) < 0;
     checks_free(&c);
@@ -502,11 +560,12 @@ static int parse_with_python(const unsigned char *buf, Py_ssize_t start, Py_ssiz
     return ok ? 0 : -1;
 }
 
-/* The lines of buf[:size] into c (its ds, de, scores of `lines` rows): OK, NOT_CANONICAL, or -2
- * (no memory); *high: a byte above 0x7f. Every byte <= 0x20 is a separator: five spaces and a
- * newline a line, never two in a row (an empty field, a blank line) nor one first. */
-static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t lines, Checks *c,
-                      int64_t *ds, int64_t *de, double *scores, int *high,
+/* The lines of buf[:size] into c (its ds, de, scores with room for `room` rows): OK,
+ * NOT_CANONICAL, or -2 (no memory); *rows: the lines read; *high: a byte above 0x7f. Every byte
+ * <= 0x20 is a separator: five spaces and a newline a line, never two in a row (an empty field,
+ * a blank line) nor one first. */
+static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t room, Checks *c,
+                      int64_t *ds, int64_t *de, double *scores, Py_ssize_t *rows, int *high,
                       PyThreadState **save) {
     Py_ssize_t e[6], prev = -1, start = 0, row = 0;
     int field = 0;
@@ -522,7 +581,7 @@ static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t line
             prev = at;
             if (field < 6) continue;
             field = 0;
-            if (row == lines) return NOT_CANONICAL;
+            if (row == room) return NOT_CANONICAL;
             ds[row] = e[1] + 1;
             de[row] = e[2];
             Py_ssize_t r = e[2] + 1 + (buf[e[2] + 1] == '-');  /* an optional minus, digits */
@@ -538,14 +597,16 @@ static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t line
         }
     }
     *high = any_high != 0;
-    if (field != 0 || row != lines) return NOT_CANONICAL;
+    *rows = row;
+    if (field != 0) return NOT_CANONICAL;
     return checks_end(c, row) < 0 ? -2 : OK;
 }
 
 /* scan_trec_run(raw, size, ds, de, scores, block_start, bqs, bqe) -> None where raw[:size] is
- * not a canonical TREC run, else (ascii, blocks, nonfinite, repeat, ranked) as check_run gives
- * them. raw[:size] ends with a newline and has 8 readable bytes after it; the arrays have one
- * item per line (count_lines); ascii: no byte above 0x7f (else the caller checks the UTF-8). */
+ * not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked), the last four
+ * as check_run gives them. raw[:size] ends with a newline and has 8 readable bytes after it; the
+ * arrays have room for every line (count_lines, or size // 12 + 1: a line has 12 bytes or more);
+ * ascii: no byte above 0x7f (else the caller checks the UTF-8). */
 static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *obj[6];
     Py_ssize_t size;
@@ -561,13 +622,13 @@ static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     static const char *names[6] = {"ds", "de", "scores", "block_start", "bqs", "bqe"};
-    Py_ssize_t lines = -1;
+    Py_ssize_t room = -1, rows = 0;
     for (int i = 0; i < 6; i++) {
-        if (view(obj[i], &v[i + 1], 1, 8, lines, names[i]) < 0) {
+        if (view(obj[i], &v[i + 1], 1, 8, room, names[i]) < 0) {
             release(v, i + 1);
             return NULL;
         }
-        if (i == 0) lines = v[1].len / 8;
+        if (i == 0) room = v[1].len / 8;
     }
     const unsigned char *buf = v[0].buf;
     Checks c;
@@ -581,14 +642,15 @@ static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
     c.bqe = v[6].buf;
     int status = -2, high = 0;
     PyThreadState *save = PyEval_SaveThread();
-    if (checks_init(&c, lines) == 0)
-        status = scan_lines(buf, size, lines, &c, v[1].buf, v[2].buf, v[3].buf, &high, &save);
+    if (checks_init(&c) == 0)
+        status = scan_lines(buf, size, room, &c, v[1].buf, v[2].buf, v[3].buf, &rows, &high,
+                            &save);
     checks_free(&c);
     PyEval_RestoreThread(save);
     release(v, 7);
     if (status == -2) return PyErr_NoMemory();
     if (status != OK) Py_RETURN_NONE;
-    return Py_BuildValue("(OLLLO)", high ? Py_False : Py_True, (long long)c.blocks,
+    return Py_BuildValue("(nOLLLO)", rows, high ? Py_False : Py_True, (long long)c.blocks,
                          (long long)c.nonfinite, (long long)c.repeat, ranked(&c));
 }
 
@@ -597,7 +659,7 @@ static PyMethodDef methods[] = {
      "count_lines(raw, size) -> the number of newlines in raw[:size]."},
     {"scan_trec_run", scan_trec_run, METH_VARARGS,
      "scan_trec_run(raw, size, ds, de, scores, block_start, bqs, bqe) -> None where the bytes "
-     "are not a canonical TREC run, else (ascii, blocks, nonfinite, repeat, ranked)."},
+     "are not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked)."},
     {"check_run", check_run, METH_VARARGS,
      "check_run(qbuf, qs, qe, dbuf, ds, de, scores, block_start, bqs, bqe) -> (blocks, "
      "nonfinite, repeat, ranked)."},
