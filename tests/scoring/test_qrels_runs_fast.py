@@ -63,7 +63,7 @@ CASES = [
 def _exact(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``read_run`` with both fast readers off: every file goes to the line reader."""
     with monkeypatch.context() as m:
-        m.setattr(qrels_runs, "read_trec_run_spans", lambda path, buffers=None: None)
+        m.setattr(qrels_runs, "read_trec_run_spans", lambda path: None)
         m.setattr(runs_in, "read_trec_run_table", lambda path: None)
         yield
 

@@ -149,3 +149,95 @@ def test_compiled_check_refuses_spans_outside_their_buffer(either_run_reader: st
     with pytest.raises(ValueError, match="^qe: 8 bytes"):
         COMPILED.check_run(ids.buf, ids.starts, ids.ends[:1], ids.buf, ids.starts, ids.ends,
                            np.zeros(2), *out)
+
+
+def _file(tmp_path: Path, queries: list[str], docs: list[str], scores: list[str]) -> Path:
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n"
+                            for i, (q, d, s) in enumerate(zip(queries, docs, scores,
+                                                              strict=True))))
+    return path
+
+
+@pytest.mark.parametrize("case", ["long block, repeat last", "many queries", "interleaved",
+                                  "long ids sharing their ends", "clean"])
+def test_large_runs_equal_python(tmp_path: Path, case: str) -> None:
+    """Runs past the checks' first table sizes (blocks of 5,000 rows, 3,000 queries), read from
+    a file (one pass) and from a frame (the checks alone), against the plain reading."""
+    rng = np.random.default_rng(5)
+    if case == "long block, repeat last":
+        queries = ["q1"] * 5000
+        docs = [f"d{i}" for i in range(4999)] + ["d1234"]
+    elif case == "many queries":
+        queries = [f"q{i // 3}" for i in range(9000)]
+        docs = [f"d{i % 3}" for i in range(9000)]
+        docs[-1] = "d1"
+    elif case == "interleaved":
+        queries = [f"q{i % 7}" for i in range(7000)]
+        docs = [f"d{i}" for i in range(7000)]
+        docs[6500] = docs[6500 - 700]                  # same query (700 = 7 x 100 rows)
+    elif case == "long ids sharing their ends":
+        queries = ["q1"] * 3000
+        docs = ["aaaaaaaaaaaaaaaa" + f"{i:06d}" + "zzzzzzzzzzzzzzzz" for i in range(3000)]
+        docs[2999] = docs[17]
+    else:
+        queries = [f"q{i // 1000}" for i in range(8000)]
+        docs = [f"doc-{i}-" + "x" * (i % 30) for i in range(8000)]
+    scores = [repr(float(v)) for v in np.round(-np.sort(-rng.normal(size=len(queries))), 3)]
+    want = _truth(queries, docs, [float(s) for s in scores])
+    path = _file(tmp_path, queries, docs, scores)
+    from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
+
+    split = read_trec_run_spans(path)
+    assert split is not None
+    got = (split.checks.block_start.tolist(), split.checks.nonfinite, split.checks.repeat,
+           split.checks.ranked)
+    assert got == want
+    assert split.query_texts() == queries
+    start, nonfinite, repeat, ranked = _checked(IdSpans.of(queries), IdSpans.of(docs),
+                                                np.array([float(s) for s in scores]))
+    assert (start.tolist(), nonfinite, repeat, ranked) == want
+
+
+def test_compiled_checks_without_padding(either_run_reader: str) -> None:
+    """Ids in a buffer with no spare bytes after them (read byte by byte, not a word at a time)
+    give what the padded buffer gives."""
+    if either_run_reader == "numpy":
+        return
+    text = b"q1q1q2d1dd1d1"                      # q1 q1 q2 | d1 dd1 d1
+    buf = np.frombuffer(text, dtype=np.uint8)
+    qs, qe = np.array([0, 2, 4]), np.array([2, 4, 6])
+    ds, de = np.array([6, 8, 11]), np.array([8, 11, 13])
+    out = [np.empty(3, dtype=np.int64) for _ in range(3)]
+    got = COMPILED.check_run(buf, qs, qe, buf, ds, de, np.array([3.0, 2.0, 1.0]), *out)
+    assert got == (2, -1, -1, True)
+    ds[2], de[2] = 6, 8                          # q2 d1: a new query, no repeat
+    assert COMPILED.check_run(buf, qs, qe, buf, ds, de, np.array([3.0, 2.0, 1.0]), *out) == \
+        (2, -1, -1, True)
+    qs[2], qe[2] = 0, 2                          # q1 d1 twice
+    assert COMPILED.check_run(buf, qs, qe, buf, ds, de, np.array([3.0, 2.0, 1.0]), *out) == \
+        (1, -1, 2, True)
+
+
+def test_threads_read_runs_at_once(tmp_path: Path) -> None:
+    """Runs read in two threads at once (the GIL released, taken back for the tokens float()
+    parses) equal the same runs read one by one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = []
+    for r in range(6):
+        rng = np.random.default_rng(r)
+        tokens = [repr(float(v)) for v in rng.normal(size=3000)]
+        tokens[::50] = ["1" * 25] * len(tokens[::50])   # left to float()'s own parser
+        path = tmp_path / f"run{r}.txt"
+        path.write_text("".join(f"q{i // 100} Q0 d{i} {i} {t} t\n"
+                                for i, t in enumerate(tokens)))
+        paths.append(path)
+    one_by_one = [read_run(p, str(p)) for p in paths]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        at_once = list(pool.map(lambda p: read_run(p, str(p)), paths * 3))
+    for i, run in enumerate(at_once):
+        want = one_by_one[i % len(paths)]
+        assert run.scores.tobytes() == want.scores.tobytes()
+        assert run.block_query == want.block_query and run.ranked == want.ranked
+    assert one_by_one[0].scores[0] == float("1" * 25)

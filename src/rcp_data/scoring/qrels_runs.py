@@ -23,7 +23,7 @@ from rcp_data.core.errors import InputError
 from rcp_data.scoring.runs_in import read_ranking_table
 from rcp_data.stages.inputs.id_spans import IdSpans, mix
 from rcp_data.stages.inputs.run_files import text_lines
-from rcp_data.stages.inputs.run_scan import RunBuffers, RunChecks, check_run
+from rcp_data.stages.inputs.run_scan import RunChecks, check_run
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
@@ -58,12 +58,9 @@ def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
     return mix(doc_fingerprints ^ (query.astype(np.uint64) * _QUERY_SALT))
 
 
-def read_run(run: str | Path | pd.DataFrame, source: str, buffers: RunBuffers | None = None
-             ) -> ReadRun:
-    """The run in ``run`` (a path or a frame ``query-id, corpus-id, score``), checked.
-    ``buffers``: memory reused from the last run read into it (:class:`RunBuffers`; the run
-    returned is then valid until the next read into them)."""
-    docs, scores, block_queries, checks = _spans(run, buffers)
+def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
+    """The run in ``run`` (a path or a frame ``query-id, corpus-id, score``), checked."""
+    docs, scores, block_queries, checks = _spans(run)
     names = tuple(block_queries.texts(np.arange(len(block_queries))))
     if checks.nonfinite is not None:
         row = checks.nonfinite
@@ -87,13 +84,12 @@ def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
     return row + 1
 
 
-def _spans(run: str | Path | pd.DataFrame, buffers: RunBuffers | None
-           ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks]:
+def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks]:
     """``(docs, scores, block queries, checks)``: a canonical TREC run file in one pass
     (:func:`read_trec_run_spans`), any other run read into an Arrow table, then checked."""
     if isinstance(run, str | Path) and Path(run).is_file() and \
             Path(run).suffix not in (".parquet", ".json"):
-        split = read_trec_run_spans(run, buffers)
+        split = read_trec_run_spans(run)
         if split is not None:
             return split.docs, split.scores, split.block_queries, split.checks
     table = _table(run)

@@ -30,7 +30,6 @@ family of pairs (Holm or Bonferroni).
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,7 +50,6 @@ from rcp_data.scoring.qrels_runs import ReadRun, pair_keys, read_run
 from rcp_data.scoring.runs_in import check_run_name, run_names
 from rcp_data.stages.inputs.id_spans import IdSpans
 from rcp_data.stages.inputs.qrels_files import read_qrels
-from rcp_data.stages.inputs.run_scan import RunBuffers
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
@@ -440,16 +438,10 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     sources = {name: run if isinstance(run, str) else str(run) if isinstance(run, Path)
                else "<frame>" for name, run in named.items()}
 
-    local = threading.local()           # each thread's reused buffers (a run is done with
-                                        # them once its candidates are taken: copies)
-
     def one(name: str) -> tuple[_Candidates, int]:
         run = named[name]
-        if not isinstance(run, ReadRun):
-            if not hasattr(local, "buffers"):
-                local.buffers = RunBuffers()
-            run = read_run(run, sources[name], local.buffers)
-        return _candidates(judged, run, max(ks), gain, judged_only)
+        read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
+        return _candidates(judged, read, max(ks), gain, judged_only)
 
     workers = _threads(sum(not isinstance(run, ReadRun) for run in named.values()))
     if workers == 1:

@@ -22,7 +22,6 @@ except ImportError:                                      # installed without a C
     COMPILED = None
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
-MIN_LINE = len("q Q d 1 0 t\n")                       # the shortest canonical TREC run line
 
 
 @dataclass(frozen=True)
@@ -55,45 +54,15 @@ def check_run(queries: IdSpans, docs: IdSpans, scores: np.ndarray) -> tuple[RunC
             IdSpans(queries.buf, bqs[:blocks], bqe[:blocks]))
 
 
-class RunBuffers:
-    """Memory that the runs one thread reads one after another share (``score --qrels``): the
-    file's bytes and the per-line arrays, grown as needed and reused, so that reading a run
-    does not map fresh pages each time (page faults cost more than the reading in a VM). A run
-    read into them is valid until the next read into the same buffers."""
-
-    def __init__(self) -> None:
-        self._raw = np.empty(0, dtype=np.uint8)
-        self._ints = np.empty((5, 0), dtype=np.int64)
-        self._floats = np.empty(0, dtype=np.float64)
-
-    def raw(self, size: int) -> np.ndarray:
-        """A uint8 buffer of ``size`` bytes (contents undefined)."""
-        if len(self._raw) < size:
-            self._raw = np.empty(max(size, 2 * len(self._raw)), dtype=np.uint8)
-        return self._raw[:size]
-
-    def lines(self, n: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """Five int64 arrays and one float64 array of ``n`` items (contents undefined)."""
-        if self._ints.shape[1] < n:
-            room = max(n, 2 * self._ints.shape[1])
-            self._ints = np.empty((5, room), dtype=np.int64)
-            self._floats = np.empty(room, dtype=np.float64)
-        return [row[:n] for row in self._ints], self._floats[:n]
-
-
-def scan_trec_run(raw: np.ndarray, size: int, buffers: RunBuffers | None = None
+def scan_trec_run(raw: np.ndarray, size: int
                   ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, bool] | None:
     """``(docs, scores, block queries, checks, ascii)`` of the canonical TREC run in
     ``raw[:size]`` (uint8, ``raw[size - 1]`` a newline, :data:`~.id_spans.PAD` bytes after
     it; ``ascii``: no byte above 0x7f, else the caller checks the UTF-8), or None where the
-    bytes are not canonical. Scores are what ``float()`` reads. ``buffers``: where the arrays
-    go (fresh ones by default). Needs :data:`COMPILED`."""
-    if buffers is None:                                  # exactly the lines
-        lines = COMPILED.count_lines(raw, size)
-        ds, de, start, bqs, bqe = (np.empty(lines, dtype=np.int64) for _ in range(5))
-        scores = np.empty(lines, dtype=np.float64)
-    else:                                                # room for them: 12 bytes or more each
-        (ds, de, start, bqs, bqe), scores = buffers.lines(size // MIN_LINE + 1)
+    bytes are not canonical. Scores are what ``float()`` reads. Needs :data:`COMPILED`."""
+    lines = COMPILED.count_lines(raw, size)
+    ds, de, start, bqs, bqe = (np.empty(lines, dtype=np.int64) for _ in range(5))
+    scores = np.empty(lines, dtype=np.float64)
     got = COMPILED.scan_trec_run(raw, size, ds, de, scores, start, bqs, bqe)
     if got is None:
         return None
@@ -150,4 +119,4 @@ def _first_repeat(local: np.ndarray, docs: IdSpans) -> int | None:
     return int(rows[order[1:][same]].min()) if same.any() else None
 
 
-__all__ = ["COMPILED", "RunBuffers", "RunChecks", "check_run", "scan_trec_run"]
+__all__ = ["COMPILED", "RunChecks", "check_run", "scan_trec_run"]

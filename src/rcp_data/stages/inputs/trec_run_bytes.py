@@ -27,13 +27,7 @@ import pyarrow as pa
 from rcp_data.core.io import BOM
 from rcp_data.stages.inputs.id_spans import PAD, IdSpans
 from rcp_data.stages.inputs.run_files import are_integers
-from rcp_data.stages.inputs.run_scan import (
-    COMPILED,
-    RunBuffers,
-    RunChecks,
-    check_run,
-    scan_trec_run,
-)
+from rcp_data.stages.inputs.run_scan import COMPILED, RunChecks, check_run, scan_trec_run
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
@@ -65,19 +59,16 @@ class TrecRunSpans:
                          size).tolist()
 
 
-def read_trec_run_spans(path: str | Path, buffers: RunBuffers | None = None
-                        ) -> TrecRunSpans | None:
+def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
     """:func:`split_trec_run` of a file, read into a buffer with room for the padding (no
-    copy of its bytes); ``buffers``: reused memory (:class:`RunBuffers`: the run is valid
-    until the next read into them)."""
+    copy of its bytes)."""
     with Path(path).open("rb", buffering=0) as fh:
         size = os.fstat(fh.fileno()).st_size
-        raw = np.empty(size + PAD, dtype=np.uint8) if buffers is None or COMPILED is None \
-            else buffers.raw(size + PAD)
+        raw = np.empty(size + PAD, dtype=np.uint8)
         got = fh.readinto(memoryview(raw)[:size])
     if got != size or not size or raw[:len(BOM)].tobytes() == BOM or raw[size - 1] != _NEWLINE:
         return split_trec_run(raw[:got].tobytes())      # rare: copy, then mend
-    return _split(raw, size, buffers)
+    return _split(raw, size)
 
 
 def split_trec_run(data: bytes) -> TrecRunSpans | None:
@@ -91,15 +82,14 @@ def split_trec_run(data: bytes) -> TrecRunSpans | None:
     return _split(raw, len(data))
 
 
-def _split(raw: np.ndarray, size: int, buffers: RunBuffers | None = None
-           ) -> TrecRunSpans | None:
+def _split(raw: np.ndarray, size: int) -> TrecRunSpans | None:
     """The run in ``raw[:size]`` (``raw``: uint8 with :data:`PAD` spare bytes after ``size``,
     set to zero here; ``raw[size - 1]`` is a newline)."""
     raw[size:] = 0
     if size == 0 or raw[0] == _NEWLINE:
         return None
     if COMPILED is not None:
-        split = scan_trec_run(raw, size, buffers)
+        split = scan_trec_run(raw, size)
     else:
         spans = _numpy_split(raw, size)
         split = None if spans is None else _numpy_checked(*spans)
