@@ -225,10 +225,10 @@ static inline uint64_t word_at(const unsigned char *buf, int64_t i, int64_t end,
     return w;
 }
 
-/* A hash of buf[start:end] and salt, eight bytes a step. */
+/* A hash of buf[start:end], eight bytes a step. */
 static inline uint64_t hash_span(const unsigned char *buf, int64_t start, int64_t end,
-                                 uint64_t salt, int padded) {
-    uint64_t h = salt * 0x9E3779B97F4A7C15ULL + (uint64_t)(end - start);
+                                 int padded) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL + (uint64_t)(end - start);
     for (int64_t i = start; i < end; i += 8) {
         h = (h ^ word_at(buf, i, end, padded)) * 0xBF58476D1CE4E5B9ULL;
         h ^= h >> 29;
@@ -244,10 +244,10 @@ static inline int same_span(const unsigned char *a, int64_t a0, int64_t a1,
     return memcmp(a + a0, b + b0, (size_t)(a1 - a0)) == 0;
 }
 
-/* An open-addressing table of (hash, item, salt); item -1: an empty slot. */
+/* An open-addressing table of (hash, item); item -1: an empty slot. */
 typedef struct {
     uint64_t hash;
-    int64_t item, salt;
+    int64_t item;
 } Slot;
 
 typedef struct {
@@ -284,22 +284,35 @@ static int table_room(Table *t) {
     return 0;
 }
 
-/* The current block's rows by document, small enough to stay in the L1 cache: slots of (the
- * hash's high half, row - first + 1; 0: empty), and the slots filled, so that the next block
- * empties only those. */
+/* The rows of one query's block (or, where a query has several blocks, of all its rows) by
+ * document, small enough to stay in the L1 cache: slots of (the hash's high half, the row's
+ * place k in the group + 1; 0: empty), and the slots filled, so that the next group empties
+ * only those. Its k-th row is order[first + k], or first + k where order is NULL. */
 typedef struct {
-    uint32_t tag, row;
+    uint32_t tag, key;
 } DocSlot;
 
 typedef struct {
     DocSlot *slots;
     uint32_t *filled;
+    const int64_t *order;
     int64_t mask, used, first;
 } BlockTable;
+
+static inline int64_t block_row(const BlockTable *t, int64_t k) {
+    return t->order ? t->order[t->first + k] : t->first + k;
+}
+
+static void block_reset(BlockTable *t, int64_t first) {
+    for (int64_t i = 0; i < t->used; i++) t->slots[t->filled[i]].key = 0;
+    t->used = 0;
+    t->first = first;
+}
 
 static int block_init(BlockTable *t, int64_t size) {
     t->slots = calloc((size_t)size, sizeof(DocSlot));
     t->filled = malloc((size_t)(size / 2) * sizeof(uint32_t));
+    t->order = NULL;
     t->mask = size - 1;
     t->used = t->first = 0;
     return t->slots && t->filled ? 0 : -1;
@@ -319,7 +332,7 @@ typedef struct {
     int64_t *block_start, *bqs, *bqe;  /* outputs: one item per block */
     int64_t *local;                    /* each block's query, numbered as first seen */
     int64_t local_room, blocks, queries, nonfinite, repeat;
-    int interleaved, rises, wide;      /* wide: a block of 2**32 rows or more */
+    int interleaved, rises;
     Table by_query;                    /* blocks by query */
     BlockTable by_doc;
 } Checks;
@@ -334,13 +347,14 @@ static int block_room(Checks *c) {
         *t = old;
         return -1;
     }
+    t->order = old.order;
     t->first = old.first;
     for (int64_t i = 0; i < old.used; i++) {
         DocSlot s = old.slots[old.filled[i]];
-        int64_t row = old.first + s.row - 1;
-        uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], 0, c->dpad);
+        int64_t row = block_row(&old, s.key - 1);
+        uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], c->dpad);
         int64_t at = (int64_t)(h & (uint64_t)t->mask);
-        while (t->slots[at].row) at = (at + 1) & t->mask;
+        while (t->slots[at].key) at = (at + 1) & t->mask;
         t->slots[at] = s;
         t->filled[t->used++] = (uint32_t)at;
     }
@@ -348,10 +362,34 @@ static int block_room(Checks *c) {
     return 0;
 }
 
+/* The k-th row of c->by_doc's group (its row `row`): 1 where an earlier row of the group has
+ * its document, 0 once added, -1 where memory ran out (or a group of 2**32 rows). */
+static inline int block_add(Checks *c, int64_t k, int64_t row) {
+    BlockTable *t = &c->by_doc;
+    if (k >= (int64_t)UINT32_MAX - 1 || block_room(c) < 0) return -1;
+    uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], c->dpad);
+    uint32_t tag = (uint32_t)(h >> 32);
+    int64_t at = (int64_t)(h & (uint64_t)t->mask);
+    for (;;) {
+        DocSlot *s = &t->slots[at];
+        if (!s->key) {
+            s->tag = tag;
+            s->key = (uint32_t)(k + 1);
+            t->filled[t->used++] = (uint32_t)at;
+            return 0;
+        }
+        int64_t other = block_row(t, s->key - 1);
+        if (s->tag == tag && same_span(c->dbuf, c->ds[other], c->de[other], c->dbuf,
+                                       c->ds[row], c->de[row], c->dpad))
+            return 1;
+        at = (at + 1) & t->mask;
+    }
+}
+
 static int checks_init(Checks *c) {
     c->blocks = c->queries = 0;
     c->nonfinite = c->repeat = -1;
-    c->interleaved = c->rises = c->wide = 0;
+    c->interleaved = c->rises = 0;
     c->by_query.slots = NULL;
     c->by_doc.slots = NULL;
     c->by_doc.filled = NULL;
@@ -386,7 +424,7 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
         c->block_start[b] = row;
         c->bqs[b] = q0;
         c->bqe[b] = q1;
-        uint64_t h = hash_span(c->qbuf, q0, q1, 0, c->qpad);
+        uint64_t h = hash_span(c->qbuf, q0, q1, c->qpad);
         Table *t = &c->by_query;
         if (table_room(t) < 0) return -1;
         int64_t at = (int64_t)(h & (uint64_t)t->mask);
@@ -407,73 +445,51 @@ static inline int checks_row(Checks *c, int64_t row, int64_t q0, int64_t q1) {
             }
             at = (at + 1) & t->mask;
         }
-        BlockTable *rows = &c->by_doc;             /* the block's rows only */
-        for (int64_t i = 0; i < rows->used; i++) rows->slots[rows->filled[i]].row = 0;
-        rows->used = 0;
-        rows->first = row;
+        block_reset(&c->by_doc, row);             /* the block's rows only */
     }
-    if (c->interleaved || c->wide || c->repeat >= 0) return 0;   /* see checks_end */
-    BlockTable *t = &c->by_doc;
-    if (row - t->first >= (int64_t)UINT32_MAX - 1) {
-        c->wide = 1;
-        return 0;
-    }
-    if (block_room(c) < 0) return -1;
-    uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], 0, c->dpad);
-    uint32_t tag = (uint32_t)(h >> 32);
-    int64_t at = (int64_t)(h & (uint64_t)t->mask);
-    for (;;) {
-        DocSlot *s = &t->slots[at];
-        if (!s->row) {
-            s->tag = tag;
-            s->row = (uint32_t)(row - t->first + 1);
-            t->filled[t->used++] = (uint32_t)at;
-            return 0;
-        }
-        int64_t other = t->first + s->row - 1;
-        if (s->tag == tag && same_span(c->dbuf, c->ds[other], c->de[other], c->dbuf,
-                                       c->ds[row], c->de[row], c->dpad)) {
-            c->repeat = row;
-            return 0;
-        }
-        at = (at + 1) & t->mask;
-    }
+    if (c->interleaved || c->repeat >= 0) return 0;   /* see checks_end */
+    int got = block_add(c, row - c->by_doc.first, row);
+    if (got > 0) c->repeat = row;
+    return got < 0 ? -1 : 0;
 }
 
-/* After the last of `rows` rows: where a query has two blocks, the first repeat over the whole
- * run (one table of (query, document)): 0, or -1 where memory ran out. */
+/* After the last of `rows` rows: where a query has several blocks (the streaming check then
+ * stopped), the first repeat over the whole run: the rows grouped by query (a counting sort,
+ * file order kept in each group), each group checked as a block is, the earliest repeat of any
+ * group kept. 0, or -1 where memory ran out. */
 static int checks_end(Checks *c, int64_t rows) {
-    if (!(c->interleaved || c->wide) || c->repeat >= 0) return 0;
-    Table t;
-    int64_t size = 1024;
-    while (size < 2 * rows + 2) size *= 2;
-    if (table_init(&t, size) < 0) return -1;
-    for (int64_t b = 0; b < c->blocks && c->repeat < 0; b++) {
-        int64_t end = b + 1 < c->blocks ? c->block_start[b + 1] : rows, q = c->local[b];
-        for (int64_t row = c->block_start[b]; row < end; row++) {
-            uint64_t h = hash_span(c->dbuf, c->ds[row], c->de[row], (uint64_t)q, c->dpad);
-            int64_t at = (int64_t)(h & (uint64_t)t.mask);
-            for (;;) {
-                Slot *s = &t.slots[at];
-                if (s->item < 0) {
-                    s->hash = h;
-                    s->item = row;
-                    s->salt = q;
-                    break;
-                }
-                if (s->hash == h && s->salt == q &&
-                    same_span(c->dbuf, c->ds[s->item], c->de[s->item], c->dbuf, c->ds[row],
-                              c->de[row], c->dpad)) {
-                    c->repeat = row;
-                    break;
-                }
-                at = (at + 1) & t.mask;
-            }
-            if (c->repeat >= 0) break;
-        }
+    if (!c->interleaved || c->repeat >= 0) return 0;
+    int64_t *next = calloc((size_t)(c->queries + 1), sizeof(int64_t));
+    int64_t *order = malloc((size_t)(rows + 1) * sizeof(int64_t));
+    int failed = !next || !order;
+    for (int64_t b = 0; !failed && b < c->blocks; b++) {
+        int64_t end = b + 1 < c->blocks ? c->block_start[b + 1] : rows;
+        next[c->local[b] + 1] += end - c->block_start[b];
     }
-    free(t.slots);
-    return 0;
+    for (int64_t q = 0; !failed && q < c->queries; q++) next[q + 1] += next[q];
+    for (int64_t b = 0; !failed && b < c->blocks; b++) {   /* next[q]: group q's next place */
+        int64_t end = b + 1 < c->blocks ? c->block_start[b + 1] : rows;
+        for (int64_t row = c->block_start[b]; row < end; row++) order[next[c->local[b]]++] = row;
+    }
+    int64_t first = 0, earliest = -1;                    /* next[q] is now group q's end */
+    c->by_doc.order = order;
+    for (int64_t q = 0; !failed && q < c->queries; q++) {
+        block_reset(&c->by_doc, first);
+        for (int64_t i = first; i < next[q]; i++) {
+            int got = block_add(c, i - first, order[i]);
+            if (got < 0) failed = 1;
+            if (got != 0) {
+                if (got > 0 && (earliest < 0 || order[i] < earliest)) earliest = order[i];
+                break;
+            }
+        }
+        first = next[q];
+    }
+    c->by_doc.order = NULL;
+    free(next);
+    free(order);
+    c->repeat = earliest;
+    return failed ? -1 : 0;
 }
 
 static inline PyObject *ranked(const Checks *c) {
