@@ -100,37 +100,38 @@ static Py_ssize_t newlines(const unsigned char *buf, Py_ssize_t size) {
     return count;
 }
 
+/* The digits from *p on into *mant (leading zeros dropped), *p moved past them: how many
+ * there were, or -1 past 19 significant digits (more than a uint64 holds). */
+static inline long digits_into(const unsigned char *buf, Py_ssize_t *p, Py_ssize_t end,
+                               uint64_t *mant, int *significant) {
+    long count = 0;
+    for (; *p < end && buf[*p] >= '0' && buf[*p] <= '9'; (*p)++, count++) {
+        unsigned d = buf[*p] - '0';
+        if (*mant || d) {
+            if (*significant == 19) return -1;
+            *mant = *mant * 10 + d;
+            (*significant)++;
+        }
+    }
+    return count;
+}
+
 /* float(buf[start:end]) into *out where the exact fast path applies (1), else 0. */
 static int decimal(const unsigned char *buf, Py_ssize_t p, Py_ssize_t end, double *out) {
-    int neg = 0, digits = 0, seen = 0;
+    int neg = 0, significant = 0;
     uint64_t mant = 0;
-    long frac = 0, exp = 0;
+    long whole, frac = 0, exp = 0;
     if (!EXACT_DOUBLES) return 0;
     if (buf[p] == '-' || buf[p] == '+') {
         neg = buf[p] == '-';
         p++;
     }
-    for (; p < end && buf[p] >= '0' && buf[p] <= '9'; p++) {
-        unsigned d = buf[p] - '0';
-        seen = 1;
-        if (mant || d) {
-            if (digits == 19) return 0;
-            mant = mant * 10 + d;
-            digits++;
-        }
-    }
+    if ((whole = digits_into(buf, &p, end, &mant, &significant)) < 0) return 0;
     if (p < end && buf[p] == '.') {
-        for (p++; p < end && buf[p] >= '0' && buf[p] <= '9'; p++) {
-            unsigned d = buf[p] - '0';
-            seen = 1;
-            if (mant || d) {
-                if (digits == 19) return 0;
-                mant = mant * 10 + d;
-                digits++;
-            }
-            frac++;
-        }
+        p++;
+        if ((frac = digits_into(buf, &p, end, &mant, &significant)) < 0) return 0;
     }
+    int seen = whole + frac > 0;
     if (!seen) return 0;
     if (p < end && (buf[p] == 'e' || buf[p] == 'E')) {
         int eneg = 0;
@@ -406,7 +407,21 @@ static inline int block_add(Checks *c, int64_t k, int64_t row) {
     }
 }
 
-static int checks_init(Checks *c) {
+/* c over ids in qbuf and dbuf (qpad, dpad: 8 readable bytes after every id), with the views
+ * out[0:6] of the rows' document starts and ends and scores, and of the outputs block_start,
+ * bqs and bqe: 0, or -1 where memory ran out (checks_free c either way). */
+static int checks_init(Checks *c, const unsigned char *qbuf, int qpad, const unsigned char *dbuf,
+                       int dpad, const Py_buffer *out) {
+    c->qbuf = qbuf;
+    c->qpad = qpad;
+    c->dbuf = dbuf;
+    c->dpad = dpad;
+    c->ds = out[0].buf;
+    c->de = out[1].buf;
+    c->scores = out[2].buf;
+    c->block_start = out[3].buf;
+    c->bqs = out[4].buf;
+    c->bqe = out[5].buf;
     c->blocks = c->queries = 0;
     c->nonfinite = c->repeat = -1;
     c->interleaved = c->rises = 0;
@@ -558,21 +573,13 @@ static PyObject *check_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     Checks c;
-    c.qbuf = v[0].buf;
-    c.dbuf = v[3].buf;
-    c.qpad = q_last + 8 <= v[0].len;
-    c.dpad = d_last + 8 <= v[3].len;
-    c.ds = v[4].buf;
-    c.de = v[5].buf;
-    c.scores = v[6].buf;
-    c.block_start = v[7].buf;
-    c.bqs = v[8].buf;
-    c.bqe = v[9].buf;
     const int64_t *qs = v[1].buf, *qe = v[2].buf;
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    failed = checks_init(&c) < 0;
-    for (int64_t row = 0; !failed && row < n; row++) failed = checks_row(&c, row, qs[row], qe[row]) < 0;
+    failed = checks_init(&c, v[0].buf, q_last + 8 <= v[0].len, v[3].buf, d_last + 8 <= v[3].len,
+                         &v[4]) < 0;
+    for (int64_t row = 0; !failed && row < n; row++)
+        failed = checks_row(&c, row, qs[row], qe[row]) < 0;
     if (!failed) failed = checks_end(&c, n) < 0;
     checks_free(&c);
     Py_END_ALLOW_THREADS
@@ -668,17 +675,9 @@ static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
     }
     const unsigned char *buf = v[0].buf;
     Checks c;
-    c.qbuf = c.dbuf = buf;
-    c.qpad = c.dpad = 1;
-    c.ds = v[1].buf;
-    c.de = v[2].buf;
-    c.scores = v[3].buf;
-    c.block_start = v[4].buf;
-    c.bqs = v[5].buf;
-    c.bqe = v[6].buf;
     int status = -2, high = 0;
     PyThreadState *save = PyEval_SaveThread();
-    if (checks_init(&c) == 0)
+    if (checks_init(&c, buf, 1, buf, 1, &v[1]) == 0)
         status = scan_lines(buf, size, room, &c, v[1].buf, v[2].buf, v[3].buf, &rows, &high,
                             &save);
     checks_free(&c);
