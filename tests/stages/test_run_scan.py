@@ -193,7 +193,9 @@ def test_large_runs_equal_python(tmp_path: Path, case: str) -> None:
     got = (split.checks.block_start.tolist(), split.checks.nonfinite, split.checks.repeat,
            split.checks.ranked)
     assert got == want
-    assert split.query_texts() == queries
+    size = np.diff(np.append(split.checks.block_start, len(queries)))
+    names = split.block_queries.texts(np.arange(len(size)))
+    assert [q for name, n in zip(names, size, strict=True) for q in [name] * int(n)] == queries
     start, nonfinite, repeat, ranked = _checked(IdSpans.of(queries), IdSpans.of(docs),
                                                 np.array([float(s) for s in scores]))
     assert (start.tolist(), nonfinite, repeat, ranked) == want

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from rcp_data.scoring.metrics import byte_order_key
+from rcp_data.scoring.qrels_runs import read_run
 from rcp_data.stages.inputs.id_spans import IdSpans
 from rcp_data.stages.inputs.run_files import read_run_file
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans, split_trec_run
@@ -35,7 +36,7 @@ def test_split_equals_line_reader(tmp_path: Path) -> None:
     slow = read_run_file(path)
     assert spans is not None and len(spans) == len(slow) == 200
     rows = np.arange(len(slow))
-    assert spans.query_texts() == slow["query-id"].tolist()
+    assert read_run(path, str(path)).query_texts() == slow["query-id"].tolist()
     assert spans.docs.texts(rows) == slow["corpus-id"].tolist()
     assert spans.scores.tolist() == slow["score"].tolist()
     data = path.read_bytes()

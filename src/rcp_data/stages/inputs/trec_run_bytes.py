@@ -3,10 +3,11 @@
 Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank score tag``
 joined by single spaces, no other whitespace or control byte, no blank line (a leading
 byte-order mark is dropped, a missing final newline allowed), ranks an optional minus and
-digits (:func:`~rcp_data.stages.inputs.run_files.are_integers`; Arrow alone also reads ``0x1``)
-and scores numbers that ``float()`` reads. :func:`split_trec_run` returns None for any other file, and
-:func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names its bad line, so
-the fast path accepts nothing the line reader would refuse and scores exactly what it reads.
+digits (:func:`~rcp_data.stages.inputs.run_files.are_integers`; Arrow alone also reads
+``0x1``) and scores numbers that ``float()`` reads. :func:`split_trec_run` returns None for any
+other file, and :func:`rcp_data.stages.inputs.run_files.read_run_file` then reads it and names
+its bad line, so the fast path accepts nothing the line reader would refuse and scores exactly
+what it reads.
 
 The lines are split and the run checked (:class:`~rcp_data.stages.inputs.run_scan.RunChecks`)
 by one compiled pass where the install has it
@@ -51,12 +52,6 @@ class TrecRunSpans:
 
     def __len__(self) -> int:
         return len(self.scores)
-
-    def query_texts(self) -> list[str]:
-        """The query id of every row."""
-        size = np.diff(np.append(self.checks.block_start, len(self.scores)))
-        return np.repeat(np.array(self.block_queries.texts(np.arange(len(size))), dtype=object),
-                         size).tolist()
 
 
 def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
