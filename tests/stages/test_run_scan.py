@@ -243,3 +243,24 @@ def test_threads_read_runs_at_once(tmp_path: Path) -> None:
         assert run.scores.tobytes() == want.scores.tobytes()
         assert run.block_query == want.block_query and run.ranked == want.ranked
     assert one_by_one[0].scores[0] == float("1" * 25)
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_room_for_the_shortest_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     either_run_reader: str, counted: bool) -> None:
+    """A file of nothing but the shortest canonical lines (12 bytes) fits the arrays the
+    compiled pass sizes from the file's length, and gives what counting its lines gives."""
+    from rcp_data.stages.inputs import run_scan
+    from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
+
+    if counted:
+        monkeypatch.setattr(run_scan, "BOUND_UP_TO", 0)
+    path = tmp_path / "run.txt"
+    line = "q Q d 1 0 t\n"
+    assert len(line) == run_scan.MIN_LINE
+    path.write_text(line * 999 + "q Q e 1 0 t\n")
+    split = read_trec_run_spans(path)
+    assert split is not None and len(split) == 1000
+    assert split.docs.texts(np.array([0, 998, 999])) == ["d", "d", "e"]
+    assert (split.checks.repeat, split.checks.ranked, len(split.checks.block_start)) == \
+        (1, True, 1)

@@ -22,6 +22,8 @@ except ImportError:                                      # installed without a C
     COMPILED = None
 
 _QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
+MIN_LINE = len("q Q d 1 0 t\n")                       # the shortest canonical TREC run line
+BOUND_UP_TO = 1 << 28                                   # bytes: arrays of size // MIN_LINE rows
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,11 @@ def scan_trec_run(raw: np.ndarray, size: int
     ``raw[:size]`` (uint8, ``raw[size - 1]`` a newline, :data:`~.id_spans.PAD` bytes after
     it; ``ascii``: no byte above 0x7f, else the caller checks the UTF-8), or None where the
     bytes are not canonical. Scores are what ``float()`` reads. Needs :data:`COMPILED`."""
-    lines = COMPILED.count_lines(raw, size)
-    ds, de, start, bqs, bqe = (np.empty(lines, dtype=np.int64) for _ in range(5))
-    scores = np.empty(lines, dtype=np.float64)
+    # room for every line: a bound where the file is small (pages never written cost nothing),
+    # else the newlines counted
+    room = size // MIN_LINE + 1 if size <= BOUND_UP_TO else COMPILED.count_lines(raw, size)
+    ds, de, start, bqs, bqe = (np.empty(room, dtype=np.int64) for _ in range(5))
+    scores = np.empty(room, dtype=np.float64)
     got = COMPILED.scan_trec_run(raw, size, ds, de, scores, start, bqs, bqe)
     if got is None:
         return None
