@@ -23,10 +23,8 @@ from rcp_data.core.errors import InputError
 from rcp_data.scoring.runs_in import read_ranking_table
 from rcp_data.stages.inputs.id_spans import IdSpans, mix
 from rcp_data.stages.inputs.run_files import text_lines
-from rcp_data.stages.inputs.run_scan import RunChecks, check_run
+from rcp_data.stages.inputs.run_scan import QUERY_SALT, RunChecks, check_run
 from rcp_data.stages.inputs.trec_run_bytes import read_trec_run_spans
-
-_QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class ReadRun:
 
 def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
     """One uint64 per (query index, document fingerprint)."""
-    return mix(doc_fingerprints ^ (query.astype(np.uint64) * _QUERY_SALT))
+    return mix(doc_fingerprints ^ (query.astype(np.uint64) * QUERY_SALT))
 
 
 def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:

@@ -21,7 +21,7 @@ try:
 except ImportError:                                      # installed without a C compiler
     COMPILED = None
 
-_QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)
+QUERY_SALT = np.uint64(0xD6E8FEB86659FD93)              # mixes a query index into a key
 MIN_LINE = len("q Q d 1 0 t\n")                       # the shortest canonical TREC run line
 BOUND_UP_TO = 1 << 28                                   # bytes: arrays of size // MIN_LINE rows
 
@@ -109,7 +109,7 @@ def _first_repeat(local: np.ndarray, docs: IdSpans) -> int | None:
     (length and every word), so a repeat is never missed and a shared key never taken for one."""
     if len(local) < 2:
         return None
-    key = docs.quick_key() + local.astype(np.uint64) * _QUERY_SALT
+    key = docs.quick_key() + local.astype(np.uint64) * QUERY_SALT
     sk = np.sort(key)
     if not np.any(sk[1:] == sk[:-1]):
         return None
@@ -123,4 +123,4 @@ def _first_repeat(local: np.ndarray, docs: IdSpans) -> int | None:
     return int(rows[order[1:][same]].min()) if same.any() else None
 
 
-__all__ = ["COMPILED", "RunChecks", "check_run", "scan_trec_run"]
+__all__ = ["COMPILED", "QUERY_SALT", "RunChecks", "check_run", "scan_trec_run"]

@@ -85,12 +85,15 @@ def _split(raw: np.ndarray, size: int) -> TrecRunSpans | None:
         return None
     if COMPILED is not None:
         split = scan_trec_run(raw, size)
+        if split is None:
+            return None
+        docs, scores, block_queries, checks, ascii_only = split
     else:
         spans = _numpy_split(raw, size)
-        split = None if spans is None else _numpy_checked(*spans)
-    if split is None:
-        return None
-    docs, scores, block_queries, checks, ascii_only = split
+        if spans is None:
+            return None
+        queries, docs, scores, ascii_only = spans
+        checks, block_queries = check_run(queries, docs, scores)
     if not ascii_only:
         try:
             text = raw[:size].tobytes().decode("utf-8")
@@ -99,12 +102,6 @@ def _split(raw: np.ndarray, size: int) -> TrecRunSpans | None:
         if _WIDE_SPACE.search(text):                     # str.split() would split there
             return None
     return TrecRunSpans(docs, scores, block_queries, checks)
-
-
-def _numpy_checked(queries: IdSpans, docs: IdSpans, scores: np.ndarray, ascii_only: bool
-                   ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, bool]:
-    checks, block_queries = check_run(queries, docs, scores)
-    return docs, scores, block_queries, checks, ascii_only
 
 
 def _numpy_split(buf: np.ndarray, size: int
