@@ -4,6 +4,6 @@ the install goes on without them, and the reader does the same work with NumPy (
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("rcp_data.stages.inputs._run_scan",
-                             sources=["src/rcp_data/stages/inputs/_run_scan.c"],
+setup(ext_modules=[Extension("rcp_data.runs._run_scan",
+                             sources=["src/rcp_data/runs/_run_scan.c"],
                              optional=True)])

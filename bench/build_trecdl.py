@@ -215,8 +215,8 @@ def make_inputs(work: Path, data: Path, seed: int) -> None:
     from rcp_data.core.specs import load_spec
     from rcp_data.demo.synthetic_judge import NOT_FITTED
     from rcp_data.model.tables import write_parquet
-    from rcp_data.stages.bm25 import bm25_run
-    from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
+    from rcp_data.building.bm25 import bm25_run
+    from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
     spec = load_spec("trecdl")
     rng = np.random.default_rng(seed + 1)
@@ -366,7 +366,7 @@ def run(args: argparse.Namespace, data: Path) -> int:
     stages: list[m.Stage] = []
     print(f"SYNTHETIC benchmark, scale {args.scale} ({int(MSMARCO_SIZE * args.scale):,} "
           f"passages), work folder {work}")
-    stages.append(m.run_stage("baseline", [py, "-c", "import rcp_data.stages.build, "
+    stages.append(m.run_stage("baseline", [py, "-c", "import rcp_data.building.build, "
                                            "rcp_data.checks.verify, huggingface_hub"],
                               env=env, log_dir=logs))
     stages[-1].note = "interpreter + imports"

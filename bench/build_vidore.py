@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                TQDM_DISABLE="1")
     me = [py, str(Path(__file__).resolve()), "--work", str(work), "--scale", str(args.scale),
           "--query-scale", str(qs), "--seed", str(args.seed), "--stage"]
-    stages = [m.run_stage("baseline", [py, "-c", "import rcp_data.stages.build, datasets"],
+    stages = [m.run_stage("baseline", [py, "-c", "import rcp_data.building.build, datasets"],
                           env=env, log_dir=logs)]
     key = {"scale": args.scale, "query_scale": qs, "seed": args.seed}
     done = work / "prepared.json"

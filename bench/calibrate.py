@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from rcp_data.demo.simulate import simulate_verdicts
 from rcp_data.model.tables import write_parquet
-from rcp_data.stages.calibration.fit import MapArrays, negative_log_posterior
+from rcp_data.calibration.fit import MapArrays, negative_log_posterior
 
 TARGET_S = 600
 TARGET_GIB = 8.0

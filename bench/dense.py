@@ -1,4 +1,4 @@
-"""Benchmark: the dense first stage (rcp_data.stages.dense) on CPU (or the GPU when present).
+"""Benchmark: the dense first stage (rcp_data.building.dense) on CPU (or the GPU when present).
 
 On demand, not a test; each target is printed on one ``TARGET`` line at the end:
 
@@ -128,7 +128,7 @@ def throughput(model: str, n: int, batch_sizes: list[int], device: str,
     from sentence_transformers import SentenceTransformer
 
     from rcp_data.sources.base import CorpusReader
-    from rcp_data.stages.dense import dense_run
+    from rcp_data.building.dense import dense_run
 
     st = SentenceTransformer(model, device=device)
     ids, texts = passages(n, words=words)
@@ -187,7 +187,7 @@ class RandomEncoder:
 
 def rss_child(model: str, n: int, n_queries: int, device: str, words: int = 56,
               log_every: int | None = None, random_embeddings: bool = False) -> None:
-    from rcp_data.stages.dense import dense_run
+    from rcp_data.building.dense import dense_run
 
     t0 = time.perf_counter()
     encoder = RandomEncoder(model, device) if random_embeddings else model
@@ -224,7 +224,7 @@ def search_child(n_docs: int, n_queries: int, dim: int, device: str, k: int = 15
     at a time); only the scoring and the top-k are timed (wall and CPU)."""
     import torch
 
-    from rcp_data.stages.dense import CHUNK_DOCS, RunningTopK
+    from rcp_data.building.dense import CHUNK_DOCS, RunningTopK
 
     gen = torch.Generator(device="cpu").manual_seed(150)
     q = torch.nn.functional.normalize(torch.randn(n_queries, dim, generator=gen), dim=1).to(device)
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries-child", type=int, default=10, help=argparse.SUPPRESS)
     parser.add_argument("--dim-child", type=int, default=384, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from rcp_data.stages.dense import pick_device
+    from rcp_data.building.dense import pick_device
 
     device = pick_device(args.device)
     if args.search_child:

@@ -40,7 +40,7 @@ import asyncio, gc, json, os, signal, sys, time
 sys.path.insert(0, sys.argv[4])
 from judge_driver import LoopWatch, planted
 from rcp_data.demo.simulated_judge import ServerThread, SimulatedJudge
-from rcp_data.stages.judging.driver import GC_YOUNG
+from rcp_data.judging.driver import GC_YOUNG
 judge = SimulatedJudge(planted(int(sys.argv[3])), latency=float(sys.argv[1]))
 # the server's collector set as the driver sets its own: the planted table out of its sight
 gc.collect()
@@ -116,7 +116,7 @@ def _text(d: str) -> str:
 
 
 def make_pool(n_queries: int, n_docs: int = N_DOCS):
-    from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
+    from rcp_data.judging.pool_input import JudgePool, PoolQuery
 
     texts = {"g": {}}
     queries = []
@@ -210,12 +210,12 @@ async def one_run(urls: list[str], pool, concurrency: int, seconds: float, warmu
     import signal
 
     from rcp_data.demo.simulated_judge import MODEL
-    from rcp_data.stages.judging.budget import TokenCounter
-    from rcp_data.stages.judging.client import ChatClient, ClientSettings
-    from rcp_data.stages.judging.driver import Judging, RunSettings, judge_identity
-    from rcp_data.stages.judging.prompts import load_prompts
-    from rcp_data.stages.judging.settings import make_schedule
-    from rcp_data.stages.judging.store import Store, read_records
+    from rcp_data.judging.budget import TokenCounter
+    from rcp_data.judging.client import ChatClient, ClientSettings
+    from rcp_data.judging.driver import Judging, RunSettings, judge_identity
+    from rcp_data.judging.prompts import load_prompts
+    from rcp_data.judging.settings import make_schedule
+    from rcp_data.judging.store import Store, read_records
 
     server_pids = [p.pid for p in servers]
     prompts, schedule = load_prompts(), make_schedule("stage-b-only")
@@ -283,7 +283,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def main() -> int:
     import os
 
-    from rcp_data.stages.judging.driver import run_async
+    from rcp_data.judging.driver import run_async
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--concurrency", type=int, nargs="+", default=[128, 256, 512])

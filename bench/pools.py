@@ -22,7 +22,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
+from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
 RETRIEVERS = ("embed_v4", "bm25", "octen")
 
@@ -97,7 +97,7 @@ def main() -> None:
     base = naive(runs, qrels, qids)
     t_naive = time.perf_counter() - t0
     same = list(zip(pool["query-id"], pool["corpus-id"], strict=True)) == base
-    print(f"rcp_data.stages.pools (normalize_run + rrf_fuse + build_pools): {t_lib:7.2f} s, "
+    print(f"rcp_data.building.pools (normalize_run + rrf_fuse + build_pools): {t_lib:7.2f} s, "
           f"{len(pool):,} pool pairs")
     print(f"naive pure-Python baseline:                              {t_naive:7.2f} s")
     print(f"ratio baseline / library: {t_naive / t_lib:.2f}x; same pools: {same}")

@@ -108,7 +108,7 @@ def with_pytrec_eval(qrels: Path, runs: list[Path]) -> dict[str, dict[str, float
 
 
 def rcp_read(runs: list[Path]) -> dict:
-    from rcp_data.scoring.qrels_runs import read_run
+    from rcp_data.runs.qrels_runs import read_run
 
     return {path.stem: read_run(path, str(path)) for path in runs}
 
@@ -179,7 +179,7 @@ def main() -> None:
     import pytrec_eval  # noqa: F401  (both sides' imports stay outside the timings)
 
     import rcp_data.scoring.qrels_score  # noqa: F401
-    from rcp_data.stages.inputs.qrels_files import read_qrels
+    from rcp_data.runs.qrels_files import read_qrels
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = write_runs(args.qrels, Path(tmp), args.runs, args.depth)
@@ -203,7 +203,7 @@ def main() -> None:
     diff = max([diff] + [abs(computed[r][q] - v) for r, by_q in base.items()
                          for q, v in by_q.items()])
     same = all(set(ours[r]) == set(by_q) == set(computed[r]) for r, by_q in base.items())
-    from rcp_data.stages.inputs.run_scan import COMPILED
+    from rcp_data.runs.run_scan import COMPILED
 
     reader = "compiled (_run_scan)" if COMPILED is not None else "NumPy (no compiled reader)"
     print(f"{args.runs} runs x {args.depth} documents per query, DL19 qrels; run reader "

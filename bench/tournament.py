@@ -59,7 +59,7 @@ CHILD = """
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
 from rcp_data.model.tables import write_parquet
-from rcp_data.stages.calibration.pipeline import stage_a_thetas
+from rcp_data.calibration.pipeline import stage_a_thetas
 t0 = time.perf_counter()
 fit = stage_a_thetas(sys.argv[2], rule="complete", device=sys.argv[4])
 write_parquet(fit.thetas, __import__("pathlib").Path(sys.argv[3]))

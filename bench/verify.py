@@ -10,7 +10,7 @@ On demand, not a test:
 Generates, with numpy/pyarrow directly, a SYNTHETIC release in the ViDoRe v3 layout (suite spec
 ``vidore_v3``: 8 domains x 6 languages, per-domain corpus and provenance): corpora of ids with
 empty text (no images), queries, first-stage runs of three retrievers and their RRF fusion
-(``rcp_data.stages.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
+(``rcp_data.building.pools.rrf_fuse``), pools of the fused top 150 with a few injected positives, gains
 from SYNTHETIC item parameters, 14 reranker runs with ties, releases.json, a build manifest with
 its content list (every file's size and sha256), and the task file and card rendered by
 ``rcp_data.documents.card``. Nothing here is real data.
@@ -67,7 +67,7 @@ from rcp_data.model.layout import (
 )
 from rcp_data.model.manifest import record_content
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.stages.pools import rrf_fuse
+from rcp_data.building.pools import rrf_fuse
 
 TARGET_S = 60.0               # verify at full scale (issue 20)
 TARGET_RATIO = 2.0            # verify / replay alone on the same release (issue 28)

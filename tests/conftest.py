@@ -104,12 +104,12 @@ def either_run_reader(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     """A test twice: with the run reader's compiled passes (``_run_scan``, built at install) and
     with the NumPy fallback of an install without a C compiler. The compiled passes missing is
     a failure here, not a skip."""
-    from rcp_data.stages.inputs import run_scan, trec_run_bytes
+    from rcp_data.runs import run_scan, trec_run_bytes
 
     if request.param == "numpy":
         monkeypatch.setattr(trec_run_bytes, "COMPILED", None)
         monkeypatch.setattr(run_scan, "COMPILED", None)
     elif run_scan.COMPILED is None:
-        pytest.fail("rcp_data.stages.inputs._run_scan is not built: pip install -e . with a C "
+        pytest.fail("rcp_data.runs._run_scan is not built: pip install -e . with a C "
                     "compiler")
     return request.param

@@ -220,7 +220,7 @@ def test_status_lines_say_each_step_once_on_a_terminal(demo_data, tmp_path):
                                   "--out", str(tmp_path / "release"), "--date", DATE, "--force")
     assert code == 0, shown[-3000:]
     lines = _screen(shown)
-    assert any(line.startswith("INFO rcp_data.stages.build: built demo release") for line in lines)
+    assert any(line.startswith("INFO rcp_data.building.build: built demo release") for line in lines)
     assert not any(line.startswith(("built ", "prepared ")) for line in lines)
     twice = {line for line in lines if lines.count(line) > 1}
     assert not twice, twice

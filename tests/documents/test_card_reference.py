@@ -34,8 +34,8 @@ def built(irds_home, tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("nanobeir-reference")
     stage(make_all())
@@ -179,7 +179,7 @@ def test_synthetic_build_says_so_everywhere(built, card_with_sha):
 
 def test_bm25_settings_the_card_prints_are_the_builds():
     """The card's BM25 settings (builders/_card.toml) are those stages/bm25.py runs with."""
-    from rcp_data.stages import bm25
+    from rcp_data.building import bm25
 
     printed = load_spec("nanobeir").card.retrievers["bm25"].settings
     s = bm25.settings()

@@ -31,7 +31,7 @@ from rcp_data.model.card_format import (
     view_heading,
 )
 from rcp_data.model.layout import CARD_FILE, TASK_FILE
-from rcp_data.stages.calibration.bt_settings import BT_SETTINGS, BtSettings
+from rcp_data.calibration.bt_settings import BT_SETTINGS, BtSettings
 
 TEMPLATE = (Path(__file__).resolve().parents[2] / "src" / "rcp_data" / "documents"
             / "templates" / "card.md.j2")
@@ -49,8 +49,8 @@ def nanobeir(irds_home, tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-nanobeir")
     stage(make_all())
@@ -69,8 +69,8 @@ def vidore(tmp_path_factory) -> Path:
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-vidore")
     spec = load_spec("vidore_v3")

@@ -12,7 +12,7 @@ PARAMS = ItemParams(gamma=(1.5, 2.0, 0.8, 1.1, 2.5), beta=(-1.0, -0.25, 0.0, 0.5
 
 
 def _default_rubric() -> list[dict]:
-    path = resources.files("rcp_data.stages.judging").joinpath("templates",
+    path = resources.files("rcp_data.judging").joinpath("templates",
                                                                "rubric_default.json")
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -56,17 +56,32 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def _siblings(layer: str) -> list[str]:
+    """The modules of one layer (``"a | b"``: independent siblings)."""
+    return [m.strip() for m in layer.split("|")]
+
+
+def _room(module: str) -> tuple[int, str] | None:
+    """``module``'s layer index in :data:`LAYERS` (0 the top) and the sibling it lies in, None
+    outside the layers."""
+    return next(((i, s) for i, layer in enumerate(LAYERS) for s in _siblings(layer)
+                 if _within(module, s)), None)
+
+
 def _layer(module: str) -> int | None:
     """Index of ``module``'s layer in :data:`LAYERS` (0 the top), None outside the layers."""
-    return next((i for i, layer in enumerate(LAYERS) if _within(module, layer)), None)
+    room = _room(module)
+    return None if room is None else room[0]
 
 
 def violation(ref: Ref) -> str | None:
     """Why ``ref`` breaks a contract, or None."""
     target = ref.target.split(":", 1)[0]
-    have, want = _layer(ref.holder), _layer(target)
-    if have is not None and want is not None and want < have:
-        return f"{ref}: {LAYERS[want]} is above {LAYERS[have]}"
+    have, want = _room(ref.holder), _room(target)
+    if have is not None and want is not None and want[0] < have[0]:
+        return f"{ref}: {want[1]} is above {have[1]}"
+    if have is not None and want is not None and want[0] == have[0] and want[1] != have[1]:
+        return f"{ref}: {want[1]} and {have[1]} are independent siblings"
     for sources, banned in FORBIDDEN:
         if any(_within(ref.holder, s) for s in sources) and \
                 any(_within(target, b) for b in banned):
@@ -221,8 +236,10 @@ def test_the_old_demo_spec_is_refused(tmp_path):
     ("sources/registry.py", 'importlib.import_module("rcp_data.demo.suite")',
      "rcp_data.demo is above rcp_data.sources"),
     ("core/specs.py", 'ENTRY = "rcp_data.cli:main"', "rcp_data.cli is above rcp_data.core"),
-    ("stages/pools.py", 'importlib.import_module(f"rcp_data.release.{name}")',
-     "rcp_data.release is above rcp_data.stages"),
+    ("building/pools.py", 'importlib.import_module(f"rcp_data.release.{name}")',
+     "rcp_data.release is above rcp_data.building"),
+    ("runs/run_files.py", 'FIT = "rcp_data.calibration.fit"',
+     "rcp_data.calibration and rcp_data.runs are independent siblings"),
     ("checks/verify.py", '_HUB = "rcp_data.hub.server:LocalHub"',
      "rcp_data.checks.verify may not reach rcp_data.hub.server"),
 ])

@@ -18,7 +18,7 @@ from rcp_data.scoring.qrels_score import (
     measure_name,
     score_qrels,
 )
-from rcp_data.stages.inputs.qrels_files import read_qrels
+from rcp_data.runs.qrels_files import read_qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

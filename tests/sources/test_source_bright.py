@@ -203,8 +203,8 @@ def test_build_bright_subsets(suite, raw, tmp_path):
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.model.release import Release
     from rcp_data.sources.base import SuiteSource
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     spec = load_spec("bright")
     names = ["aops", "leetcode", "biology"]

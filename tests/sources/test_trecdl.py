@@ -46,8 +46,8 @@ def inputs_dir(spec, staged, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(spec, source, inputs_dir, tmp_path_factory):
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     root, info = inputs_dir
     out = tmp_path_factory.mktemp("trecdl-out") / "release"
@@ -291,8 +291,8 @@ def test_shared_corpus_written_once(built, staged):
 
 def test_rebuild_is_byte_identical(spec, staged, inputs_dir, built, tmp_path):
     from rcp_data.sources.trecdl import read_suite
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     out1, _, _ = built
     out2 = tmp_path / "again"
@@ -338,8 +338,8 @@ def _released_line(lines: list[str], info: dict) -> int:
 
 
 def _fails(spec, source, root: Path, tmp_path: Path) -> InputError:
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
 
     out = tmp_path / "out"
     with pytest.raises(InputError) as err:
@@ -405,8 +405,8 @@ def test_run_naming_passage_outside_the_pool(spec, source, inputs_dir, tmp_path)
 
 
 def test_check_known_ids_names_file_and_line(source, staged, inputs_dir, tmp_path):
-    from rcp_data.stages.inputs.run_files import read_run_file
-    from rcp_data.stages.pools import check_known_ids
+    from rcp_data.runs.run_files import read_run_file
+    from rcp_data.building.pools import check_known_ids
 
     run = inputs_dir[0] / "first_stage" / "octen.trec"
     frame = read_run_file(run)

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 
 from rcp_data.demo.simulated_judge import MODEL, ServerThread, SimulatedJudge
-from rcp_data.stages.judging.budget import TokenCounter
-from rcp_data.stages.judging.client import ChatClient, ClientSettings
-from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool
-from rcp_data.stages.judging.pool_input import JudgePool, PoolQuery
-from rcp_data.stages.judging.prompts import load_prompts
-from rcp_data.stages.judging.settings import make_schedule
-from rcp_data.stages.judging.tables import export_tables
+from rcp_data.judging.budget import TokenCounter
+from rcp_data.judging.client import ChatClient, ClientSettings
+from rcp_data.judging.driver import RunSettings, judge_identity, judge_pool
+from rcp_data.judging.pool_input import JudgePool, PoolQuery
+from rcp_data.judging.prompts import load_prompts
+from rcp_data.judging.settings import make_schedule
+from rcp_data.judging.tables import export_tables
 
 
 def make_pool(n_queries: int, n_docs: int, seed: int = 0) -> tuple[JudgePool, dict, dict]:

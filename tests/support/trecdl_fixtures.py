@@ -8,7 +8,7 @@ reranker runs and a handful of stand-ins for the judge's extra MS MARCO dev quer
 
 The corpus covers every NIST-judged passage and every passage a synthetic run retrieves. Also
 here: a brute-force pool computation (plain Python loops, written independently of
-``rcp_data.stages.pools``) that the tests compare the library against.
+``rcp_data.building.pools``) that the tests compare the library against.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import write_json
     from rcp_data.model.tables import write_parquet
-    from rcp_data.stages.pools import normalize_run
+    from rcp_data.building.pools import normalize_run
 
     real = staged.real
     rng = np.random.default_rng(seed + 2)
@@ -256,7 +256,7 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     for y in (2019, 2020):
         if "bm25" not in norm:
             from rcp_data.sources.base import CorpusReader
-            from rcp_data.stages.bm25 import bm25_run
+            from rcp_data.building.bm25 import bm25_run
 
             corpus = CorpusReader.from_frame(read_tsv(staged.clean))
             runs = dict(norm)

@@ -45,8 +45,8 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from support.vidore_fixtures import write_domain
 
     spec = load_spec("vidore_v3")

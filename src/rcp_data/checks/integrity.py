@@ -52,7 +52,7 @@ from rcp_data.model.orders import in_order, lexsort_order, pairs_in_order
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
 from rcp_data.model.tables import corpus_record, gains_table, read_release_table
-from rcp_data.stages.pools import FUSED
+from rcp_data.building.pools import FUSED
 
 log = logging.getLogger(__name__)
 

@@ -127,7 +127,7 @@ def refit_checks(root: str | Path, spec: SuiteSpec | None = None, *,
     if importlib.util.find_spec("torch") is None:
         return [_check("refit", True, "theta_bt and theta refitted from the release's answers",
                        status="skipped", found="needs the 'calibrate' extra (torch)")]
-    from rcp_data.stages.calibration.refit import read_release_answers, refit_release
+    from rcp_data.calibration.refit import read_release_answers, refit_release
 
     if spec is None:
         suite = which_suite(root)

@@ -91,7 +91,7 @@ class PoolSpec:
     retrievers: tuple[str, ...] = ("embed_v4", "bm25", "octen")
     rrf_k: int = 60
     # dense retrievers the build computes when no run is given: {retriever: sentence-transformers
-    # model (a local path or a cached Hub id)} (rcp_data.stages.dense)
+    # model (a local path or a cached Hub id)} (rcp_data.building.dense)
     dense: dict[str, str] = field(default_factory=dict, hash=False)
 
 

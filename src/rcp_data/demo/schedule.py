@@ -121,9 +121,9 @@ def _estimate(log: _Log, n_docs: int, s: ScheduleSettings) -> np.ndarray:
         tot = np.bincount(key, weights=scores[ok], minlength=q * n_docs)
         cnt = np.bincount(key, minlength=q * n_docs)
         return (tot / np.maximum(cnt, 1)).reshape(q, n_docs)
-    from rcp_data.stages.calibration.bt import fit_bt_arrays
-    from rcp_data.stages.calibration.bt_pairs import pair_statistics
-    from rcp_data.stages.calibration.tournament import classify_windows, load_tournament
+    from rcp_data.calibration.bt import fit_bt_arrays
+    from rcp_data.calibration.bt_pairs import pair_statistics
+    from rcp_data.calibration.tournament import classify_windows, load_tournament
 
     # fixed-width ids sort as the numbers do: query i, document j stay in place
     t = load_tournament(_table(log, [f"{i:07d}" for i in range(q)],

@@ -29,8 +29,8 @@ from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 from rcp_data.release.cut import BuildResult, build_release_dir
 from rcp_data.sources.base import SuiteSource
 from rcp_data.sources.synthetic import SEED, DemoLatent, make_sources
-from rcp_data.stages.inputs.contract import write_builder_inputs
-from rcp_data.stages.pools import build_pools, normalize_run, rrf_fuse
+from rcp_data.building.contract import write_builder_inputs
+from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,10 @@ def _judge_answers(pools: list[tuple[pd.DataFrame, np.ndarray]], seed: int):
 
 def calibrate_demo(tournament, criteria: pd.DataFrame, rule: str):
     """Stage A (under ``rule``) and the 2PL MAP on the demo judge's answers."""
-    from rcp_data.stages.calibration.bt import fit_stage_a
-    from rcp_data.stages.calibration.pipeline import attach_stage_a, calibrate
-    from rcp_data.stages.calibration.tournament import load_tournament
-    from rcp_data.stages.calibration.verdicts import count_verdicts
+    from rcp_data.calibration.bt import fit_stage_a
+    from rcp_data.calibration.pipeline import attach_stage_a, calibrate
+    from rcp_data.calibration.tournament import load_tournament
+    from rcp_data.calibration.verdicts import count_verdicts
 
     stage_a = fit_stage_a(load_tournament(tournament, source="judge/tournament.parquet"),
                           rule=rule)
@@ -84,7 +84,7 @@ def calibrate_demo(tournament, criteria: pd.DataFrame, rule: str):
 def write_inputs(spec: SuiteSpec, source: SuiteSource, latents: dict[str, DemoLatent], out: Path,
                  *, seed: int = SEED) -> Path:
     """Write a synthetic judge run in the builder-input layout (release 1)."""
-    from rcp_data.stages.calibration.pipeline import fitted_item_params
+    from rcp_data.calibration.pipeline import fitted_item_params
 
     rng = np.random.default_rng(seed + 7)
     out = Path(out)

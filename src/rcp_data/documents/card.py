@@ -3,7 +3,7 @@
 Every number in the card is computed here from the release directory (tables, item parameters,
 runs replayed by :mod:`rcp_data.scoring.replay`), taken from the release history or read from a
 typed settings record (the card format's k and titles, :mod:`rcp_data.model.card_format`; the
-Stage A fit's settings, :data:`rcp_data.stages.calibration.bt_settings.BT_SETTINGS`). This module
+Stage A fit's settings, :data:`rcp_data.calibration.bt_settings.BT_SETTINGS`). This module
 hands the template typed facts (small frozen dataclasses); every sentence of the card lives in
 ``templates/card.md.j2``. Rendering is deterministic: the same release gives the same bytes.
 """
@@ -83,8 +83,8 @@ from rcp_data.model.manifest import BuildManifest, load_manifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
-from rcp_data.stages.calibration.bt_settings import BT_SETTINGS
-from rcp_data.stages.calibration.tournament import SCORE_RANGE
+from rcp_data.calibration.bt_settings import BT_SETTINGS
+from rcp_data.calibration.tournament import SCORE_RANGE
 
 log = logging.getLogger(__name__)
 

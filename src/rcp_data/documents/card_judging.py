@@ -1,5 +1,5 @@
 """The card's judge-run section: what ``rcp-data judge`` recorded in the build manifest
-(``parameters.judging``, :func:`rcp_data.stages.judging.tables.judging_record`).
+(``parameters.judging``, :func:`rcp_data.judging.tables.judging_record`).
 
 The judge model, the sha256 of the Stage A and Stage B prompts and of the rubric, the schedule,
 and per stage Table 4's columns with the server's token usage, the wall time and the cut

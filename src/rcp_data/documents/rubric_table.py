@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rcp_data.core.gains import ItemParams
-from rcp_data.stages.judging.prompts import load_rubric
+from rcp_data.judging.prompts import load_rubric
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 One function for everyone who builds (``rcp-data build``, the demo, the Python API):
 :func:`build_release_dir` reads the builder inputs and the suite's sources (its reader, named by
 the spec, :mod:`rcp_data.sources.registry`), builds the data and provenance
-(:func:`rcp_data.stages.build.build_release`) and, unless ``prepare`` is False, adds
+(:func:`rcp_data.building.build.build_release`) and, unless ``prepare`` is False, adds
 ``provenance/releases.json`` (the repo's history with this release appended as current), the
 mteb task file and the card (:func:`rcp_data.release.prepare.prepare_release`). All of it is
 written to a temporary folder beside ``out`` and moved into place only when complete.
@@ -86,15 +86,15 @@ def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource
     """Build the release directory ``out`` of suite ``spec``; return what was written.
 
     ``inputs``: the builder inputs folder (judge/, first_stage/, runs/) or its
-    :class:`~rcp_data.stages.inputs.contract.BuildInputs`. ``source``: the suite's sources, read here by
+    :class:`~rcp_data.building.contract.BuildInputs`. ``source``: the suite's sources, read here by
     the spec's reader with ``source_options`` when None. ``repo`` defaults to the spec's;
     ``previous`` is the repo's history so far (a :class:`History` or its file; None: a new
     history). ``out`` must be new or empty, or (``force``) a release folder built earlier, and
     apart from ``inputs``; it is checked before anything is read. With ``prepare`` False only
     the data and provenance are written (no releases.json, task file, card).
     """
-    from rcp_data.stages.build import build_release
-    from rcp_data.stages.inputs.contract import BuildInputs, read_inputs
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import BuildInputs, read_inputs
 
     out = Path(out)
     root = inputs.root if isinstance(inputs, BuildInputs) else Path(inputs)

@@ -132,7 +132,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
 
 def _write_theta_bt(tmp: Path, rel: Release, spec: SuiteSpec, thetas: pd.DataFrame) -> None:
     """``provenance-judge-bt`` of every provenance split from the refit's ``theta_bt``."""
-    from rcp_data.stages.judge import bt_rows
+    from rcp_data.building.judge import bt_rows
 
     for split in spec.provenance_splits:
         if not rel.has_provenance("pool", split):
@@ -152,7 +152,7 @@ def refit_from_release(release: Path, spec: SuiteSpec, *, stage_a_rule: str | No
     """Refit Stage A (under ``stage_a_rule``, default the recorded rule) and the 2PL from the
     answers release ``release`` ships, or from the raw tables given instead; returns the
     calibration (thetas with ``split``)."""
-    from rcp_data.stages.calibration.refit import (
+    from rcp_data.calibration.refit import (
         read_release_answers,
         refit_release,
         with_raw_answers,
@@ -260,8 +260,8 @@ class Recalibration:
 def read_fit(fit: Path) -> tuple[ItemParams, pd.DataFrame]:
     """The item parameters and thetas of a ``rcp-data calibrate`` output folder."""
     from rcp_data.core.io import read_parquet
-    from rcp_data.stages.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
-    from rcp_data.stages.inputs.checks import check_thetas
+    from rcp_data.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
+    from rcp_data.building.input_checks import check_thetas
 
     params = ItemParams.read(Path(fit) / ITEM_PARAMS_FILE)
     thetas_path = Path(fit) / THETAS_FILE
@@ -305,7 +305,7 @@ def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | N
     if fit is not None:
         params, thetas = read_fit(fit)
     else:
-        from rcp_data.stages.calibration.pipeline import fitted_item_params
+        from rcp_data.calibration.pipeline import fitted_item_params
 
         cal = refit_from_release(release, spec, stage_a_rule=rule, tournament=tournament,
                                  criteria=criteria, device=device)

@@ -49,7 +49,7 @@ class BaselineGains:
 
 
 def count_gains_frame(counts) -> pd.DataFrame:
-    """``query-id, corpus-id, count_ndcg`` of :class:`~rcp_data.stages.calibration.verdicts.
+    """``query-id, corpus-id, count_ndcg`` of :class:`~rcp_data.calibration.verdicts.
     VerdictCounts`."""
     return pd.DataFrame({"query-id": counts.query_id, "corpus-id": counts.corpus_id,
                          "count_ndcg": count_gain(counts.passes, counts.n)})
@@ -58,13 +58,13 @@ def count_gains_frame(counts) -> pd.DataFrame:
 def read_baseline_gains(root: str | Path, spec: SuiteSpec) -> BaselineGains | None:
     """The baseline gains of the release at ``root``; None when it ships neither the verdicts
     nor (with item parameters) the Bradley-Terry scores."""
-    from rcp_data.stages.calibration.reading import DEFAULT_RULE
-    from rcp_data.stages.calibration.refit import (
+    from rcp_data.calibration.reading import DEFAULT_RULE
+    from rcp_data.calibration.refit import (
         read_release_answers,
         release_calibration,
         split_keys,
     )
-    from rcp_data.stages.calibration.verdicts import count_verdicts
+    from rcp_data.calibration.verdicts import count_verdicts
 
     answers = read_release_answers(root, spec)
     parts: list[pd.DataFrame] = []

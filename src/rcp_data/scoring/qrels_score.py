@@ -13,7 +13,7 @@ nDCG@k (Eq. 1, discount ``1/log2(rank + 1)``) with the engine of :mod:`rcp_data.
 - queries: every qrels query with a positive grade; a query the run misses scores 0 (trec_eval
   ``-c``); run rows of other queries are ignored.
 
-How it is computed: each run is read by :func:`~rcp_data.scoring.qrels_runs.read_run` (a TREC
+How it is computed: each run is read by :func:`~rcp_data.runs.qrels_runs.read_run` (a TREC
 file split on its bytes; runs in threads), then reduced to its candidates, the rows that can
 reach the top k of their query (score at least the k-th best, so the whole tie at the cutoff);
 only those are looked up in the qrels (a fingerprint of query and corpus-id, confirmed on the
@@ -46,10 +46,10 @@ from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
 from rcp_data.scoring.against import RESAMPLES, SEED
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
-from rcp_data.scoring.qrels_runs import ReadRun, pair_keys, read_run
-from rcp_data.scoring.runs_in import check_run_name, run_names
-from rcp_data.stages.inputs.id_spans import IdSpans
-from rcp_data.stages.inputs.qrels_files import read_qrels
+from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
+from rcp_data.runs.runs_in import check_run_name, run_names
+from rcp_data.runs.id_spans import IdSpans
+from rcp_data.runs.qrels_files import read_qrels
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
@@ -409,7 +409,7 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True
                 ) -> QrelsScore:
     """Score runs (TREC run files, parquet tables, mteb prediction folders, frames with
-    ``query-id, corpus-id, score``, or runs :func:`~rcp_data.scoring.qrels_runs.read_run` read)
+    ``query-id, corpus-id, score``, or runs :func:`~rcp_data.runs.qrels_runs.read_run` read)
     on graded ``qrels`` (a file :func:`read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
     or more, every pair is compared on every measure (``compare=False``: none). Returns a :class:`QrelsScore`; raises

@@ -174,9 +174,9 @@ def _graded_rows(root: Path, spec: SuiteSpec) -> pd.DataFrame:
 def _with_baselines(rows: pd.DataFrame, root: Path, spec: SuiteSpec) -> pd.DataFrame:
     """``rows`` with ``raw_bt`` (theta_bt) and ``count`` (Eq. 5) columns (NaN where absent)."""
     from rcp_data.scoring.baseline_gains import KEYS, count_gains_frame
-    from rcp_data.stages.calibration.reading import DEFAULT_RULE
-    from rcp_data.stages.calibration.refit import read_release_answers, split_keys
-    from rcp_data.stages.calibration.verdicts import count_verdicts
+    from rcp_data.calibration.reading import DEFAULT_RULE
+    from rcp_data.calibration.refit import read_release_answers, split_keys
+    from rcp_data.calibration.verdicts import count_verdicts
 
     answers = read_release_answers(root, spec)
     out = rows.assign(raw_bt=np.nan, count=np.nan)
@@ -195,11 +195,11 @@ def _with_baselines(rows: pd.DataFrame, root: Path, spec: SuiteSpec) -> pd.DataF
 
 
 def _reliability(rows: pd.DataFrame) -> Reliability | None:
-    from rcp_data.stages.calibration.diagnostics import (
+    from rcp_data.calibration.diagnostics import (
         expected_calibration_error,
         reliability_bins,
     )
-    from rcp_data.stages.calibration.refit import split_keys
+    from rcp_data.calibration.refit import split_keys
 
     counts, params = rows.attrs.get("counts"), rows.attrs.get("item_params")
     if counts is None or params is None:
@@ -281,7 +281,7 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     """Every Diagnostics number of the release directory at ``root``."""
     from rcp_data.model.suite import suite_spec
     from rcp_data.scoring.replay import default_tie_rule, load_release
-    from rcp_data.stages.calibration.refit import release_calibration
+    from rcp_data.calibration.refit import release_calibration
 
     root = Path(root)
     spec, known = suite_spec(root, spec, adhoc=True)

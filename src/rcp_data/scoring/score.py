@@ -296,7 +296,7 @@ def score_runs(data: ReleaseRuns, runs: dict[str, pd.DataFrame], *,
     data.spec.view_columns(view)                     # refuse a bad view before scoring
     if not runs:
         raise UsageError("name at least one run")
-    from rcp_data.scoring.runs_in import check_run_name
+    from rcp_data.runs.runs_in import check_run_name
 
     for name in runs:
         check_run_name(name)
@@ -331,7 +331,7 @@ def score_files(data: ReleaseRuns, paths: Sequence[str | Path] | Mapping[str, st
                 names: Sequence[str] | None = None, **kwargs) -> ScoreResult:
     """Read the run files (TREC, parquet, mteb predictions) and score them; ``paths`` may be
     ``{name: path}`` instead of ``names``. ``kwargs`` as :func:`score_runs`'."""
-    from rcp_data.scoring.runs_in import read_ranking, run_names
+    from rcp_data.runs.runs_in import read_ranking, run_names
 
     if isinstance(paths, Mapping):
         names, paths = list(paths), list(paths.values())

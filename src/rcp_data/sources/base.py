@@ -6,7 +6,7 @@ sit in memory at once). Subsets that share a corpus (TREC-DL; a ViDoRe domain) s
 :class:`CorpusReader` object, named by ``group``.
 
 Whatever a reader returns passes the same checks before a build writes anything
-(:mod:`rcp_data.stages.inputs.checks`): queries with unique ids and non-blank text; a corpus with
+(:mod:`rcp_data.building.input_checks`): queries with unique ids and non-blank text; a corpus with
 unique ids and non-blank texts (:meth:`CorpusReader.facts`; empty texts only where the suite's
 spec allows them); qrels naming known queries and documents once each, with integer grades in
 the spec's range; exclusions as lists of known document ids. A reader folds and counts the

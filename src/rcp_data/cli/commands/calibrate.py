@@ -12,7 +12,7 @@ from rcp_data.core.errors import UsageError
 
 log = logging.getLogger(__name__)
 
-# the reading rules of rcp_data.stages.calibration.reading (not imported here: it needs torch)
+# the reading rules of rcp_data.calibration.reading (not imported here: it needs torch)
 STAGE_A_RULES = ("complete", "hard-fallback")
 DEFAULT_RULE = "complete"
 
@@ -63,7 +63,7 @@ def handler(args: argparse.Namespace) -> int:
 
     require_extra("calibrate")
     from rcp_data.core.outputs import CALIBRATION, check_output_dir
-    from rcp_data.stages.calibration.pipeline import calibrate_files
+    from rcp_data.calibration.pipeline import calibrate_files
 
     if args.thetas is None and args.tournament is None and not args.rubric_only:
         raise UsageError("--thetas is required for the MAP fit (or --tournament to fit Stage A "

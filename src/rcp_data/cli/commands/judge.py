@@ -132,7 +132,7 @@ def _overrides(items: list[str]) -> dict[str, str]:
 
 
 def _schedule(args, spec):
-    from rcp_data.stages.judging.settings import make_schedule, suite_preset
+    from rcp_data.judging.settings import make_schedule, suite_preset
 
     preset = args.preset or suite_preset(spec)
     return make_schedule(preset, _overrides(args.set), seed=args.seed)
@@ -141,7 +141,7 @@ def _schedule(args, spec):
 def _open_pool(ref: str, args):
     from rcp_data.model.release import open_release
     from rcp_data.release.pools_only import POOLS_ONLY
-    from rcp_data.stages.judging.pool_input import read_pool
+    from rcp_data.judging.pool_input import read_pool
 
     suite = getattr(args, "suite", None)
     marker = Path(ref) / POOLS_ONLY
@@ -152,7 +152,7 @@ def _open_pool(ref: str, args):
 
 
 def handle_plan(args: argparse.Namespace) -> int:
-    from rcp_data.stages.judging.plan import plan_report, plan_text
+    from rcp_data.judging.plan import plan_report, plan_text
 
     if (args.pool is None) == (args.pool_size is None):
         raise UsageError("give --pool (a release) or --pool-size")
@@ -170,11 +170,11 @@ def handle_plan(args: argparse.Namespace) -> int:
 
 
 def handle_run(args: argparse.Namespace) -> int:
-    from rcp_data.stages.judging.budget import TokenCounter
-    from rcp_data.stages.judging.client import ChatClient, ClientSettings
-    from rcp_data.stages.judging.driver import RunSettings, judge_identity, judge_pool, run_async
-    from rcp_data.stages.judging.prompts import load_prompts
-    from rcp_data.stages.judging.tables import export_tables
+    from rcp_data.judging.budget import TokenCounter
+    from rcp_data.judging.client import ChatClient, ClientSettings
+    from rcp_data.judging.driver import RunSettings, judge_identity, judge_pool, run_async
+    from rcp_data.judging.prompts import load_prompts
+    from rcp_data.judging.tables import export_tables
 
     prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
                            response_format=args.response_format, score_values=args.score_values)
@@ -215,7 +215,7 @@ def handle_run(args: argparse.Namespace) -> int:
 
 def _check_budgets(pool, prompts, schedule, counter, run) -> None:
     """A context too small for one document is refused before anything is written."""
-    from rcp_data.stages.judging.budget import per_document_budget
+    from rcp_data.judging.budget import per_document_budget
 
     q = max(pool.queries, key=lambda x: len(x.text))
     for stage, w in (("A", schedule.stage_a.window), ("B", schedule.stage_b.window)):
@@ -227,8 +227,8 @@ def _check_budgets(pool, prompts, schedule, counter, run) -> None:
 
 
 def handle_status(args: argparse.Namespace) -> int:
-    from rcp_data.stages.judging.store import read_identity, read_records
-    from rcp_data.stages.judging.tables import usage_by_stage
+    from rcp_data.judging.store import read_identity, read_records
+    from rcp_data.judging.tables import usage_by_stage
 
     identity = read_identity(args.store)
     usage = usage_by_stage(read_records(args.store))
@@ -246,8 +246,8 @@ def handle_status(args: argparse.Namespace) -> int:
 def handle_reparse(args: argparse.Namespace) -> int:
     import shutil
 
-    from rcp_data.stages.judging.store import IDENTITY, WINDOWS, read_identity, read_records
-    from rcp_data.stages.judging.tables import reparse_records
+    from rcp_data.judging.store import IDENTITY, WINDOWS, read_identity, read_records
+    from rcp_data.judging.tables import reparse_records
 
     identity = read_identity(args.store)
     if args.out.exists() and any(args.out.iterdir()):
@@ -267,8 +267,8 @@ def handle_import(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from rcp_data.stages.judging.imported import read_authors_store
-    from rcp_data.stages.judging.tables import write_tables
+    from rcp_data.judging.imported import read_authors_store
+    from rcp_data.judging.tables import write_tables
 
     records, identity, order = read_authors_store(args.store)
     if not records:

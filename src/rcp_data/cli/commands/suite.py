@@ -7,7 +7,7 @@
   release with.
 - ``suite first-stage --spec FILE --out DIR``: the first-stage runs the build computes (BM25,
   ``[pool] dense``) and the pools a judge is shown, in the builder-input layout
-  (:mod:`rcp_data.stages.first_stage`).
+  (:mod:`rcp_data.building.first_stage`).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def run_first_stage(args: argparse.Namespace) -> int:
     elif spec.pool.dense:
         require_extra("dense")
     from rcp_data.sources.registry import read_suite
-    from rcp_data.stages.first_stage import first_stage
+    from rcp_data.building.first_stage import first_stage
 
     source = read_suite(spec, source_options(args))
     result = first_stage(spec, source)

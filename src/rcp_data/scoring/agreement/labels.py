@@ -313,11 +313,11 @@ def pooled_spearman(theta: np.ndarray, grade: np.ndarray, query: np.ndarray, *,
 def count_share(criteria: pd.DataFrame, *, source: str = "provenance/judge_criteria"
                 ) -> pd.DataFrame:
     """Count's gain per ``(query-id, corpus-id)`` (Eq. 5): the Stage B verdicts read under the
-    reading rule (:func:`rcp_data.stages.calibration.verdicts.count_verdicts`: a window with a
+    reading rule (:func:`rcp_data.calibration.verdicts.count_verdicts`: a window with a
     missing answer is left out) and :func:`rcp_data.core.gains.count_gain`, as replay and the
     card's Count-nDCG read them. Columns ``query-id, corpus-id, count``."""
     from rcp_data.scoring.baseline_gains import count_gains_frame
-    from rcp_data.stages.calibration.verdicts import count_verdicts
+    from rcp_data.calibration.verdicts import count_verdicts
 
     frame = count_gains_frame(count_verdicts(criteria, source=source))
     return pd.DataFrame({"query-id": frame["query-id"].astype(str).to_numpy(),

@@ -1,7 +1,7 @@
 """Label sets beside a release's own qrels: read, checked against the release, aggregated.
 
 A label set is one file per assessor or per label source (TREC qrels, parquet, CSV; read with
-:func:`rcp_data.stages.inputs.qrels_files.read_qrels`). Every row must name a query of the
+:func:`rcp_data.runs.qrels_files.read_qrels`). Every row must name a query of the
 release and, for that query, a document of its pool (``top_ranked``) or of its qrels; else
 one :class:`InputError` names the file, the row and the field. Aggregation combines the extra
 label sets per (query, document) over the assessors who graded it: ``max``, ``min``, ``mean``,
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
-from rcp_data.stages.inputs.qrels_files import read_qrels
+from rcp_data.runs.qrels_files import read_qrels
 
 AGGREGATES = ("max", "min", "mean", "consensus")
 RELEASE_LABELS = "qrels"

@@ -1,0 +1,285 @@
+"""The builder-input contract (design note ``release-layout.md``, "Builder inputs"): what a judge
+run hands the build, its folder layout, reading it (:func:`read_inputs`) and writing it
+(:func:`write_builder_inputs`).
+
+```
+inputs/judge/judge.json            who judged (model, revision, short name)
+inputs/judge/item_params.json      the calibration's item parameters
+inputs/judge/thetas.parquet        query-id, corpus-id, theta
+inputs/judge/criteria.parquet      the Stage B verdicts (C1..Cn)
+inputs/judge/tournament.parquet    the Stage A answers (optional)
+inputs/first_stage/<retriever>.{parquet,trec}
+inputs/first_stage/first_stage.json   which runs rcp-data computed (suite first-stage; optional)
+inputs/runs/runs.json + one file per reranker run
+```
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rcp_data.core.errors import InputError
+from rcp_data.core.files import sha256_file
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.io import read_json, read_parquet, write_json
+from rcp_data.core.specs import SuiteSpec
+from rcp_data.model.manifest import FirstStageRecord, first_stage_records
+from rcp_data.model.tables import write_parquet
+from rcp_data.building.input_checks import check_verdicts
+from rcp_data.runs.run_files import SPLIT_COLUMN, ids_as_text, read_run_file
+
+log = logging.getLogger(__name__)
+
+JUDGE_DIR = "judge"
+FIRST_STAGE_DIR = "first_stage"
+RUNS_DIR = "runs"
+JUDGE_JSON = "judge.json"
+ITEM_PARAMS_JSON = "item_params.json"
+THETAS_FILE = "thetas.parquet"
+CRITERIA_FILE = "criteria.parquet"
+TOURNAMENT_FILE = "tournament.parquet"
+JUDGING_FILE = "judging.json"  # written by rcp-data judge run: prompts, usage, cut census
+RUNS_JSON = "runs.json"
+FIRST_STAGE_JSON = "first_stage.json"  # written by rcp-data suite first-stage
+
+
+
+def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Rows of a builder-input table that belong to provenance split ``split``."""
+    if SPLIT_COLUMN not in frame.columns:
+        return frame
+    return frame[frame[SPLIT_COLUMN].astype(str) == split]
+
+
+def table_for_split(table: pa.Table, split: str) -> pa.Table:
+    """:func:`for_split` of an arrow table."""
+    if SPLIT_COLUMN not in table.column_names:
+        return table
+    col = pc.cast(table.column(SPLIT_COLUMN), pa.string())
+    return table.filter(pc.equal(col, split))
+
+
+@dataclass(frozen=True)
+class JudgeInfo:
+    """Who judged: ``judge/judge.json`` of the builder inputs."""
+
+    model: str
+    revision: str
+    short: str
+    synthetic: bool = False          # a generated judge (``"synthetic": true`` in judge.json)
+
+    @classmethod
+    def read(cls, path: Path) -> JudgeInfo:
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise InputError("judge.json must be a JSON object", path=str(path))
+        for key in ("model", "short"):
+            if not data.get(key):
+                raise InputError(f"missing key {key!r}", path=str(path), field=key)
+        return cls(model=data["model"], revision=str(data.get("revision", "")),
+                   short=data["short"], synthetic=data.get("synthetic") is True)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One reranker's (or judge strategy's) run, from ``runs/runs.json``."""
+
+    file: str
+    model: str
+    short: str = ""
+    is_judge: bool = False
+
+
+def read_runs_json(path: Path) -> list[RunSpec]:
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise InputError("runs.json must be a JSON list of runs", path=str(path))
+    specs = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(f"a run must be a JSON object, got {entry!r}", path=str(path),
+                             row=i + 1)
+        for key in ("file", "model"):
+            if key not in entry:
+                raise InputError(f"missing key {key!r}", path=str(path), row=i + 1, field=key)
+            if not isinstance(entry[key], str) or not entry[key].strip():
+                raise InputError(f"{key} {entry[key]!r} is not a name", path=str(path),
+                                 row=i + 1, field=key)
+        if Path(entry["file"]).name != entry["file"] or entry["file"].startswith("."):
+            raise InputError(f"file {entry['file']!r} must name a file inside runs/",
+                             path=str(path), row=i + 1, field="file")
+        if any(s.model == entry["model"] for s in specs):
+            raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
+                             row=i + 1, field="model")
+        specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
+                             bool(entry.get("is_judge", False))))
+    return specs
+
+
+@dataclass
+class BuildInputs:
+    """The builder-input contract (design note): judge outputs, first-stage and reranker runs."""
+
+    judge: JudgeInfo
+    item_params: ItemParams
+    thetas: pd.DataFrame
+    criteria: pd.DataFrame
+    first_stage: dict[str, pd.DataFrame]
+    runs: list[tuple[RunSpec, pd.DataFrame]]
+    files: list[Path] = field(default_factory=list)
+    root: Path | None = None
+    tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
+    judging: dict | None = None  # judge/judging.json of an rcp-data judge run, when present
+    # first_stage/first_stage.json: the given runs rcp-data computed, by retriever
+    computed_runs: dict[str, FirstStageRecord] = field(default_factory=dict)
+
+    def only_split(self, split: str) -> BuildInputs:
+        """The rows of one provenance split (tables with a ``split`` column are filtered once
+        here rather than once per subset; tables without one are shared as they are)."""
+
+        def keep(frame: pd.DataFrame) -> pd.DataFrame:
+            out = for_split(frame, split)
+            out.attrs.update(frame.attrs)
+            return out
+
+        return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
+                       first_stage={k: keep(v) for k, v in self.first_stage.items()},
+                       runs=[(spec, keep(frame)) for spec, frame in self.runs],
+                       tournament=None if self.tournament is None else table_for_split(
+                           self.tournament, split))
+
+    @property
+    def reading_rules(self) -> dict:
+        """The reading rules the calibration recorded in its item parameters (may be empty)."""
+        rules = self.item_params.extra.get("reading_rules")
+        return dict(rules) if isinstance(rules, dict) else {}
+
+
+def read_inputs(root: Path) -> BuildInputs:
+    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the design note."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("builder inputs folder not found", path=str(root))
+    judge_dir = root / JUDGE_DIR
+    judge = JudgeInfo.read(judge_dir / JUDGE_JSON)
+    params = ItemParams.read(judge_dir / ITEM_PARAMS_JSON)
+    thetas = _read_parquet(judge_dir / THETAS_FILE, ["query-id", "corpus-id", "theta"])
+    criteria = _read_parquet(judge_dir / CRITERIA_FILE, ["query-id", "call_index", "corpus-id"])
+    criteria = check_verdicts(criteria, params, source=str(judge_dir / CRITERIA_FILE))
+    files = [judge_dir / n for n in (JUDGE_JSON, ITEM_PARAMS_JSON, THETAS_FILE, CRITERIA_FILE)]
+    tournament = None
+    if (judge_dir / TOURNAMENT_FILE).exists():
+        from rcp_data.calibration.tournament import load_tournament, read_tournament
+
+        tournament = read_tournament(judge_dir / TOURNAMENT_FILE)
+        load_tournament(tournament, source=str(judge_dir / TOURNAMENT_FILE))  # the checks
+        files.append(judge_dir / TOURNAMENT_FILE)
+    judging = None
+    if (judge_dir / JUDGING_FILE).exists():
+        judging = read_json(judge_dir / JUDGING_FILE)
+        files.append(judge_dir / JUDGING_FILE)
+    first_stage: dict[str, pd.DataFrame] = {}
+    fs_dir = root / FIRST_STAGE_DIR
+    for path in sorted(fs_dir.glob("*")) if fs_dir.exists() else []:
+        if path.suffix not in (".trec", ".parquet"):
+            continue
+        frame = read_run_file(path)
+        frame.attrs["source"] = str(path)
+        first_stage[path.stem] = frame
+        files.append(path)
+    computed_runs = {}
+    if (fs_dir / FIRST_STAGE_JSON).exists():
+        computed_runs = read_computed_runs(fs_dir / FIRST_STAGE_JSON, first_stage)
+        files.append(fs_dir / FIRST_STAGE_JSON)
+    runs = []
+    runs_json = root / RUNS_DIR / RUNS_JSON
+    for spec in read_runs_json(runs_json):
+        path = root / RUNS_DIR / spec.file
+        runs.append((spec, read_run_file(path)))
+        files.append(path)
+    files.append(runs_json)
+    log.info("read builder inputs from %s: %d thetas, %d verdict rows, %s tournament rows, "
+             "%d first-stage runs, %d reranker runs", root, len(thetas), len(criteria),
+             "no" if tournament is None else f"{tournament.num_rows:,}", len(first_stage),
+             len(runs))
+    return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
+                       tournament, judging, computed_runs)
+
+
+def write_computed_runs(records: list[FirstStageRecord], files: dict[str, Path],
+                        path: Path) -> None:
+    """Write ``first_stage/first_stage.json``: each computed run's record and its file's
+    sha256 (``files``: retriever -> run file)."""
+    write_json({"runs": [{**r.to_dict(), "file": files[r.retriever].name,
+                          "sha256": sha256_file(files[r.retriever])} for r in records]}, path)
+
+
+def read_computed_runs(path: Path, first_stage: dict[str, pd.DataFrame]
+                       ) -> dict[str, FirstStageRecord]:
+    """The computed runs ``first_stage.json`` records, by retriever. A record whose run file is
+    gone or changed since (another sha256) no longer holds: that run counts as given."""
+    raw = read_json(path)
+    entries = raw.get("runs") if isinstance(raw, dict) else None
+    records = first_stage_records(entries, source=str(path), where="runs")
+    out = {}
+    for rec, entry in zip(records, entries or [], strict=True):
+        run = path.parent / str(entry.get("file", ""))
+        if rec.retriever not in first_stage or not run.is_file() \
+                or sha256_file(run) != entry.get("sha256"):
+            log.warning("%s: the run of %r is not the one recorded as computed; it counts as "
+                        "given", path, rec.retriever)
+            continue
+        out[rec.retriever] = rec
+    return out
+
+
+def run_file_name(model: str) -> str:
+    """The file of a model's run in ``runs/`` (hub ids hold ``/`` and ``:``)."""
+    return model.replace("/", "__").replace(":", "_") + ".parquet"
+
+
+def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: ItemParams,
+                         thetas: pd.DataFrame, criteria: pd.DataFrame,
+                         first_stage: dict[str, pd.DataFrame],
+                         runs: dict[str, pd.DataFrame],
+                         tournament: pa.Table | pd.DataFrame | None = None) -> Path:
+    """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
+    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
+    out = Path(out)
+    judge_dir = out / JUDGE_DIR
+    judge_dir.mkdir(parents=True, exist_ok=True)
+    write_json(judge, judge_dir / JUDGE_JSON)
+    params.write(judge_dir / ITEM_PARAMS_JSON)
+    write_parquet(thetas, judge_dir / THETAS_FILE)
+    write_parquet(criteria, judge_dir / CRITERIA_FILE)
+    if tournament is not None:
+        write_parquet(tournament, judge_dir / TOURNAMENT_FILE)
+    for retriever, frame in first_stage.items():
+        write_parquet(frame, out / FIRST_STAGE_DIR / f"{retriever}.parquet")
+    entries = []
+    for model, frame in runs.items():
+        write_parquet(frame, out / RUNS_DIR / run_file_name(model))
+        entries.append({"file": run_file_name(model), "model": model,
+                        "short": spec.short_name(model), "is_judge": model.endswith(":theta")})
+    write_json(entries, out / RUNS_DIR / RUNS_JSON)
+    log.info("wrote builder inputs to %s: %d thetas, %d verdict rows, %d first-stage runs, "
+             "%d runs", out, len(thetas), len(criteria), len(first_stage), len(runs))
+    return out
+
+
+def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
+    frame = read_parquet(path, required=required, what="a builder input table").to_pandas()
+    return ids_as_text(frame)
+
+
+__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "FIRST_STAGE_JSON", "ITEM_PARAMS_JSON",
+           "JUDGE_DIR", "JUDGE_JSON", "JUDGING_FILE", "RUNS_DIR", "RUNS_JSON", "THETAS_FILE",
+           "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo", "RunSpec", "for_split",
+           "read_computed_runs", "read_inputs", "read_runs_json", "run_file_name",
+           "table_for_split", "write_builder_inputs", "write_computed_runs"]

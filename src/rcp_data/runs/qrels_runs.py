@@ -1,0 +1,108 @@
+"""A run read for ``score --qrels``: its ids as byte spans, checked, with no object per row.
+
+:func:`read_run` reads a canonical TREC run file on its bytes
+(:func:`~rcp_data.runs.trec_run_bytes.split_trec_run`) and every other run (parquet,
+mteb predictions, a frame, a TREC file in another shape) as
+:func:`~rcp_data.runs.runs_in.read_ranking_table` does, then checks it as the scorer needs:
+finite scores, and no document ranked twice for a query (one line naming file, row and field).
+The checks (:func:`~rcp_data.runs.run_scan.check_run`) are compiled where the install
+has them, NumPy otherwise; both find the same rows. A canonical TREC run is split and checked
+in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from rcp_data.core.errors import InputError
+from rcp_data.runs.runs_in import read_ranking_table
+from rcp_data.runs.id_spans import IdSpans, mix
+from rcp_data.runs.run_files import text_lines
+from rcp_data.runs.run_scan import QUERY_SALT, RunChecks, check_run
+from rcp_data.runs.trec_run_bytes import read_trec_run_spans
+
+
+@dataclass(frozen=True)
+class ReadRun:
+    """A run in file order: corpus-ids as spans, scores, and the blocks of rows with one query
+    id (``block_start[b]``: the block's first row, ``block_query[b]``: its id). ``ranked``:
+    as run files usually are, one block per query, scores not increasing in each."""
+
+    docs: IdSpans
+    scores: np.ndarray
+    block_start: np.ndarray
+    block_query: tuple[str, ...]
+    ranked: bool = False
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    @property
+    def block_size(self) -> np.ndarray:
+        return np.diff(np.append(self.block_start, len(self.scores)))
+
+    def query_texts(self) -> list[str]:
+        """The query id of every row."""
+        return np.repeat(np.array(self.block_query, dtype=object), self.block_size).tolist()
+
+
+def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """One uint64 per (query index, document fingerprint)."""
+    return mix(doc_fingerprints ^ (query.astype(np.uint64) * QUERY_SALT))
+
+
+def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
+    """The run in ``run`` (a path or a frame ``query-id, corpus-id, score``), checked."""
+    docs, scores, block_queries, checks = _spans(run)
+    names = tuple(block_queries.texts(np.arange(len(block_queries))))
+    if checks.nonfinite is not None:
+        row = checks.nonfinite
+        raise InputError(f"score {float(scores[row])} is not finite", path=source,
+                         row=_line_of(run, row), field="score")
+    if checks.repeat is not None:
+        row = checks.repeat
+        raise InputError(f"document {docs.text(row)!r} is ranked twice for query "
+                         f"{names[checks.block_of(row)]!r}", path=source,
+                         row=_line_of(run, row), field="corpus-id")
+    return ReadRun(docs, scores, checks.block_start, names, checks.ranked)
+
+
+def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
+    """The 1-based line of a text run file that holds table row ``row`` (0-based): blank
+    lines are no rows (a table's row number for any other input)."""
+    if isinstance(run, str | Path) and Path(run).suffix not in (".parquet", ".json"):
+        for i, (n, _line, _parts) in enumerate(text_lines(Path(run))):
+            if i == row:
+                return n
+    return row + 1
+
+
+def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks]:
+    """``(docs, scores, block queries, checks)``: a canonical TREC run file in one pass
+    (:func:`read_trec_run_spans`), any other run read into an Arrow table, then checked."""
+    if isinstance(run, str | Path) and Path(run).is_file() and \
+            Path(run).suffix not in (".parquet", ".json"):
+        split = read_trec_run_spans(run)
+        if split is not None:
+            return split.docs, split.scores, split.block_queries, split.checks
+    table = _table(run)
+    docs = IdSpans.from_arrow(table.column("corpus-id"))
+    scores = table.column("score").to_numpy().astype(np.float64)
+    checks, block_queries = check_run(IdSpans.from_arrow(table.column("query-id")), docs,
+                                      scores)
+    return docs, scores, block_queries, checks
+
+
+def _table(run: str | Path | pd.DataFrame) -> pa.Table:
+    if not isinstance(run, pd.DataFrame):
+        return read_ranking_table(run, split="")
+    frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
+    return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
+
+
+__all__ = ["ReadRun", "pair_keys", "read_run"]

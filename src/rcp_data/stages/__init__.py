@@ -1,1 +1,0 @@
-"""Build stages: BM25, pools, the judge's tables, calibration, the release builder."""
