@@ -210,13 +210,13 @@ def _dense_run(rng, qids: list[str], judged: dict[str, pd.DataFrame], pool_ids: 
 
 def make_inputs(work: Path, data: Path, seed: int) -> None:
     """SYNTHETIC builder inputs over the pools the build will form (see the module doc)."""
+    from rcp_data.building.bm25 import bm25_run
+    from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import write_json
     from rcp_data.core.specs import load_spec
     from rcp_data.demo.synthetic_judge import NOT_FITTED
     from rcp_data.model.tables import write_parquet
-    from rcp_data.building.bm25 import bm25_run
-    from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
     spec = load_spec("trecdl")
     rng = np.random.default_rng(seed + 1)

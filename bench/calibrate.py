@@ -34,9 +34,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from rcp_data.calibration.fit import MapArrays, negative_log_posterior
 from rcp_data.demo.simulate import simulate_verdicts
 from rcp_data.model.tables import write_parquet
-from rcp_data.calibration.fit import MapArrays, negative_log_posterior
 
 TARGET_S = 600
 TARGET_GIB = 8.0

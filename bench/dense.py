@@ -127,8 +127,8 @@ def throughput(model: str, n: int, batch_sizes: list[int], device: str,
     import pyarrow as pa
     from sentence_transformers import SentenceTransformer
 
-    from rcp_data.sources.base import CorpusReader
     from rcp_data.building.dense import dense_run
+    from rcp_data.sources.base import CorpusReader
 
     st = SentenceTransformer(model, device=device)
     ids, texts = passages(n, words=words)

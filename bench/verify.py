@@ -52,6 +52,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rcp_data.building.pools import rrf_fuse
 from rcp_data.core.gains import ItemParams, gain
 from rcp_data.core.io import write_json
 from rcp_data.core.specs import SuiteSpec, load_spec
@@ -67,7 +68,6 @@ from rcp_data.model.layout import (
 )
 from rcp_data.model.manifest import record_content
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.building.pools import rrf_fuse
 
 TARGET_S = 60.0               # verify at full scale (issue 20)
 TARGET_RATIO = 2.0            # verify / replay alone on the same release (issue 28)

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 import Stemmer
 
-from rcp_data.sources.base import CorpusReader
 from rcp_data.building.bm25 import K1, METHOD, B, bm25_run, build_index, search
+from rcp_data.sources.base import CorpusReader
 
 WORDS = ["the", "river", "stones", "of", "a", "running", "harbor", "ran", "runs", "engine", "copper", "signal", "meadow", "quartz", "lanterns", "glacier", "and", "it", "is", "to", "be", "or", "not"]  # noqa: SIM905
 

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 from support.reference_links import weighted_discrimination
 
+from rcp_data.building.build import build_release
+from rcp_data.building.contract import read_inputs
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.suite import make_demo_release, make_sources, write_inputs
 from rcp_data.model.release import Release
-from rcp_data.building.build import build_release
-from rcp_data.building.contract import read_inputs
 
 
 @pytest.fixture(scope="module")
@@ -206,8 +206,8 @@ def test_a_model_listed_twice_in_runs_json_is_refused(tmp_path):
 
 
 def test_corpus_shorter_than_declared_is_refused(tmp_path):
-    from rcp_data.sources.base import CorpusReader
     from rcp_data.building.build import write_corpus
+    from rcp_data.sources.base import CorpusReader
 
     frame = pd.DataFrame({"id": ["a", "b"], "title": "", "text": ["x", "y"]})
     reader = CorpusReader.from_frame(frame)

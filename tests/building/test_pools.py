@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from support import trecdl_fixtures as fx
 
-from rcp_data.core.errors import InputError
 from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
+from rcp_data.core.errors import InputError
 
 RETRIEVERS = list(fx.RETRIEVERS)
 

@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from support.demo_fixture import copy_demo
 
+from rcp_data.building.build import build_release
+from rcp_data.building.contract import read_inputs
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.checks.refit import BT_TOLERANCE, refit_checks
 from rcp_data.checks.release_check import check_release_dir
@@ -27,8 +29,6 @@ from rcp_data.model.history import read_history
 from rcp_data.model.release import Release
 from rcp_data.model.tables import write_parquet
 from rcp_data.release.prepare import prepare_release
-from rcp_data.building.build import build_release
-from rcp_data.building.contract import read_inputs
 
 SHA1 = "1" * 40
 REPO = "rcp-data/rcp-ndcg-demo"

@@ -384,8 +384,8 @@ def test_a_spec_without_grades_cannot_build(inputs, tmp_path, capsys, monkeypatc
 
 
 def test_an_all_null_theta_bt_is_allowed_an_all_null_theta_is_not(tmp_path):
-    from rcp_data.core.errors import InputError
     from rcp_data.building.input_checks import check_thetas
+    from rcp_data.core.errors import InputError
 
     path = tmp_path / "thetas.parquet"
     frame = pd.DataFrame({"query-id": ["q1", "q2"], "corpus-id": ["d1", "d1"],

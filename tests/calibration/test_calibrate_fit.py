@@ -7,9 +7,6 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from rcp_data.core.errors import InputError
-from rcp_data.core.gains import ItemParams
-from rcp_data.demo.simulate import simulate_counts, simulate_verdicts
 from rcp_data.calibration.diagnostics import fit_diagnostics
 from rcp_data.calibration.fit import (
     MapArrays,
@@ -20,6 +17,9 @@ from rcp_data.calibration.fit import (
 )
 from rcp_data.calibration.pipeline import calibrate
 from rcp_data.calibration.verdicts import count_verdicts
+from rcp_data.core.errors import InputError
+from rcp_data.core.gains import ItemParams
+from rcp_data.demo.simulate import simulate_counts, simulate_verdicts
 
 
 @pytest.fixture(scope="module")

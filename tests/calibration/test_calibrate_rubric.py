@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from rcp_data.core.errors import InputError
 from rcp_data.calibration.pipeline import calibrate
 from rcp_data.calibration.rubric import RubricSettings, fit_rubric_arrays
 from rcp_data.calibration.verdicts import count_verdicts
+from rcp_data.core.errors import InputError
 
 # Stated tolerance against girth's MML (its EM stops at a 1e-3 change in discrimination and
 # uses 41 quadrature points on [-4.5, 4.5]; ours maximizes the marginal likelihood directly).

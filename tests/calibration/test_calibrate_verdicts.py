@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rcp_data.calibration.verdicts import count_verdicts, read_verdicts
 from rcp_data.core.errors import InputError, SchemaError
 from rcp_data.demo.simulate import simulate_verdicts
-from rcp_data.calibration.verdicts import count_verdicts, read_verdicts
 
 
 def _table(rows: list[tuple]) -> pd.DataFrame:

@@ -10,11 +10,11 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from scipy.stats import spearmanr
 
-from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 from rcp_data.calibration.bt import fit_bt_arrays, fit_stage_a, spearman_rows
 from rcp_data.calibration.bt_pairs import pair_statistics
 from rcp_data.calibration.bt_settings import BtSettings
 from rcp_data.calibration.tournament import classify_windows, load_tournament
+from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 
 
 def simulate(n_queries: int, n_docs: int, settings: ScheduleSettings, seed: int):

@@ -9,9 +9,6 @@ import pytest
 import torch
 from scipy.special import expit
 
-from rcp_data.cli import main
-from rcp_data.core.errors import InputError, SchemaError, UsageError
-from rcp_data.model.tables import write_parquet
 from rcp_data.calibration.bt import BtObjective
 from rcp_data.calibration.bt_pairs import pair_statistics
 from rcp_data.calibration.tournament import (
@@ -24,6 +21,9 @@ from rcp_data.calibration.tournament import (
     read_tournament,
 )
 from rcp_data.calibration.verdicts import count_verdicts
+from rcp_data.cli import main
+from rcp_data.core.errors import InputError, SchemaError, UsageError
+from rcp_data.model.tables import write_parquet
 
 N = None
 # (query, call, phase, docs, scores, ranks) -- what each window is, under each rule

@@ -9,11 +9,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from rcp_data.calibration.diagnostics import expected_calibration_error, yen_q3
 from rcp_data.cli import main
 from rcp_data.core.gains import ItemParams
 from rcp_data.demo.simulate import simulate_verdicts
 from rcp_data.model.tables import write_parquet
-from rcp_data.calibration.diagnostics import expected_calibration_error, yen_q3
 
 
 @pytest.fixture(scope="module")

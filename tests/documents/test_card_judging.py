@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rcp_data.documents.card_judging import judging_markdown, judging_of
-from rcp_data.model.manifest import BuildManifest
 from rcp_data.judging.tables import judging_record
+from rcp_data.model.manifest import BuildManifest
 
 
 def _judging() -> dict:

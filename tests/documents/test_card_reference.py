@@ -31,11 +31,11 @@ REAL_RERANKERS = set(load_spec("nanobeir").rerankers) | set(load_spec("nanobeir"
 def built(irds_home, tmp_path_factory) -> Path:
     from support.nanobeir_fixtures import make_all, stage
 
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("nanobeir-reference")
     stage(make_all())

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support.demo_fixture import copy_demo
 
+from rcp_data.calibration.bt_settings import BT_SETTINGS, BtSettings
 from rcp_data.core.specs import load_spec
 from rcp_data.model.card_format import (
     CARD_K,
@@ -31,7 +32,6 @@ from rcp_data.model.card_format import (
     view_heading,
 )
 from rcp_data.model.layout import CARD_FILE, TASK_FILE
-from rcp_data.calibration.bt_settings import BT_SETTINGS, BtSettings
 
 TEMPLATE = (Path(__file__).resolve().parents[2] / "src" / "rcp_data" / "documents"
             / "templates" / "card.md.j2")
@@ -46,11 +46,11 @@ def demo(demo_data, tmp_path_factory) -> Path:
 def nanobeir(irds_home, tmp_path_factory) -> Path:
     from support.nanobeir_fixtures import make_all, stage
 
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.nanobeir import read_suite
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-nanobeir")
     stage(make_all())
@@ -66,11 +66,11 @@ def nanobeir(irds_home, tmp_path_factory) -> Path:
 def vidore(tmp_path_factory) -> Path:
     from support.vidore_fixtures import write_domain
 
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     work = tmp_path_factory.mktemp("card-template-vidore")
     spec = load_spec("vidore_v3")

@@ -36,9 +36,9 @@ DOWNGRADED = "alpha-q005"    # its grade-2 labels become 1: a query with labels 
 def built(tmp_path_factory):
     """``(spec, release root)`` of the demo built with ``grade_positive = 2`` (and the grade-2
     labels of query DOWNGRADED made 1)."""
-    from rcp_data.demo.suite import make_sources, write_inputs
     from rcp_data.building.build import build_release
     from rcp_data.building.contract import read_inputs
+    from rcp_data.demo.suite import make_sources, write_inputs
 
     tmp = tmp_path_factory.mktemp("grade2")
     builders = tmp / "builders"

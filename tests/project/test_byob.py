@@ -117,8 +117,8 @@ def test_dense_run_equals_sentence_transformers_top_k(tmp_path, monkeypatch):
     model_dir = _model_dir()
     from sentence_transformers import SentenceTransformer
 
-    from rcp_data.sources.base import CorpusReader
     from rcp_data.building.dense import dense_run
+    from rcp_data.sources.base import CorpusReader
 
     data = write_grammar_benchmark(tmp_path / "data")
     docs = pd.concat([pd.read_json(data / f"grammar_{i:02d}" / "corpus.jsonl", lines=True)

@@ -50,12 +50,12 @@ class Published:
 
 
 def _build_and_publish(spec: SuiteSpec, source, work: Path, local_hub) -> Published:
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.core.hub_client import HubClient
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     assert list(source.subsets) == spec.subset_names  # every subset: no partial release
     inputs = write_synthetic_inputs(spec, source, work / "inputs")

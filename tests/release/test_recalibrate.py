@@ -180,6 +180,8 @@ def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
 
     from support.vidore_fixtures import write_domain
 
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.core.specs import SHOWN_TIE_RULES
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.documents.card import views_shown
@@ -187,8 +189,6 @@ def test_diff_counts_exactly_the_cells_a_multi_view_card_prints(tmp_path):
     from rcp_data.model.layout import RELEASES_JSON
     from rcp_data.release.prepare import new_release_history
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     full = load_spec("vidore_v3")
     domains = ("hr", "energy")

@@ -15,8 +15,8 @@ import rcp_data.runs.qrels_runs as qrels_runs
 import rcp_data.runs.runs_in as runs_in
 from rcp_data.core.errors import InputError
 from rcp_data.runs.qrels_runs import read_run
-from rcp_data.scoring.qrels_score import score_qrels
 from rcp_data.runs.trec_run_bytes import read_trec_run_spans
+from rcp_data.scoring.qrels_score import score_qrels
 
 pytestmark = pytest.mark.usefixtures("either_run_reader")
 

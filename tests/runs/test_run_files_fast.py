@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rcp_data.core.errors import InputError
-from rcp_data.runs.runs_in import read_ranking, read_ranking_table
 from rcp_data.runs.run_files import read_run_file, read_trec_run_table
+from rcp_data.runs.runs_in import read_ranking, read_ranking_table
 
 
 def _canonical(path: Path) -> Path:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from rcp_data.core.errors import InputError
-from rcp_data.runs.qrels_runs import read_run
 from rcp_data.runs.id_spans import IdSpans
+from rcp_data.runs.qrels_runs import read_run
 from rcp_data.runs.run_scan import COMPILED, check_run
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rcp_data.scoring.metrics import byte_order_key
-from rcp_data.runs.qrels_runs import read_run
 from rcp_data.runs.id_spans import IdSpans
+from rcp_data.runs.qrels_runs import read_run
 from rcp_data.runs.run_files import read_run_file
 from rcp_data.runs.trec_run_bytes import read_trec_run_spans, split_trec_run
+from rcp_data.scoring.metrics import byte_order_key
 
 IDS = ["d1", "d10", "d2", "", "a" * 8, "a" * 9, "a" * 8 + "\x00", "é", "e", "\u00e9x" * 7,
        "q-104861", "q-1048610", "Z", "zz"]

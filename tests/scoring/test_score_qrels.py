@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from rcp_data.runs.qrels_files import read_qrels
 from rcp_data.scoring.qrels_score import (
     adjust_pvalues,
     bootstrap_interval,
     measure_name,
     score_qrels,
 )
-from rcp_data.runs.qrels_files import read_qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -200,11 +200,11 @@ def test_instructions_come_from_mteb():
 
 # -- phase 2: the shared build on the real examples (SYNTHETIC corpora and judge inputs) ----
 def test_build_bright_subsets(suite, raw, tmp_path):
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.model.release import Release
     from rcp_data.sources.base import SuiteSource
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
 
     spec = load_spec("bright")
     names = ["aops", "leetcode", "biology"]

@@ -290,9 +290,9 @@ def test_shared_corpus_written_once(built, staged):
 
 
 def test_rebuild_is_byte_identical(spec, staged, inputs_dir, built, tmp_path):
-    from rcp_data.sources.trecdl import read_suite
     from rcp_data.building.build import build_release
     from rcp_data.building.contract import read_inputs
+    from rcp_data.sources.trecdl import read_suite
 
     out1, _, _ = built
     out2 = tmp_path / "again"
@@ -405,8 +405,8 @@ def test_run_naming_passage_outside_the_pool(spec, source, inputs_dir, tmp_path)
 
 
 def test_check_known_ids_names_file_and_line(source, staged, inputs_dir, tmp_path):
-    from rcp_data.runs.run_files import read_run_file
     from rcp_data.building.pools import check_known_ids
+    from rcp_data.runs.run_files import read_run_file
 
     run = inputs_dir[0] / "first_stage" / "octen.trec"
     frame = read_run_file(run)

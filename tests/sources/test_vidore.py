@@ -9,14 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 from support.vidore_fixtures import LANGS, N_QUESTIONS, write_domain
 
+from rcp_data.building.build import build_release
+from rcp_data.building.contract import read_inputs
 from rcp_data.checks.integrity import run_integrity
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import load_spec
 from rcp_data.demo.synthetic_judge import write_synthetic_inputs
 from rcp_data.model.release import Release
 from rcp_data.sources.vidore import read_suite
-from rcp_data.building.build import build_release
-from rcp_data.building.contract import read_inputs
 
 DOMAINS = {"hr": "Hr", "energy": "Energy"}
 

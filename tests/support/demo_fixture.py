@@ -50,8 +50,8 @@ def refit_release_2(v1: Path, v2: Path, spec, previous_revision: str) -> None:
     """Release 2 of a demo release ``v1`` into ``v2``: the same SYNTHETIC answers re-read with
     the `complete` rule and refitted, so its item parameters and thetas are what a refit from
     the release reproduces."""
-    from rcp_data.release.recalibrate import recalibrate_release, refit_from_release
     from rcp_data.calibration.pipeline import fitted_item_params
+    from rcp_data.release.recalibrate import recalibrate_release, refit_from_release
 
     cal = refit_from_release(v1, spec, stage_a_rule="complete")
     refit = fitted_item_params(cal)

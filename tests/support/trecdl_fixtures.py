@@ -225,10 +225,10 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     Thetas, verdicts and runs cover the brute-force pool of every released query, plus the
     dev stand-in queries (which the build must ignore). Returns the brute-force pools.
     """
+    from rcp_data.building.pools import normalize_run
     from rcp_data.core.gains import ItemParams
     from rcp_data.core.io import write_json
     from rcp_data.model.tables import write_parquet
-    from rcp_data.building.pools import normalize_run
 
     real = staged.real
     rng = np.random.default_rng(seed + 2)
@@ -255,8 +255,8 @@ def write_inputs(root: Path, staged: StagedCache, *, spec, give_bm25: bool = Tru
     pools = {}
     for y in (2019, 2020):
         if "bm25" not in norm:
-            from rcp_data.sources.base import CorpusReader
             from rcp_data.building.bm25 import bm25_run
+            from rcp_data.sources.base import CorpusReader
 
             corpus = CorpusReader.from_frame(read_tsv(staged.clean))
             runs = dict(norm)

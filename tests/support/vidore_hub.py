@@ -39,14 +39,14 @@ def publish_vidore(local_hub, work: Path) -> PublishedVidore:
     """Upload the generated upstream datasets, build, prepare and publish the release."""
     from huggingface_hub import HfApi
 
+    from rcp_data.building.build import build_release
+    from rcp_data.building.contract import read_inputs
     from rcp_data.core.hub_client import HubClient
     from rcp_data.core.specs import load_spec
     from rcp_data.demo.synthetic_judge import write_synthetic_inputs
     from rcp_data.release.prepare import prepare_release
     from rcp_data.release.publish import publish
     from rcp_data.sources.vidore import read_suite
-    from rcp_data.building.build import build_release
-    from rcp_data.building.contract import read_inputs
     from support.vidore_fixtures import write_domain
 
     spec = load_spec("vidore_v3")

@@ -35,10 +35,10 @@ import pandas as pd
 import pyarrow as pa
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
+from rcp_data.building.pools import normalize_run
 from rcp_data.core.errors import InputError
 from rcp_data.core.progress import progress
 from rcp_data.sources.base import CorpusReader
-from rcp_data.building.pools import normalize_run
 
 log = logging.getLogger(__name__)
 

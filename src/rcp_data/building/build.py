@@ -24,6 +24,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rcp_data.building.contract import TOURNAMENT_FILE, BuildInputs
+from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_build
+from rcp_data.building.judge import attach_gains, bt_rows, ingest_run, tournament_rows
+from rcp_data.building.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, gain
@@ -31,6 +35,7 @@ from rcp_data.core.outputs import check_output_dir, output_dir
 from rcp_data.core.progress import progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.core.version import __version__
+from rcp_data.judging.tables import judging_record
 from rcp_data.model.layout import (
     RELEASE,
     provenance_file,
@@ -47,11 +52,6 @@ from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.suite import write_spec_copy
 from rcp_data.model.tables import corpus_record, write_gains, write_parquet
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
-from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_build
-from rcp_data.building.contract import TOURNAMENT_FILE, BuildInputs
-from rcp_data.building.judge import attach_gains, bt_rows, ingest_run, tournament_rows
-from rcp_data.judging.tables import judging_record
-from rcp_data.building.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)
 

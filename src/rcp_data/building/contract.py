@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rcp_data.building.input_checks import check_verdicts
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import ItemParams
@@ -31,7 +32,6 @@ from rcp_data.core.io import read_json, read_parquet, write_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.manifest import FirstStageRecord, first_stage_records
 from rcp_data.model.tables import write_parquet
-from rcp_data.building.input_checks import check_verdicts
 from rcp_data.runs.run_files import SPLIT_COLUMN, ids_as_text, read_run_file
 
 log = logging.getLogger(__name__)

@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rcp_data.building.pools import normalize_run
 from rcp_data.core.errors import InputError
 from rcp_data.core.progress import bars_shown, progress
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import CorpusReader
-from rcp_data.building.pools import normalize_run
 
 log = logging.getLogger(__name__)
 

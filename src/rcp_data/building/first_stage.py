@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from rcp_data.building.build import computed_record, computed_run
+from rcp_data.building.contract import FIRST_STAGE_DIR, FIRST_STAGE_JSON, write_computed_runs
+from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_source
+from rcp_data.building.pools import build_pools, rrf_fuse
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.manifest import FirstStageRecord
 from rcp_data.model.tables import write_parquet
 from rcp_data.sources.base import SuiteSource
-from rcp_data.building.build import computed_record, computed_run
-from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_source
-from rcp_data.building.contract import FIRST_STAGE_DIR, FIRST_STAGE_JSON, write_computed_runs
-from rcp_data.building.pools import build_pools, rrf_fuse
 
 log = logging.getLogger(__name__)
 

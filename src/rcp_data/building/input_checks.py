@@ -35,8 +35,8 @@ from rcp_data.core.errors import InputError, SchemaError, shown
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.schemas import criteria_columns
-from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 from rcp_data.runs.run_files import SPLIT_COLUMN
+from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 
 if TYPE_CHECKING:
     from rcp_data.building.contract import BuildInputs

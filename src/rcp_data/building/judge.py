@@ -13,11 +13,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rcp_data.building.contract import RunSpec
+from rcp_data.calibration.verdicts import dictionary_codes
 from rcp_data.core.errors import InputError, shown
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, gain
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.calibration.verdicts import dictionary_codes
-from rcp_data.building.contract import RunSpec
 
 log = logging.getLogger(__name__)
 

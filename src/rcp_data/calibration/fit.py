@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rcp_data.calibration.verdicts import VerdictCounts
 from rcp_data.core.errors import InputError, SchemaError, UsageError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.core.progress import progress as progress_bar
-from rcp_data.calibration.verdicts import VerdictCounts
 
 log = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rcp_data.core.errors import InputError, UsageError
-from rcp_data.core.gains import ItemParams
-from rcp_data.core.io import write_json
-from rcp_data.core.outputs import CALIBRATION, Inputs, output_dir
-from rcp_data.model.tables import write_parquet
 from rcp_data.calibration.diagnostics import fit_diagnostics
 from rcp_data.calibration.fit import MapSettings, fit_map, read_thetas
 from rcp_data.calibration.reading import DEFAULT_RULE
 from rcp_data.calibration.rubric import RubricSettings, fit_rubric
 from rcp_data.calibration.verdicts import VerdictCounts, count_verdicts, read_verdicts
+from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.gains import ItemParams
+from rcp_data.core.io import write_json
+from rcp_data.core.outputs import CALIBRATION, Inputs, output_dir
+from rcp_data.model.tables import write_parquet
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rcp_data.calibration.reading import DEFAULT_RULE
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON, provenance_file
-from rcp_data.calibration.reading import DEFAULT_RULE
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import expit, logsumexp
 
+from rcp_data.calibration.verdicts import VerdictCounts
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
-from rcp_data.calibration.verdicts import VerdictCounts
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rcp_data.calibration.reading import HARD_FALLBACK, ReadingStats, check_rule
+from rcp_data.calibration.verdicts import dictionary_codes, sorted_rank
 from rcp_data.core.errors import InputError, SchemaError
 from rcp_data.model.layout import TOURNAMENT_PHASES
 from rcp_data.model.schemas import SCHEMAS
-from rcp_data.calibration.reading import HARD_FALLBACK, ReadingStats, check_rule
-from rcp_data.calibration.verdicts import dictionary_codes, sorted_rank
 
 log = logging.getLogger(__name__)
 

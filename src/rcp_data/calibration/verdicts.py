@@ -22,10 +22,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rcp_data.calibration.reading import DEFAULT_RULE, ReadingStats, check_rule
 from rcp_data.core.errors import InputError, SchemaError, shown
 from rcp_data.core.io import read_parquet, read_parquet_schema
 from rcp_data.model.schemas import criteria_columns
-from rcp_data.calibration.reading import DEFAULT_RULE, ReadingStats, check_rule
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rcp_data.building.pools import FUSED
 from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain_mismatches
@@ -52,7 +53,6 @@ from rcp_data.model.orders import in_order, lexsort_order, pairs_in_order
 from rcp_data.model.release import Release
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS, criteria_columns
 from rcp_data.model.tables import corpus_record, gains_table, read_release_table
-from rcp_data.building.pools import FUSED
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from rcp_data.building.contract import write_builder_inputs
+from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec, load_spec
 from rcp_data.demo.schedule import ScheduleSettings, simulate_tournament
 from rcp_data.release.cut import BuildResult, build_release_dir
 from rcp_data.sources.base import SuiteSource
 from rcp_data.sources.synthetic import SEED, DemoLatent, make_sources
-from rcp_data.building.contract import write_builder_inputs
-from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from rcp_data.building.contract import write_builder_inputs
+from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.sources.base import SuiteSource
-from rcp_data.building.contract import write_builder_inputs
-from rcp_data.building.pools import build_pools, normalize_run, rrf_fuse
 
 NOT_FITTED = "none: SYNTHETIC generating values, not a fit of the answers"
 JUDGE = {"model": "rcp-data/SYNTHETIC-judge", "revision": "synthetic", "short": "synthjudge",

@@ -20,6 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCardData
 
+from rcp_data.calibration.bt_settings import BT_SETTINGS
+from rcp_data.calibration.tournament import SCORE_RANGE
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import atomic_write_text
@@ -83,8 +85,6 @@ from rcp_data.model.manifest import BuildManifest, load_manifest
 from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
 from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
-from rcp_data.calibration.bt_settings import BT_SETTINGS
-from rcp_data.calibration.tournament import SCORE_RANGE
 
 log = logging.getLogger(__name__)
 

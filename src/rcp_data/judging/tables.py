@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 from rcp_data.core.io import write_json
-from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
-from rcp_data.model.tables import write_parquet
 from rcp_data.judging.answers import CATEGORIES, read_answer
 from rcp_data.judging.store import read_identity, read_records, read_runs
+from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
+from rcp_data.model.tables import write_parquet
 
 TOURNAMENT = "tournament.parquet"
 CRITERIA = "criteria.parquet"

@@ -18,6 +18,8 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+from rcp_data.building.build import first_stage_for, write_corpus
+from rcp_data.building.pools import build_pools, rrf_fuse
 from rcp_data.core.errors import UsageError
 from rcp_data.core.io import write_json
 from rcp_data.core.specs import SuiteSpec
@@ -25,9 +27,7 @@ from rcp_data.model.layout import provenance_file, subset_file
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.suite import write_spec_copy
 from rcp_data.model.tables import write_parquet
-from rcp_data.building.build import first_stage_for, write_corpus
 from rcp_data.runs.run_files import read_run_file
-from rcp_data.building.pools import build_pools, rrf_fuse
 
 POOLS_ONLY = "provenance/pools_only.json"
 

@@ -259,9 +259,9 @@ class Recalibration:
 
 def read_fit(fit: Path) -> tuple[ItemParams, pd.DataFrame]:
     """The item parameters and thetas of a ``rcp-data calibrate`` output folder."""
-    from rcp_data.core.io import read_parquet
-    from rcp_data.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
     from rcp_data.building.input_checks import check_thetas
+    from rcp_data.calibration.pipeline import ITEM_PARAMS_FILE, THETAS_FILE
+    from rcp_data.core.io import read_parquet
 
     params = ItemParams.read(Path(fit) / ITEM_PARAMS_FILE)
     thetas_path = Path(fit) / THETAS_FILE

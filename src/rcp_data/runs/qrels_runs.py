@@ -20,10 +20,10 @@ import pandas as pd
 import pyarrow as pa
 
 from rcp_data.core.errors import InputError
-from rcp_data.runs.runs_in import read_ranking_table
 from rcp_data.runs.id_spans import IdSpans, mix
 from rcp_data.runs.run_files import text_lines
 from rcp_data.runs.run_scan import QUERY_SALT, RunChecks, check_run
+from rcp_data.runs.runs_in import read_ranking_table
 from rcp_data.runs.trec_run_bytes import read_trec_run_spans
 
 

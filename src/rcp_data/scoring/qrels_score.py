@@ -44,12 +44,12 @@ import pyarrow.compute as pc
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
-from rcp_data.scoring.against import RESAMPLES, SEED
-from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
-from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
-from rcp_data.runs.runs_in import check_run_name, run_names
 from rcp_data.runs.id_spans import IdSpans
 from rcp_data.runs.qrels_files import read_qrels
+from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
+from rcp_data.runs.runs_in import check_run_name, run_names
+from rcp_data.scoring.against import RESAMPLES, SEED
+from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")

@@ -173,10 +173,10 @@ def _graded_rows(root: Path, spec: SuiteSpec) -> pd.DataFrame:
 
 def _with_baselines(rows: pd.DataFrame, root: Path, spec: SuiteSpec) -> pd.DataFrame:
     """``rows`` with ``raw_bt`` (theta_bt) and ``count`` (Eq. 5) columns (NaN where absent)."""
-    from rcp_data.scoring.baseline_gains import KEYS, count_gains_frame
     from rcp_data.calibration.reading import DEFAULT_RULE
     from rcp_data.calibration.refit import read_release_answers, split_keys
     from rcp_data.calibration.verdicts import count_verdicts
+    from rcp_data.scoring.baseline_gains import KEYS, count_gains_frame
 
     answers = read_release_answers(root, spec)
     out = rows.assign(raw_bt=np.nan, count=np.nan)
@@ -279,9 +279,9 @@ def measure_values(agreement: LabelAgreement) -> dict[str, float | None]:
 def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *,
                         tie_rule: str | None = None) -> ReleaseDiagnostics:
     """Every Diagnostics number of the release directory at ``root``."""
+    from rcp_data.calibration.refit import release_calibration
     from rcp_data.model.suite import suite_spec
     from rcp_data.scoring.replay import default_tie_rule, load_release
-    from rcp_data.calibration.refit import release_calibration
 
     root = Path(root)
     spec, known = suite_spec(root, spec, adhoc=True)

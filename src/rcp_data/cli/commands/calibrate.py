@@ -62,8 +62,8 @@ def handler(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("calibrate")
-    from rcp_data.core.outputs import CALIBRATION, check_output_dir
     from rcp_data.calibration.pipeline import calibrate_files
+    from rcp_data.core.outputs import CALIBRATION, check_output_dir
 
     if args.thetas is None and args.tournament is None and not args.rubric_only:
         raise UsageError("--thetas is required for the MAP fit (or --tournament to fit Stage A "

@@ -139,9 +139,9 @@ def _schedule(args, spec):
 
 
 def _open_pool(ref: str, args):
+    from rcp_data.judging.pool_input import read_pool
     from rcp_data.model.release import open_release
     from rcp_data.release.pools_only import POOLS_ONLY
-    from rcp_data.judging.pool_input import read_pool
 
     suite = getattr(args, "suite", None)
     marker = Path(ref) / POOLS_ONLY

@@ -155,8 +155,8 @@ def run_first_stage(args: argparse.Namespace) -> int:
         spec = with_dense(spec, args.dense)
     elif spec.pool.dense:
         require_extra("dense")
-    from rcp_data.sources.registry import read_suite
     from rcp_data.building.first_stage import first_stage
+    from rcp_data.sources.registry import read_suite
 
     source = read_suite(spec, source_options(args))
     result = first_stage(spec, source)

@@ -316,8 +316,8 @@ def count_share(criteria: pd.DataFrame, *, source: str = "provenance/judge_crite
     reading rule (:func:`rcp_data.calibration.verdicts.count_verdicts`: a window with a
     missing answer is left out) and :func:`rcp_data.core.gains.count_gain`, as replay and the
     card's Count-nDCG read them. Columns ``query-id, corpus-id, count``."""
-    from rcp_data.scoring.baseline_gains import count_gains_frame
     from rcp_data.calibration.verdicts import count_verdicts
+    from rcp_data.scoring.baseline_gains import count_gains_frame
 
     frame = count_gains_frame(count_verdicts(criteria, source=source))
     return pd.DataFrame({"query-id": frame["query-id"].astype(str).to_numpy(),
