@@ -1,4 +1,4 @@
-"""BM25 first stage with ``bm25s`` over a streamed corpus (design note "Pools").
+"""BM25 first stage with ``bm25s`` over a streamed corpus (docs/concepts "Pools").
 
 Settings: bm25s method ``lucene``, k1 1.5, b 0.75, English stopwords, Snowball (PyStemmer)
 English stemmer, bm25s' default splitter and lower-casing.

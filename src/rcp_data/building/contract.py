@@ -1,4 +1,4 @@
-"""The builder-input contract (design note ``release-layout.md``, "Builder inputs"): what a judge
+"""The builder-input contract (docs/concepts/release-layout.md, "Builder inputs"): what a judge
 run hands the build, its folder layout, reading it (:func:`read_inputs`) and writing it
 (:func:`write_builder_inputs`).
 
@@ -124,7 +124,7 @@ def read_runs_json(path: Path) -> list[RunSpec]:
 
 @dataclass
 class BuildInputs:
-    """The builder-input contract (design note): judge outputs, first-stage and reranker runs."""
+    """The builder-input contract (docs/concepts): judge outputs, first-stage and reranker runs."""
 
     judge: JudgeInfo
     item_params: ItemParams
@@ -162,7 +162,7 @@ class BuildInputs:
 
 
 def read_inputs(root: Path) -> BuildInputs:
-    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the design note."""
+    """Read ``inputs/`` (judge/, first_stage/, runs/) as laid out in the docs/concepts."""
     root = Path(root)
     if not root.is_dir():
         raise InputError("builder inputs folder not found", path=str(root))

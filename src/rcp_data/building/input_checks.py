@@ -2,7 +2,7 @@
 
 One module for every suite. :func:`validate_source` checks what a suite's reader returned (the
 reader contract, :mod:`rcp_data.sources.base`) against the suite's spec; :func:`validate_inputs`
-checks the builder inputs (``judge/``, ``first_stage/``, ``runs/``; design note, "Builder
+checks the builder inputs (``judge/``, ``first_stage/``, ``runs/``; docs/concepts, "Builder
 inputs"). Each problem is an :class:`~rcp_data.core.errors.InputError` naming the file (or the
 upstream dataset), the 1-based row and the field:
 

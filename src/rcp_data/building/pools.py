@@ -1,4 +1,4 @@
-"""First-stage fusion and judged pools (paper App. C.1; design note "Pools").
+"""First-stage fusion and judged pools (paper App. C.1; docs/concepts "Pools").
 
 - :func:`rrf_fuse`: unweighted reciprocal rank fusion in a fixed retriever order. Equal fused
   scores keep the order in which documents first appear when the runs are walked in that order.

@@ -1,6 +1,6 @@
 """Stage A: the Bradley-Terry fit of a tournament (paper Sec. 3.1, App. C.2, Table 2).
 
-Per query, the abilities minimize (design note "Stage A")
+Per query, the abilities minimize (docs/concepts "Stage A")
 
     sum(weight * BCE(sigmoid(theta_winner - theta_loser), label)) / sum(weight)
         + 0.5 * ridge * sum(theta^2),            ridge = 1e-4,

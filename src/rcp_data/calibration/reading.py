@@ -1,6 +1,6 @@
 """Reading rules: which of a judge's answers (windows) enter a fit, for Stage A and Stage B.
 
-One vocabulary for both stages (issue 17, design note "Stage A"):
+One vocabulary for both stages (issue 17, docs/concepts "Stage A"):
 
 - ``complete`` (the default; ViDoRe release 2 and later): a window enters only if it answers
   for every document it shows. Stage A: every shown document has a finite score in [-5, 5]

@@ -1,7 +1,7 @@
 """History checks: the commits and tags behind a pinned revision, not only the tag.
 
 From the Hub's commit list of the revision and each commit's file listing (git blob ids, LFS
-sha256), for the release ``N`` the revision holds (design note, *Releases*):
+sha256), for the release ``N`` the revision holds (docs/concepts, *Releases*):
 
 - ``release-commit``: the commit that introduced release N into releases.json gives it
   ``"revision": null`` (the release is ONE commit holding data, card and history);

@@ -531,7 +531,7 @@ def check_fusion(rel: Release, split: str, pool: pa.Table,
                  pool_codes: PoolCodes | None = None) -> list[Check]:
     """Fusing provenance-first-stage reproduces ``rrf_fused`` and the pool's ``rrf_score``.
 
-    An independent, vectorized reading of the design note's rule: ``sum_r 1 / (k + rank_r)``
+    An independent, vectorized reading of the docs/concepts's rule: ``sum_r 1 / (k + rank_r)``
     over the retrievers in the spec's order; ``rrf_fused`` must carry every recomputed score
     (< 1e-12), be ordered by score descending with equal scores in order of first appearance
     when the runs are walked in retriever order, and leave out no document scoring above its

@@ -40,7 +40,7 @@ def read_release_history(root: Path) -> tuple[History | None, list[str]]:
     history = History.from_dict(read_json(path), source=str(path))
     problems = validate_history(history)
     # inside a commit only the latest release may be "the commit holding this file" (null);
-    # every older release's sha is always written (design note, Releases)
+    # every older release's sha is always written (docs/concepts, Releases)
     problems += [f"release {r.release} ({r.tag}): an older release names its sha in "
                  "'revision', got null" for r in history.releases[:-1] if r.revision is None]
     return history, problems
@@ -184,7 +184,7 @@ def check_pin_by_project_history(pin: PinnedRevision, history: History, release:
 # -- the task file -------------------------------------------------------------------------------
 def check_task_file(root: Path, release: ReleaseRecord | None) -> list[Check]:
     """``rcp_ndcg_tasks.py`` pins the release this revision holds (its sha once known, else
-    its tag; the design note's literal ``_REVISION = "..."`` block)."""
+    its tag; the docs/concepts's literal ``_REVISION = "..."`` block)."""
     path = Path(root) / TASK_FILE
     what = "the task file pins the release this revision holds"
     if not path.exists():

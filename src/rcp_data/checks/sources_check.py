@@ -2,7 +2,7 @@
 
 The suite's own source reader (``[source] read`` of its spec, :mod:`rcp_data.sources.registry`)
 reads the upstream as the build read it: the ir_datasets cache (TREC-DL, NanoBEIR), the files
-in ``../shared/data`` (BRIGHT, ViDoRe), or the generator (the SYNTHETIC demo). Its corpus
+in the project's reference data (BRIGHT, ViDoRe), or the generator (the SYNTHETIC demo). Its corpus
 comes with the documented repair applied, so corpus texts compare as released. When the
 reader cannot read the source here, the checks are reported skipped with its reason.
 

@@ -1,7 +1,7 @@
 """``rcp-data verify``: prove a pinned release is intact, byte for byte, and reproduces what was
 published.
 
-Steps (issues 4 and 13; design note ``release-layout.md``, *Releases* and *Which numbers a
+Steps (issues 4 and 13; docs/concepts/release-layout.md, *Releases* and *Which numbers a
 revision must reproduce*):
 
 1. **Pin.** A tag or branch is resolved to its commit sha and everything is downloaded strictly

@@ -2,7 +2,7 @@
 
 The file is the template ``templates/rcp_ndcg_tasks.py.tmpl`` with literal JSON blocks filled in
 (``_REVISION``, ``_RELEASES``, ``_TASK_METADATA`` keyed by task name, ``_SUBSETS``). Task names
-follow the design note: ``{task}RCPReranking`` (judged pool), ``{task}RCPRetrieval`` (open corpus),
+follow the docs/concepts: ``{task}RCPReranking`` (judged pool), ``{task}RCPRetrieval`` (open corpus),
 and for suites with page images ``...RCPRerankingOCR`` / ``...RCPRetrievalOCR``; with
 ``task_versioning = "suffix"`` release N > 1 adds ``.vN`` and earlier releases are marked
 ``superseded_by``.

@@ -1,5 +1,5 @@
 """The local, git-backed Hub: a server that unmodified ``huggingface_hub`` and ``datasets``
-clients talk to (see ``shared/design/hub-api.md``).
+clients talk to (see ``docs/concepts/local-hub.md``).
 
 ``server`` (routes, ``LocalHub``, ``embedded_hub``, ``serve_forever``) on ``transport`` (HTTP
 plumbing, the error boundary) and ``limits`` (bounded, streamed request bodies); ``gitstore``

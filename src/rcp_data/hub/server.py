@@ -1,5 +1,5 @@
 """A local, git-backed server speaking the subset of the Hugging Face Hub HTTP API that the
-unmodified ``huggingface_hub`` and ``datasets`` clients use (see ``shared/design/hub-api.md``).
+unmodified ``huggingface_hub`` and ``datasets`` clients use (see ``docs/concepts/local-hub.md``).
 
 Use it in-process::
 

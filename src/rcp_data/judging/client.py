@@ -1,5 +1,5 @@
 """An OpenAI-compatible chat client over replicas (aiohttp: measured here, it sustains the
-rates a judge run needs where httpx's async client did not; design note).
+rates a judge run needs where httpx's async client did not; docs/concepts).
 
 Each request goes to the live replica with the fewest requests in flight. A connection error,
 a timeout, HTTP 408, 429 or 5xx is retried with exponential backoff (``Retry-After`` honoured)

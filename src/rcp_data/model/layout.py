@@ -1,6 +1,6 @@
 """The published layout of a release directory: paths, file names and the table kinds.
 
-One home for every path and schema of a release (``../shared/design/release-layout.md``): the
+One home for every path and schema of a release (``docs/concepts/release-layout.md``): the
 writers (build, recalibration, the demo) and the readers (replay, checks, cards) take them here.
 """
 

@@ -1,7 +1,7 @@
 """Turn a built release directory into a publishable one: releases.json, task file, card.
 
 ``build`` writes the data and provenance; ``prepare`` adds what a release commit holds beside
-them (design note, Releases): ``provenance/releases.json`` with the new release as
+them (docs/concepts, Releases): ``provenance/releases.json`` with the new release as
 ``"revision": null`` (the commit that will hold it), ``rcp_ndcg_tasks.py`` and ``README.md``.
 """
 

@@ -1,6 +1,6 @@
 """The publisher: one checked release directory -> one Hub commit -> one new tag.
 
-Order of work (``../shared/design/release-layout.md``, Releases; ``hub-api.md``):
+Order of work (``docs/concepts/release-layout.md``, Releases; ``hub-api.md``):
 
 1. Hash every file (one read, which also keeps the bytes of each small file and the git blob
    id of every file: :class:`~rcp_data.core.files.Snapshot`), then check the release directory (``checks/release_check.py``) and verify

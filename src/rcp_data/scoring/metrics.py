@@ -1,4 +1,4 @@
-"""Vectorized nDCG@k over many queries at once, under the three tie rules of the design note.
+"""Vectorized nDCG@k over many queries at once, under the three tie rules of the docs/concepts.
 
 The engine works on plain arrays. Candidates of all queries lie in one flat array, query ``q``
 owning ``[offsets[q], offsets[q + 1])``; each candidate has a reranker score, one or more gains

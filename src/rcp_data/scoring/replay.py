@@ -1,6 +1,6 @@
 """Replay a release directory's result tables: per-query nDCG@k, subset means, view tables.
 
-Follows the design note (``release-layout.md``, *Replaying the tables*):
+Follows the docs/concepts (``release-layout.md``, *Replaying the tables*):
 
 - candidates = ``{subset}/top_ranked`` (pool order, exclusions removed); every run in
   ``provenance/runs/{split}`` must score every candidate of every query of the subset exactly

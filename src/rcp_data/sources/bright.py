@@ -1,6 +1,6 @@
 """BRIGHT through ir_datasets: the 12 ``bright/<task>`` datasets (hyphens) as subsets (underscores).
 
-Facts about the source (design note sources.md, checked against the real examples in tests):
+Facts about the source (the suites' source notes, checked against the real examples in tests):
 
 - Each task's examples (``<task>.queries.parquet``: ``id, query, gold_ids, gold_ids_long,
   excluded_ids, ...``) give the queries (``queries_iter``) and, through ``qrels_iter``, one

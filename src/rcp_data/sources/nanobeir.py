@@ -1,6 +1,6 @@
 """NanoBEIR through ir_datasets: the 13 ``nano-beir/*`` datasets as subsets named after mteb tasks.
 
-Facts about the source (design note sources.md):
+Facts about the source (the suites' source notes):
 
 - ir_datasets reads ``nano-beir/<ds>/{corpus,queries,qrels}.parquet`` (``_id, text``; qrels
   ``query-id, corpus-id``) and keeps no title; every qrel has relevance 1, a positive (the
