@@ -78,6 +78,15 @@ def _bound_to_records(fn: ast.AST) -> set[str]:
     return bound
 
 
+def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.AST]:
+    """The nodes around ``node``, innermost first."""
+    out = []
+    while node in parents:
+        node = parents[node]
+        out.append(node)
+    return out
+
+
 def count(src: Path) -> dict:
     constructions, gets = [], []
     kinds: Counter[str] = Counter()
@@ -90,12 +99,8 @@ def count(src: Path) -> dict:
             for child in ast.iter_child_nodes(node):
                 parents[child] = node
 
-        def enclosing(node: ast.AST) -> list[ast.AST]:
-            out = []
-            while node in parents:
-                node = parents[node]
-                out.append(node)
-            return out
+        def enclosing(node: ast.AST, parents=parents) -> list[ast.AST]:
+            return _enclosing(node, parents)
 
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

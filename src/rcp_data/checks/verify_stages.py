@@ -381,7 +381,7 @@ def check_counts_stated(rel: Release, inputs: Inputs, integrity: Integrity) -> l
         return checks
     text, tables = inputs.card_text, integrity.tables
     checks += guarded(checks, "card-counts", "the counts the card states",
-                      lambda: check_card_counts(text, data_totals(rel.root, tables))) or []
+                      lambda: check_card_counts(text, data_totals(rel, tables))) or []
     return checks
 
 
@@ -399,9 +399,8 @@ def replay_numbers(rel: Release, pinned: Pinned, inputs: Inputs, reference: Path
     used, the paper (``reference``: its numbers)."""
     checks: list[Check] = []
     numbers = guarded(checks, "replay", "provenance-runs replayed", number_checks,
-                      rel.root, rel.spec, inputs.card_text, pinned.history, pinned.release,
-                      rel.revision, reference, pre_policy=pinned.pre_policy,
-                      for_card=pinned.regenerate)
+                      rel, inputs.card_text, pinned.history, pinned.release, reference,
+                      pre_policy=pinned.pre_policy, for_card=pinned.regenerate)
     if numbers is None:
         return Replay(checks)
     number_list, replayed = numbers
@@ -431,7 +430,7 @@ def check_documents(rel: Release, pinned: Pinned, replay: Replay, content: Conte
         return checks
     manifest = content.manifest
     checks += guarded(checks, "card-regenerated", "card and task file rendered again",
-                      check_regenerated, rel.root, rel.spec, pinned.history,
+                      check_regenerated, rel, pinned.history,
                       results=replay.replayed.card_results(rel.spec),
                       built_with=manifest.tool_version if manifest else None) or []
     return checks
