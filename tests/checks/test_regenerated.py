@@ -13,6 +13,7 @@ from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.core.specs import load_spec
 from rcp_data.documents.card import release_history, replay_results, write_release_files
 from rcp_data.model.layout import CARD_FILE, TASK_FILE
+from rcp_data.model.release import open_release
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,8 @@ def rendered(tmp_path_factory, demo_data):
 
 def _checks(rendered) -> dict:
     root, spec, history, results = rendered
-    return {c.name: c for c in check_regenerated(root, spec, history, results=results)}
+    return {c.name: c for c in check_regenerated(open_release(root, suite=spec), history,
+                                                   results=results)}
 
 
 def test_the_rendered_files_pass(rendered):

@@ -5,6 +5,10 @@ regenerated (a third commit writing in the shas). Every tamper is ONE commit on 
 own on top of that head, made with the real ``huggingface_hub`` client. The tampers are written
 generically: the files come from the release's own content list (build manifest) and its card's
 configs, the edits from the column types, so they hold for any suite's release.
+
+A tamper is fetched as verify fetches it and taken through the stage it must trip (and the
+stages that stage needs: :class:`support.stages.Staged`), not through a whole verification; the
+untampered revisions, ``--quick``, the anchors and a few failures are verified end to end.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 import yaml
 from huggingface_hub import HfApi
 from support.demo_fixture import copy_demo, refit_release_2
+from support.stages import Staged
 from support.tamper import (
     edit_json,
     edit_one_cell,
@@ -85,10 +90,18 @@ def _verify(p: dict, revision: str, **kwargs):
                   histories=p["records"], **kwargs)
 
 
-def _naming(report, needle: str) -> set[str]:
-    """The failed checks whose found, where or details name ``needle``."""
-    return {c.name for c in report.failed
-            if needle in c.found or needle in c.where or any(needle in d for d in c.details)}
+def _staged(p: dict, revision: str, histories: Path | None = None) -> Staged:
+    """``revision`` fetched as verify fetches it, its stages run as a test asks for them."""
+    return Staged.of(p["client"], p["repo"], revision, histories=histories or p["records"])
+
+
+def _data_checks(p: dict, revision: str) -> Staged:
+    """The stages a changed data file must trip: its bytes (manifest) and the data since the
+    release and the later commits (history)."""
+    staged = _staged(p, revision)
+    staged.content  # noqa: B018
+    staged.history  # noqa: B018
+    return staged
 
 
 def _number(text: str) -> float | None:
@@ -104,21 +117,35 @@ def _front_and_body(text: str) -> tuple[str, str]:
 
 
 # -- the untampered release ----------------------------------------------------------------------
+PINNED = ("content-manifest", "content-files", "content-hashes", "release-commit",
+          "release-tag", "data-since-release", "later-commits", "older-releases",
+          "history-entries", "record")
+
+
 def test_untampered_tags_shas_and_head_verify(hub):
-    for rev, number in ((hub["tag1"], 1), (hub["sha1"], 1), (hub["tag2"], 2), (hub["sha2"], 2),
-                        (hub["head"], 2), ("main", 2)):
-        report = _verify(hub, rev)
+    """End to end by tag and at the head; by sha and branch name (the same commits, so the
+    same files: only the pin, the content list and the history can differ) through the stages
+    that read the revision's name."""
+    reports = {}
+    for rev, number in ((hub["tag1"], 1), (hub["tag2"], 2), (hub["head"], 2)):
+        report = reports[rev] = _verify(hub, rev)
         assert report.exit_code == 0, report.text()
         assert report.release == number
         by = {c.name: c for c in report.checks}
-        for name in ("content-manifest", "content-files", "content-hashes", "release-commit",
-                     "release-tag", "data-since-release", "later-commits", "older-releases",
-                     "history-entries", "record", "card-regenerated", "task-file-regenerated",
-                     "judge-verdicts", "judge-counts", "ids-unique"):
+        for name in (*PINNED, "card-regenerated", "task-file-regenerated", "judge-verdicts",
+                     "judge-counts", "ids-unique"):
             assert by[name].status == "ok", (rev, name, by[name])
         assert by["content-hashes"].found.startswith(f"0 differ; {len(hub['files'])} hashed")
         assert by["record"].found == "2 recorded shas, 0 disagree"
-    later = _verify(hub, hub["head"]).check("later-commits")
+    for rev, number in ((hub["sha1"], 1), (hub["sha2"], 2), ("main", 2)):
+        staged = _data_checks(hub, rev)
+        assert staged.pinned.release.release == number and not staged.failed, staged.failed
+        for name in PINNED:
+            assert staged.check(name).status == "ok", (rev, name, staged.check(name))
+        assert staged.check("content-hashes").found.startswith(
+            f"0 differ; {len(hub['files'])} hashed")
+        assert staged.check("record").found == "2 recorded shas, 0 disagree"
+    later = reports[hub["head"]].check("later-commits")
     assert later.found == "1 later commits, 0 change other files"
 
 
@@ -133,9 +160,8 @@ def test_every_listed_file_changed_in_one_cell_is_named(hub):
         else:
             new, where = edit_json(data), "a key added"
         sha = _tamper(hub, Path(path).stem, {path: new})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, (path, where)
-        assert _naming(report, path) >= DATA_CHECKS, (path, where, report.text())
+        staged = _data_checks(hub, sha)
+        assert staged.naming(path) >= DATA_CHECKS, (path, where, staged.failed)
 
 
 def test_every_config_table_of_the_card_is_in_the_content_list(hub):
@@ -157,20 +183,21 @@ def test_the_manifest_itself_edited_is_named(hub):
     entry["sha256"] = ("0" if entry["sha256"][0] != "0" else "1") + entry["sha256"][1:]
     sha = _tamper(hub, "manifest-sha", {BUILD_MANIFEST: (json.dumps(manifest, indent=2)
                                                          + "\n").encode()})
-    report = _verify(hub, sha)
-    failed = {c.name: c for c in report.failed}
+    staged = _data_checks(hub, sha)
+    failed = {c.name: c for c in staged.failed}
     assert {"content-manifest", "content-hashes", "data-since-release"} <= set(failed)
     assert "the list was edited" in failed["content-manifest"].details[0]
     assert failed["content-hashes"].details[0].startswith(f"{entry['path']}: sha256 ")
-    assert _naming(report, BUILD_MANIFEST) >= {"data-since-release", "later-commits"}
+    assert staged.naming(BUILD_MANIFEST) >= {"data-since-release", "later-commits"}
     # a recorded count changed
     manifest = json.loads(_read(hub, BUILD_MANIFEST))
     subset = next(iter(manifest["counts"]))
     manifest["counts"][subset]["verdict_rows"] += 1
     sha = _tamper(hub, "manifest-count", {BUILD_MANIFEST: (json.dumps(manifest, indent=2)
                                                            + "\n").encode()})
-    report = _verify(hub, sha)
-    counts = report.check("judge-counts")
+    staged = _staged(hub, sha)
+    staged.provenance  # noqa: B018 -- the judge stage compares the counts the build recorded
+    counts = staged.check("judge-counts")
     assert not counts.ok and counts.details == [
         f"subset {subset}: verdict_rows recorded {manifest['counts'][subset]['verdict_rows']}, "
         f"the data has {manifest['counts'][subset]['verdict_rows'] - 1}"]
@@ -179,22 +206,20 @@ def test_the_manifest_itself_edited_is_named(hub):
 # -- added and removed files -----------------------------------------------------------------
 def test_added_file_is_named(hub):
     sha = _tamper(hub, "loader", {"loader.py": b"import os\nos.system('echo hi')\n"})
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    assert report.check("content-files").details == [
+    staged = _data_checks(hub, sha)
+    assert staged.check("content-files").details == [
         "loader.py: in the revision, not in the manifest"]
-    assert {"content-files", "data-since-release", "later-commits"} <= _naming(report,
-                                                                                 "loader.py")
+    assert {"content-files", "data-since-release", "later-commits"} <= staged.naming(
+        "loader.py")
 
 
 def test_removed_file_is_named(hub):
     victim = hub["files"][-1]
     sha = _tamper(hub, "removed", delete=(victim,))
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    assert report.check("content-files").details == [
+    staged = _data_checks(hub, sha)
+    assert staged.check("content-files").details == [
         f"{victim}: in the manifest, not in the revision"]
-    assert {"content-files", "data-since-release", "later-commits"} <= _naming(report, victim)
+    assert {"content-files", "data-since-release", "later-commits"} <= staged.naming(victim)
 
 
 # -- the card and the task file --------------------------------------------------------------
@@ -219,25 +244,25 @@ def test_card_yaml_prose_and_table_edits_are_named(hub):
             ("prose", edited(prose, lines[prose] + " Edited."), "Edited."),
             ("table", edited(row, "|".join(cells)), cells[2].strip())):
         sha = _tamper(hub, f"card-{name}", {CARD_FILE: text.encode()})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, name
-        regen = report.check("card-regenerated")
+        staged = _data_checks(hub, sha)
+        staged.documents  # noqa: B018 -- the card rendered again (after the replay)
+        regen = staged.check("card-regenerated")
         assert not regen.ok and any(expected in d for d in regen.details), (name, regen)
         if name == "table":
-            assert not report.check("card-tables").ok
+            assert not staged.check("card-tables").ok
         # a card-only commit keeps the data: the content checks pass
-        assert report.check("content-hashes").ok and report.check("later-commits").ok
+        assert staged.check("content-hashes").ok and staged.check("later-commits").ok
 
 
 def test_code_appended_to_the_task_file_is_named(hub):
     text = _read(hub, TASK_FILE).decode("utf-8")
     sha = _tamper(hub, "taskfile", {TASK_FILE: (text + "import os\nos.system('echo hi')\n")
                                     .encode()})
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    regen = report.check("task-file-regenerated")
+    staged = _staged(hub, sha)
+    staged.documents  # noqa: B018
+    regen = staged.check("task-file-regenerated")
     n = len(text.splitlines())
-    assert regen.details == [
+    assert not regen.ok and regen.details == [
         f"line {n + 1}: not produced by the template: 'import os'",
         f"line {n + 2}: not produced by the template: \"os.system('echo hi')\""]
 
@@ -251,9 +276,9 @@ def test_releases_json_current_and_older_entries_are_named(hub):
         edited["releases"][index][key] = value
         sha = _tamper(hub, f"releases-{label}", {RELEASES_JSON: (json.dumps(edited, indent=2)
                                                                  + "\n").encode()})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, label
-        entries = report.check("history-entries")
+        staged = _staged(hub, sha)
+        staged.history  # noqa: B018
+        entries = staged.check("history-entries")
         number = edited["releases"][index]["release"]
         assert not entries.ok and any(d.startswith(f"release {number} ") and key in d
                                       for d in entries.details), (label, entries)
@@ -264,12 +289,12 @@ def test_older_release_sha_zeroed_is_named(hub):
     history["releases"][0]["revision"] = "0" * 40
     sha = _tamper(hub, "zeroed", {RELEASES_JSON: (json.dumps(history, indent=2) + "\n")
                                   .encode()})
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    older = report.check("older-releases")
-    assert older.details == [f"release 1 ({hub['tag1']}): {'0' * 40} is not a commit of this "
+    staged = _staged(hub, sha)
+    staged.history  # noqa: B018
+    older = staged.check("older-releases")
+    assert not older.ok and older.details == [f"release 1 ({hub['tag1']}): {'0' * 40} is not a commit of this "
                              "revision's history"]
-    record = report.check("record")
+    record = staged.check("record")
     assert not record.ok and any("0" * 40 in d for d in record.details)
 
 
@@ -292,30 +317,31 @@ def test_tag_deleted_and_recreated_on_a_later_commit_editing_a_query(hub):
     api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
     api.create_tag(hub["repo"], tag=hub["tag2"], revision=sha, repo_type=REPO_TYPE)
     try:
-        report = _verify(hub, hub["tag2"])
-        assert report.exit_code == 1 and report.sha == sha
-        failed = {c.name: c for c in report.failed}
+        staged = _data_checks(hub, hub["tag2"])
+        assert staged.fetched.pin.sha == sha
+        failed = {c.name: c for c in staged.failed}
         assert {"tag", "release-tag", "record"} <= set(failed)
         assert failed["release-tag"].expected == hub["sha2"]
         assert failed["release-tag"].found == f"tag {hub['tag2']} -> {sha}"
-        assert _naming(report, path) >= DATA_CHECKS
+        assert staged.naming(path) >= DATA_CHECKS
         assert any(hub["sha2"] in d for d in failed["record"].details)
     finally:
         api.delete_tag(hub["repo"], tag=hub["tag2"], repo_type=REPO_TYPE)
         api.create_tag(hub["repo"], tag=hub["tag2"], revision=hub["sha2"], repo_type=REPO_TYPE)
-    assert _verify(hub, hub["tag2"]).ok
+    assert not _data_checks(hub, hub["tag2"]).failed
 
 
 # -- the issue's original failures --------------------------------------------------------------
 def test_changed_query_text_is_named_also_against_the_upstream(hub):
     path, data, qid = _query_edit(hub)
     sha = _tamper(hub, "query-text", {path: data})
-    report = _verify(hub, sha, sources=True)
-    assert _naming(report, path) >= DATA_CHECKS
+    staged = _data_checks(hub, sha)
+    staged.sources  # noqa: B018
+    assert staged.naming(path) >= DATA_CHECKS
     subset = path.split("/")[0]
-    assert report.check("sources-queries").details == [
+    assert staged.check("sources-queries").details == [
         f"subset {subset}: query {qid}: text differs from the upstream"]
-    assert report.check("sources-corpus").ok and report.check("sources-qrels").ok
+    assert staged.check("sources-corpus").ok and staged.check("sources-qrels").ok
 
 
 def test_changed_corpus_text_and_duplicate_corpus_id_are_named(hub):
@@ -326,18 +352,20 @@ def test_changed_corpus_text_and_duplicate_corpus_id_are_named(hub):
     edited = table.set_column(table.schema.get_field_index("text"), "text",
                               pa.array(texts, pa.string()))
     sha = _tamper(hub, "corpus-text", {path: parquet_bytes(edited)})
-    report = _verify(hub, sha, sources=True)
-    assert _naming(report, path) >= DATA_CHECKS
+    staged = _data_checks(hub, sha)
+    staged.sources  # noqa: B018
+    assert staged.naming(path) >= DATA_CHECKS
     doc = table.column("id")[5].as_py()
-    assert report.check("sources-corpus").details == [
+    assert staged.check("sources-corpus").details == [
         f"document {doc}: text differs from the upstream"]
     duplicated = pa.concat_tables([table, table.slice(table.num_rows - 1)])
     sha = _tamper(hub, "corpus-dup", {path: parquet_bytes(duplicated)})
-    report = _verify(hub, sha)
-    ids = report.check("ids-unique")
+    staged = _data_checks(hub, sha)
+    staged.integrity  # noqa: B018
+    ids = staged.check("ids-unique")
     last = table.column("id")[table.num_rows - 1].as_py()
     assert not ids.ok and ids.details == [f"{path}: id {last!r} 2 times"]
-    assert _naming(report, path) >= DATA_CHECKS
+    assert staged.naming(path) >= DATA_CHECKS
 
 
 def test_removed_qrel_row_outside_the_pool_is_named(hub):
@@ -348,10 +376,11 @@ def test_removed_qrel_row_outside_the_pool_is_named(hub):
     row = pc.indices_nonzero(outside)[0].as_py()
     kept = pa.concat_tables([table.slice(0, row), table.slice(row + 1)])
     sha = _tamper(hub, "qrel-removed", {path: parquet_bytes(kept)})
-    report = _verify(hub, sha, sources=True)
-    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
+    staged = _data_checks(hub, sha)
+    staged.sources  # noqa: B018
+    assert staged.naming(path) >= DATA_CHECKS
     q, d = table.column("query-id")[row].as_py(), table.column("corpus-id")[row].as_py()
-    qrels = report.check("sources-qrels")
+    qrels = staged.check("sources-qrels")
     assert any(f"query {q}, document {d}: upstream grade" in x for x in qrels.details)
 
 
@@ -363,9 +392,10 @@ def test_run_score_moved_without_changing_a_ranking_is_named(hub):
     scores[i] = np.nextafter(scores[i], np.inf)
     moved = table.set_column(table.schema.get_field_index("score"), "score", pa.array(scores))
     sha = _tamper(hub, "run-score", {path: parquet_bytes(moved)})
-    report = _verify(hub, sha)
-    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
-    assert report.check("card-tables").ok              # the numbers alone cannot see it
+    staged = _data_checks(hub, sha)
+    staged.replay  # noqa: B018
+    assert staged.naming(path) >= DATA_CHECKS
+    assert staged.check("card-tables").ok              # the numbers alone cannot see it
 
 
 def test_flipped_judge_verdict_is_named(hub):
@@ -376,8 +406,7 @@ def test_flipped_judge_verdict_is_named(hub):
     flipped = table.set_column(table.schema.get_field_index("C1"), table.schema.field("C1"),
                                pa.array(c1, table.schema.field("C1").type))
     sha = _tamper(hub, "verdict", {path: parquet_bytes(flipped)})
-    report = _verify(hub, sha)
-    assert report.exit_code == 1 and _naming(report, path) >= DATA_CHECKS
+    assert _data_checks(hub, sha).naming(path) >= DATA_CHECKS
 
 
 # -- malformed files: failed checks, not crashes ---------------------------------------------------
@@ -388,9 +417,9 @@ def test_emptied_qrels_and_non_utf8_card_are_failed_checks(hub):
                                "an empty table (0 rows)"),
                               ("qrels-no-bytes", b"", "not a readable parquet file")):
         sha = _tamper(hub, name, {path: data})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, name
-        bad = [c for c in report.failed if c.name == "file-readable"]
+        staged = _staged(hub, sha)
+        staged.proof  # noqa: B018
+        bad = [c for c in staged.failed if c.name == "file-readable"]
         assert [c.where for c in bad] == [path] and bad[0].found.startswith(found), name
     # huggingface_hub refuses to upload a README that is not UTF-8: pushed with git instead
     from rcp_data.hub.gitstore import GitStore, Operation
@@ -404,9 +433,9 @@ def test_emptied_qrels_and_non_utf8_card_are_failed_checks(hub):
                              summary="SYNTHETIC tampering: a card that is not UTF-8",
                              parent_commit=hub["head"])
     assert made
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    failed = {(c.name, c.where) for c in report.failed}
+    staged = _staged(hub, sha)
+    staged.inputs  # noqa: B018 -- the bytes proven, then the card read for the data stages
+    failed = {(c.name, c.where) for c in staged.failed}
     assert {("file-readable", CARD_FILE), ("card", CARD_FILE)} <= failed
 
 
@@ -458,10 +487,10 @@ def test_record_that_disagrees_with_the_hub_fails(hub, tmp_path):
     folder = tmp_path / "records"
     folder.mkdir()
     (folder / "demo.json").write_text(json.dumps(data), encoding="utf-8")
-    report = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
-                    histories=folder)
-    assert report.exit_code == 1
-    assert report.check("record").details == [
+    staged = _staged(hub, hub["tag2"], histories=folder)
+    staged.history  # noqa: B018
+    assert not staged.check("record").ok
+    assert staged.check("record").details == [
         f"{folder / 'demo.json'}: release 1 ({hub['tag1']}) recorded at {hub['sha2']}, the "
         f"Hub's tag points at {hub['sha1']}",
         f"{folder / 'demo.json'}: release 1 ({hub['tag1']}) recorded at {hub['sha2']}, this "
@@ -473,9 +502,10 @@ def test_a_second_tag_for_a_release_is_named(hub):
     extra = "v1-another-judge"
     api.create_tag(hub["repo"], tag=extra, revision=hub["sha2"], repo_type=REPO_TYPE)
     try:
-        report = _verify(hub, hub["tag2"])
-        assert report.exit_code == 1
-        assert report.check("hub-tags").details == [
+        staged = _staged(hub, hub["tag2"])
+        staged.history  # noqa: B018
+        assert not staged.check("hub-tags").ok
+        assert staged.check("hub-tags").details == [
             f"tag {extra} (-> {hub['sha2'][:12]}) names release 1, which releases.json calls "
             f"{hub['tag1']}"]
     finally:
@@ -489,8 +519,9 @@ def test_a_record_without_the_release_is_a_diff_not_a_pass_in_silence(hub, tmp_p
     folder = tmp_path / "records"
     folder.mkdir()
     (folder / "demo.json").write_text(json.dumps(record), encoding="utf-8")
-    check = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
-                   histories=folder).check("record")
+    staged = _staged(hub, hub["tag2"], histories=folder)
+    staged.history  # noqa: B018
+    check = staged.check("record")
     assert check.ok and check.status == "diff"
     assert check.details[0].startswith("the record has no sha for release 2")
 
@@ -605,18 +636,19 @@ def test_quick_hashes_every_file_it_downloads(hub, tmp_path):
 
 def test_a_release_with_releases_json_and_no_manifest_fails(hub):
     sha = _tamper(hub, "no-manifest", delete=(BUILD_MANIFEST,))
-    report = _verify(hub, sha)
-    assert report.exit_code == 1
-    content = report.check("content-manifest")
+    staged = _staged(hub, sha)
+    staged.documents  # noqa: B018 -- after the manifest stage (documents needs its result)
+    content = staged.check("content-manifest")
     assert not content.ok and content.found.startswith("missing")
     # the card and the task file are still rendered again and compared
-    assert report.check("card-regenerated").status != "skipped"
+    assert staged.check("card-regenerated").status != "skipped"
     text = _read(hub, TASK_FILE).decode("utf-8")
     sha = tamper_commit(hub["api"], hub["repo"], hub["head"], "no-manifest-taskfile",
                         {TASK_FILE: (text + "import os\nos.system('echo hi')\n").encode()},
                         (BUILD_MANIFEST,))
-    report = _verify(hub, sha)
-    regen = report.check("task-file-regenerated")
+    staged = _staged(hub, sha)
+    staged.documents  # noqa: B018
+    regen = staged.check("task-file-regenerated")
     assert not regen.ok and any("os.system" in d for d in regen.details)
 
 
@@ -628,9 +660,9 @@ def test_blank_lines_or_the_final_newline_changed_fail(hub, name):
     for label, new in (("blank-lines", text + "\n\n"), ("no-final-newline", text[:-1]),
                        ("crlf-final", text[:-1] + "\r\n")):
         sha = _tamper(hub, f"{Path(name).stem}-{label}", {name: new.encode()})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, (name, label)
-        regen = report.check(check)
+        staged = _staged(hub, sha)
+        staged.documents  # noqa: B018
+        regen = staged.check(check)
         assert not regen.ok and regen.details, (name, label)
         # the comparison a stripped-whitespace check makes would pass: it is byte for byte
         assert new.strip() == text.strip()
@@ -642,15 +674,18 @@ def test_a_gitattributes_that_changes_checkout_bytes_fails(hub):
                         ("filter", "*.parquet filter=rot13")):
         sha = _tamper(hub, f"gitattributes-{label}",
                       {".gitattributes": (f"{line}\n").encode()})
-        report = _verify(hub, sha)
-        assert report.exit_code == 1, label
-        checkout = report.check("checkout")
+        staged = _staged(hub, sha)
+        staged.proof  # noqa: B018
+        checkout = staged.check("checkout")
+        assert not checkout.ok, label
         assert checkout.details == [f".gitattributes, line 1: {line.split()[1]} changes the "
                                     f"bytes a checkout yields ({line!r})"], label
     # the Hub's own LFS routing is fine
     sha = _tamper(hub, "gitattributes-lfs",
                   {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"})
-    assert _verify(hub, sha).check("checkout").ok
+    staged = _staged(hub, sha)
+    staged.proof  # noqa: B018
+    assert staged.check("checkout").ok
 
 
 def test_histories_naming_a_missing_folder_exits_2(hub, tmp_path, capsys):

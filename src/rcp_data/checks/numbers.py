@@ -26,7 +26,7 @@ from rcp_data.core.specs import RULE_LETTERS, SHOWN_TIE_RULES, SuiteSpec
 from rcp_data.model.card_format import CARD_K, METRIC_TITLES, card_body, tables_rule
 from rcp_data.model.history import History, ReleaseRecord, history_path, read_history, same_commit
 from rcp_data.model.layout import CARD_FILE
-from rcp_data.model.manifest import load_manifest
+from rcp_data.model.release import Release
 
 
 def default_reference() -> Path:
@@ -47,7 +47,7 @@ CARD_COUNT_PATTERNS: tuple[tuple[str, dict[int, str]], ...] = (
 )
 
 
-def data_totals(root: Path, tables: dict) -> dict[str, int]:
+def data_totals(rel: Release, tables: dict) -> dict[str, int]:
     """Totals over the subsets: queries, pool pairs, injected documents, corpus documents (a
     shared corpus once) and, as the build recorded it, the repaired passages."""
     from rcp_data.checks.integrity import subset_counts
@@ -60,7 +60,7 @@ def data_totals(root: Path, tables: dict) -> dict[str, int]:
         corpora[id(t.corpus_ids)] = len(t.corpus_ids)
     totals["corpus_documents"] = sum(corpora.values())
     try:
-        manifest = load_manifest(root)
+        manifest = rel.manifest
     except InputError:
         manifest = None
     changed = manifest.source_fact("corpus", "repair", "changed_vs_raw") if manifest else None
@@ -316,17 +316,18 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
     return checks
 
 
-def number_checks(root: Path, spec: SuiteSpec, card_text: str | None, history: History | None,
-                  release: ReleaseRecord | None, sha: str | None, reference: Path, *,
+def number_checks(rel: Release, card_text: str | None, history: History | None,
+                  release: ReleaseRecord | None, reference: Path, *,
                   pre_policy: bool = False, for_card: bool = False
                   ) -> tuple[list[Check], Replayed | None]:
-    """Replay, card tables and the paper; returns the checks and the replay (None when the
-    runs cannot be replayed). ``pre_policy``: a revision published before this project's
+    """Replay, card tables and the paper of a release (at its pinned revision, if any);
+    returns the checks and the replay (None when the runs cannot be replayed). ``pre_policy``: a revision published before this project's
     release policy, whose card may print no result tables (TREC-DL's does not).
     ``for_card``: replay also every table the card renders (its regeneration reuses them)."""
     from rcp_data.scoring.compare import load_tables
     from rcp_data.scoring.replay import METRICS
 
+    root, spec, sha = rel.root, rel.spec, rel.revision
     checks: list[Check] = []
     groups = {(CARD_K, r, v) for r in SHOWN_TIE_RULES for v in spec.card_views}
     if for_card:

@@ -145,10 +145,10 @@ def _ranking_values(per_query: pd.DataFrame, spec: SuiteSpec, groups: dict[str, 
 def _label_values(root: Path, spec: SuiteSpec, groups: dict[str, list[str]], data
                   ) -> dict[tuple[str, str], object]:
     from rcp_data.model.orders import dense_codes
-    from rcp_data.model.release import Release
+    from rcp_data.model.release import open_release
     from rcp_data.scoring.agreement import labels as lab
 
-    release = Release(root, spec)
+    release = open_release(root, suite=spec)
     out: dict[tuple[str, str], object] = {}
     joined = {s: _joined(release, data.subsets[s]) for ss in groups.values() for s in ss}
     for key, subsets in groups.items():

@@ -26,7 +26,7 @@ import pandas as pd
 from rcp_data.checks.integrity import Check
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.release import Release
+from rcp_data.model.release import open_release
 from rcp_data.model.suite import release_spec, which_suite
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def check_theta_bt(published: pd.DataFrame, refit: pd.DataFrame, rule: str) -> C
 
 
 def _published_thetas(root: Path, spec: SuiteSpec) -> pd.DataFrame:
-    rel = Release(root, spec)
+    rel = open_release(root, suite=spec)
     parts = []
     for subset in spec.subset_names:
         if not rel.has(subset, "qrels"):

@@ -20,13 +20,12 @@ compared cell by cell instead (:mod:`rcp_data.checks.numbers`).
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 
 from rcp_data.checks.reports import MAX_DETAILS, Check
 from rcp_data.core.errors import RcpDataError
-from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.history import History
 from rcp_data.model.layout import CARD_FILE, TASK_FILE
+from rcp_data.model.release import Release
 
 CLIP = 120
 WHAT = {
@@ -73,18 +72,17 @@ def line_differences(expected: str, found: str, limit: int = MAX_DETAILS) -> lis
     return out[:limit]
 
 
-def check_regenerated(root: Path, spec: SuiteSpec, history: History, *,
-                      results: dict | None = None, built_with: str | None = None
-                      ) -> list[Check]:
+def check_regenerated(rel: Release, history: History, *, results: dict | None = None,
+                      built_with: str | None = None) -> list[Check]:
     """Render card and task file again (``results``: the replay, when already computed) and
-    compare them with the files of ``root``. ``built_with``: the rcp-data version the build
+    compare them with the release's files. ``built_with``: the rcp-data version the build
     manifest records (named when it is not this one: templates may have changed since)."""
     from rcp_data.core.version import __version__
     from rcp_data.documents.card import render_release_texts
 
-    root = Path(root)
+    root = rel.root
     try:
-        texts = render_release_texts(root, spec=spec, history=history, repo=history.repo,
+        texts = render_release_texts(root, spec=rel.spec, history=history, repo=history.repo,
                                      results=results)
     except RcpDataError as exc:
         return [Check.failed(name, what, "a rendering of this revision", "could not render: "

@@ -31,6 +31,9 @@ revision must reproduce*):
    recomputed, and the files verified must be its tree, so a revision given as a full commit
    sha is anchored by that sha.
 
+Each step is a stage of :mod:`rcp_data.checks.verify_stages`, a function of the opened release
+and of the results of the stages it needs (testable alone); :func:`fetch` is the first (the
+revision resolved, listed and downloaded), :func:`verify_fetched` runs the others in order.
 Every problem of a file is a failed check naming it, never a traceback. Exit codes: 0 every
 check holds and something outside the repository vouches for the revision (a local directory
 needs nothing), 1 a check failed, 2 the verification could not run (the Hub unreachable, the
@@ -47,49 +50,33 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
 
 import pyarrow as pa
 
-from rcp_data.checks.anchor import check_anchor, digest_of_release
-from rcp_data.checks.diagnostics_check import check_diagnostics
-from rcp_data.checks.git_objects import check_git_objects, fetch_revision, is_pinned_commit
-from rcp_data.checks.history_checks import HubView, check_history, project_records
-from rcp_data.checks.integrity import run_integrity
-from rcp_data.checks.judge_checks import check_judge
-from rcp_data.checks.listing import check_checkout, check_listing
-from rcp_data.checks.manifest import HostedFile, check_content
+from rcp_data.checks import verify_stages as stages
+from rcp_data.checks.git_objects import fetch_revision
+from rcp_data.checks.history_checks import HubView
+from rcp_data.checks.manifest import HostedFile
 from rcp_data.checks.numbers import (
-    Replayed,
     check_card_counts,
     check_card_tables,
     check_paper,
-    data_totals,
     default_reference,
-    number_checks,
     paper_applies,
     replay_tables,
 )
-from rcp_data.checks.pin import (
-    check_pin,
-    check_pin_by_project_history,
-    check_task_file,
-    held_release,
-    project_history_release,
-    read_release_history,
-)
-from rcp_data.checks.readable import check_readable
+from rcp_data.checks.pin import check_pin, held_release, read_release_history
 from rcp_data.checks.receipts import write_receipt
-from rcp_data.checks.regenerated import check_regenerated
 from rcp_data.checks.release_check import check_release_dir
 from rcp_data.checks.reports import VERIFY_SCHEMA, Check, VerifyReport
+from rcp_data.checks.verify_stages import STAND_IN_MARK, Fetched, Options
 from rcp_data.core.background import Background
-from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, UsageError
+from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.files import FileEntry, hash_files, release_paths
-from rcp_data.core.gains import DEFAULT_LINK, ItemParams
 from rcp_data.core.git_fetch import FetchedTree
 from rcp_data.core.hub_client import (
     HubClient,
@@ -101,117 +88,31 @@ from rcp_data.core.hub_client import (
 )
 from rcp_data.core.io import read_json, shared_reads
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.card_format import card_configs
-from rcp_data.model.history import History, ReleaseRecord, same_commit
-from rcp_data.model.layout import BUILD_MANIFEST, CARD_FILE, RELEASES_JSON, provenance_file
+from rcp_data.model.history import ReleaseRecord
+from rcp_data.model.layout import BUILD_MANIFEST, provenance_file
 from rcp_data.model.manifest import is_digest, recorded_content
 from rcp_data.model.release import Release, release_is_synthetic
-from rcp_data.model.suite import release_spec
 
 log = logging.getLogger(__name__)
 
 SCHEMA = VERIFY_SCHEMA
-T = TypeVar("T")
-#: What a malformed file raises while a check reads it; the stage becomes a failed check.
-READ_ERRORS = (RcpDataError, pa.ArrowException, OSError, UnicodeDecodeError, ValueError,
-               KeyError, IndexError, TypeError)
 
 
-@dataclass(frozen=True)
-class Options:
-    """How far a verification goes: ``quick`` (a corpus proven by its listed LFS sha256 is not
-    downloaded), ``sources`` (compare with the upstream), ``source_options`` (its reader's),
-    ``digest`` (the release digest pinned, as ``--digest``), ``git`` (the commit fetched over
-    git's smart HTTP, every object id recomputed: :mod:`rcp_data.checks.git_objects`)."""
+class _Clock:
+    """Each stage's wall and CPU seconds, in the order the report lists them."""
 
-    quick: bool = False
-    sources: bool = False
-    source_options: dict | None = None
-    digest: str | None = None
-    git: bool = False
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}   # the same stages' CPU seconds
 
-
-def _stage(checks: list[Check], name: str, what: str, fn: Callable[..., T], *args,
-           **kwargs) -> T | None:
-    """Run one stage; a file it cannot read becomes a failed check (None is returned). Only an
-    unreachable Hub stops the verification."""
-    try:
-        return fn(*args, **kwargs)
-    except HubUnavailable:
-        raise
-    except READ_ERRORS as exc:
-        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-        checks.append(Check.failed(name, what, "readable, well-formed files",
-                                   f"could not run: {message}",
-                                   str(getattr(exc, "path", None) or "")))
-        log.info("verify stage %s could not run: %s", name, message)
-        return None
-
-
-def _calibration(rel: Release, release: ReleaseRecord | None) -> tuple[ItemParams, str, str]:
-    root = rel.root
-    if release is not None and release.item_params:
-        return ItemParams.read(root / release.item_params), release.link, release.item_params
-    cal = rel.manifest.calibration if rel.manifest is not None else None
-    if cal is None:
-        found = sorted(root.glob("provenance/item_params.*.json"))
-        if len(found) != 1:
-            raise InputError("no item parameters: neither releases.json nor the build manifest "
-                             f"names them, and provenance/ holds {len(found)} item_params files",
-                             path=str(root / RELEASES_JSON))
-        rel = found[0].relative_to(root).as_posix()
-        log.warning("no record names the item parameters; using the only file, %s, with the "
-                    "default link", rel)
-        return ItemParams.read(found[0]), DEFAULT_LINK, rel
-    return ItemParams.read(root / cal.item_params), cal.link, cal.item_params
-
-
-def _card_text(root: Path, checks: list[Check]) -> str | None:
-    """The card's text; a missing or non-UTF-8 card is a failed check (None)."""
-    card = root / CARD_FILE
-    if not card.is_file():
-        checks.append(Check.failed("card", "the dataset card is present", CARD_FILE, "missing",
-                                   CARD_FILE))
-        return None
-    try:
-        return card.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        checks.append(Check.failed("card", "the dataset card is UTF-8 text", "UTF-8",
-                                   f"not UTF-8 ({exc.reason} at byte {exc.start})", CARD_FILE))
-        return None
-
-
-def _pin_checks(root: Path, spec: SuiteSpec, pin: PinnedRevision | None, histories: Path | None,
-                hub_tags: dict[str, str] | None, checks: list[Check]
-                ) -> tuple[History | None, ReleaseRecord | None, bool]:
-    """The pin checks; returns the history, the release the revision holds and whether the
-    revision predates the release policy (no releases.json: the project's record is used)."""
-    history = problems = None
-    try:
-        history, problems = read_release_history(root)
-    except InputError as exc:
-        checks.append(Check.failed("releases-json", "the release history at this revision "
-                                   "reads", "valid rcp-data.releases/1", exc.message,
-                                   RELEASES_JSON))
-        return None, None, False
-    if history is None:
-        recorded, recorded_release = _stage(
-            checks, "record", "the project's record of the repository reads",
-            project_history_release, spec, pin, histories) or (None, None)
-        if recorded is not None and pin is not None:
-            where = str((Path(histories) / f"{spec.name}.json") if histories else
-                        f"release/{spec.name}.json")
-            checks += check_pin_by_project_history(pin, recorded, recorded_release, where)
-            return recorded, recorded_release, True
-    pin_checks, release = check_pin(pin, history, problems or [], hub_tags)
-    checks += pin_checks
-    if history is not None and pin is not None and history.repo != pin.repo:
-        checks.append(Check(
-            "releases-json-repo", True, "releases.json names the repository it is in",
-            expected=pin.repo, found=history.repo, where=RELEASES_JSON, status="diff",
-            details=[f"releases.json was written for {history.repo} (a copy or mirror?); its "
-                     "shas are checked against this repository's tags"]))
-    return history, release, False
+    @contextmanager
+    def stage(self, name: str, cpu: Callable[[], float] = time.process_time) -> Iterator[None]:
+        t0, c0 = time.perf_counter(), cpu()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+            self.cpu[name] = self.cpu.get(name, 0.0) + cpu() - c0
 
 
 def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
@@ -225,249 +126,96 @@ def verify_release_dir(root: Path, *, pin: PinnedRevision | None = None,
                        listing: Mapping[str, RemoteFile] | None = None,
                        not_read: frozenset[str] = frozenset(),
                        git_tree: tuple[FetchedTree, str] | None = None) -> VerifyReport:
-    """Verify a release directory (a pinned snapshot when ``pin`` is given).
+    """Verify a release directory (a pinned snapshot when ``pin`` is given): the fields of
+    :class:`~rcp_data.checks.verify_stages.Fetched` given one by one (see
+    :func:`verify_fetched`).
 
-    ``listing``: the Hub's listing of the commit (blob ids, LFS sha256s): every downloaded file
-    is read once against it (``not_read``: files proven by their listed LFS sha256, not
-    downloaded); ``hosted``: the same listing as the content checks take it;
-    ``view``: its commits and tags (None for a local directory: no history checks);
     ``link_checked``: every gain is already known to be the link of its theta (the
     pre-publish release check), so the integrity checks do not compute it again.
-    ``hashed``: files of ``root`` the caller has just hashed, not read again for their sha256.
-    ``git_tree``: the pinned commit as git fetched it, and where from (``--git``).
+    """
+    fetched = Fetched(Path(root), pin=pin, hub_tags=hub_tags, listing=listing, hosted=hosted,
+                      view=view, not_read=not_read, git_tree=git_tree, hashed=hashed)
+    return verify_fetched(fetched, reference=reference, target=target, histories=histories,
+                          link_checked=link_checked, options=options, report_root=report_root)
+
+
+def verify_fetched(fetched: Fetched, *, reference: Path | None = None,
+                   target: str | None = None, histories: Path | None = None,
+                   link_checked: bool = False, options: Options | None = None,
+                   report_root: Path | None = None) -> VerifyReport:
+    """Every stage of :mod:`rcp_data.checks.verify_stages` on a fetched revision, in order.
 
     The stages share their reads (:func:`rcp_data.core.io.shared_reads`): each column of a
     table is read from the file once, and every stage checks what it reads as it would alone.
     """
-    root = Path(root)
+    root = fetched.root
     if not root.is_dir():
         raise missing_release_dir(root)
     # the largest tables, each read by one stage (the runs by the replay, the first-stage runs
     # by the fusion check), are not held
     once = {(root / provenance_file(kind, "_")).parent for kind in ("runs", "first_stage")}
     with shared_reads(exclude=lambda path: path.parent in once):
-        return _verify_dir(root, pin=pin, reference=reference, target=target,
-                           hub_tags=hub_tags, histories=histories, link_checked=link_checked,
-                           hosted=hosted, view=view, options=options, report_root=report_root,
-                           hashed=hashed, listing=listing, not_read=not_read,
-                           git_tree=git_tree)
+        return _verify(fetched, reference=reference or default_reference(), target=target,
+                       histories=histories, link_checked=link_checked,
+                       options=options or Options(), report_root=report_root)
 
 
-def _integrity_stage(checks: list[Check], rel: Release, root: Path,
-                     calibration: tuple[ItemParams, str, str] | None, configs, card_text:
-                     str | None, link_checked: bool, seconds: dict[str, float],
-                     cpu: dict[str, float]) -> None:
-    """The integrity, judge and card-count checks, appended to ``checks``; the stage's wall
-    and CPU seconds (of the thread running it) into ``seconds`` and ``cpu``."""
-    t0, c0 = time.perf_counter(), time.thread_time()
-    tables: dict = {}
-    if calibration is not None:
-        params, link, params_path = calibration
-        found = _stage(checks, "integrity", "the data tables read", run_integrity,
-                       rel, params, link, configs, link_checked=link_checked)
-        if found is not None:
-            integrity, tables = found
-            checks += [replace(c, where=f"{c.where} (item parameters {params_path}, link "
-                                        f"{link})") if c.name == "gains" else c
-                       for c in integrity]
-            checks += _stage(checks, "judge", "the judge provenance reads", check_judge,
-                             rel, params, tables) or []
-    if card_text is not None and tables:
-        checks += _stage(checks, "card-counts", "the counts the card states",
-                         lambda: check_card_counts(card_text, data_totals(root, tables))) or []
-    seconds["integrity"] = time.perf_counter() - t0
-    cpu["integrity"] = time.thread_time() - c0
-
-
-def _verify_dir(root: Path, *, pin: PinnedRevision | None, reference: Path | None,
-                target: str | None, hub_tags: dict[str, str] | None, histories: Path | None,
-                link_checked: bool, hosted: dict[str, HostedFile] | None,
-                view: HubView | None, options: Options | None, report_root: Path | None,
-                hashed: Mapping[str, FileEntry] | None,
-                listing: Mapping[str, RemoteFile] | None,
-                not_read: frozenset[str],
-                git_tree: tuple[FetchedTree, str] | None) -> VerifyReport:
-    options = options or Options()
-    checks: list[Check] = []
-    seconds: dict[str, float] = {}
-    cpu: dict[str, float] = {}   # the same stages' CPU seconds (this process)
-    t0, c0 = time.perf_counter(), time.process_time()
-    paths = sorted(hosted) if hosted is not None else release_paths(root)
-    if listing is not None:
-        listed = check_listing(root, listing, not_read=not_read)
-        checks.append(listed.check)
-        hashed = {**listed.found, **(hashed or {})}
-        checks.append(check_checkout(root, sorted(listing)))
-        if git_tree is not None and pin is not None:
-            checks.append(check_git_objects(git_tree[0], pin.sha, listing, found=listed.found,
-                                            blob_ids=listed.blob_ids, not_read=not_read,
-                                            where=git_tree[1]))
-        seconds["listing"] = time.perf_counter() - t0
-        cpu["listing"] = time.process_time() - c0
-        t0, c0 = time.perf_counter(), time.process_time()
-    else:
-        checks.append(check_checkout(root, paths))
-    readable, _bad = check_readable(root, paths)
-    checks += readable
-    try:
-        spec = release_spec(root, repo=pin.repo if pin else None)
-    except InputError as exc:
-        checks.append(Check.failed("suite", "the release names its suite", "a build manifest "
-                                   "'suite' or a suite tag in the card", exc.message, CARD_FILE))
-        return _report(root, report_root, target, pin, None, None, checks, seconds)
-    rel = Release(root, spec, pin=pin)   # the release, opened once for every stage below
-    history, release, pre_policy = _pin_checks(root, spec, pin, histories, hub_tags, checks)
-    records = _stage(checks, "record", "the project's record reads", project_records,
-                     spec.name, histories) or []
-    seconds["pin"] = time.perf_counter() - t0
-    cpu["pin"] = time.process_time() - c0
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    n_checks = len(checks)
-    manifest = _stage(checks, "build-manifest", "the build manifest reads",
-                      lambda: rel.manifest)
-    unreadable = checks[-1].found if len(checks) > n_checks else None
-    content = check_content(root, manifest, unreadable=unreadable, hosted=hosted,
-                            not_read=not_read, hashed=hashed,
-                            required=(root / RELEASES_JSON).exists())
+def _verify(fetched: Fetched, *, reference: Path, target: str | None, histories: Path | None,
+            link_checked: bool, options: Options, report_root: Path | None) -> VerifyReport:
+    root, pin = fetched.root, fetched.pin
+    clock = _Clock()
+    with clock.stage("listing" if fetched.listing is not None else "pin"):
+        proof = stages.prove_bytes(fetched)
+    checks = list(proof.checks)
+    with clock.stage("pin"):
+        rel = stages.open_verified(fetched)
+        if isinstance(rel, Check):    # nothing below can run: the listing's time only
+            return _report(root, report_root, target, pin, None, None, [*checks, rel],
+                           {k: v for k, v in clock.seconds.items() if k == "listing"})
+        pinned = stages.pin_revision(rel, fetched, histories)
+    checks += pinned.checks
+    with clock.stage("content"):
+        content = stages.check_manifest(rel, fetched, proof)
     checks += content.checks
-    seconds["content"] = time.perf_counter() - t0
-    cpu["content"] = time.process_time() - c0
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    if view is not None and history is not None and release is not None and not pre_policy:
-        checks += _stage(checks, "history", "the Hub's commits and tags behind this revision",
-                         check_history, view, history, release, records) or []
-    else:
-        why = ("a local directory has no commits or tags" if view is None else
-               "a revision published before the release policy: its tag is checked against "
-               "the project's record" if pre_policy else "no readable release history here")
-        checks.append(Check("history", True, "the Hub's commits and tags behind this revision",
-                            found=f"skipped: {why}", status="skipped"))
-    seconds["history"] = time.perf_counter() - t0
-    cpu["history"] = time.process_time() - c0
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    calibration = _stage(checks, "calibration", "the item parameters of the release read",
-                         _calibration, rel, release)
-    checks += check_task_file(root, release)
-    card_text = _card_text(root, checks)
-    configs = _stage(checks, "configs", "the card's YAML front matter reads", card_configs,
-                     card_text) if card_text is not None else None
-    seconds["pin"] += time.perf_counter() - t0
-    cpu["pin"] += time.process_time() - c0
+    with clock.stage("history"):
+        checks += stages.check_commits(rel, fetched, pinned)
+    with clock.stage("pin"):
+        inputs = stages.read_inputs(rel, pinned)
+    checks += inputs.checks
 
     # the integrity checks and the replay read the same release and share nothing they
     # write: the integrity stage runs in a second thread meanwhile (numpy and Arrow release
     # the GIL in their kernels), its checks reported in their place before the replay's
-    integrity_checks: list[Check] = []
-    seconds["integrity"] = cpu["integrity"] = 0.0       # the stages' order in the report
-    worker = Background(_integrity_stage, integrity_checks, rel, root, calibration, configs,
-                        card_text, link_checked, seconds, cpu, name="rcp-verify-integrity")
-
-    t0, c0 = time.perf_counter(), time.thread_time()
-    replay_checks: list[Check] = []
-    regenerate = history is not None and not pre_policy   # a release this project built
+    clock.seconds["integrity"] = clock.cpu["integrity"] = 0.0   # the stages' order
+    worker = Background(_data_stages, rel, inputs, link_checked, clock,
+                        name="rcp-verify-integrity")
     try:
-        numbers = _stage(replay_checks, "replay", "provenance-runs replayed", number_checks,
-                         root, spec, card_text, history, release, pin.sha if pin else None,
-                         reference or default_reference(), pre_policy=pre_policy,
-                         for_card=regenerate)
+        with clock.stage("replay", cpu=time.thread_time):
+            replay = stages.replay_numbers(rel, pinned, inputs, reference)
     except HubUnavailable:
         worker.wait()
         raise
-    replayed: Replayed | None = None
-    if numbers is not None:
-        number_list, replayed = numbers
-        replay_checks += number_list
-    seconds["replay"] = time.perf_counter() - t0
-    cpu["replay"] = time.thread_time() - c0
-    worker.result()   # re-raises what the stage raised (an unreachable Hub)
-    checks += integrity_checks + replay_checks
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    checks += _stage(checks, "diagnostics", "the Diagnostics recomputed", check_diagnostics,
-                     root, spec) or []
-    seconds["diagnostics"] = time.perf_counter() - t0
-    cpu["diagnostics"] = time.process_time() - c0
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    if regenerate and replayed is not None:
-        checks += _stage(checks, "card-regenerated", "card and task file rendered again",
-                         check_regenerated, root, spec, history,
-                         results=replayed.card_results(spec),
-                         built_with=manifest.tool_version if manifest else None) or []
-    elif not regenerate:
-        checks.append(Check("card-regenerated", True, "card and task file rendered again",
-                            found="skipped: not a release this project built (no "
-                                  "releases.json); the card's tables are compared cell by "
-                                  "cell", where=CARD_FILE, status="skipped"))
-    seconds["regenerate"] = time.perf_counter() - t0
-    cpu["regenerate"] = time.process_time() - c0
-
+    checks += worker.result() + replay.checks   # re-raises what the stage raised
+    with clock.stage("diagnostics"):
+        checks += stages.check_diagnostics_of(rel)
+    with clock.stage("regenerate"):
+        checks += stages.check_documents(rel, pinned, replay, content)
     if options.sources:
-        from rcp_data.checks.sources_check import check_sources
-
-        t0, c0 = time.perf_counter(), time.process_time()
-        checks += _stage(checks, "sources", "the release against its upstream", check_sources,
-                         rel, options.source_options,
-                         corpus=not _stand_ins(root)) or []
-        seconds["sources"] = time.perf_counter() - t0
-        cpu["sources"] = time.process_time() - c0
-    anchored = _anchor(root, pin, view, release, pre_policy, records, hashed, hosted,
-                       not_read, options, checks)
-    return replace(_report(root, report_root, target, pin, spec, release, checks, seconds),
-                   cpu_seconds=cpu, **anchored)
+        with clock.stage("sources"):
+            checks += stages.compare_sources(rel, options)
+    anchored = stages.anchor_release(root, fetched, pinned, proof, options, checks)
+    checks.append(anchored.check)
+    return replace(_report(root, report_root, target, pin, rel.spec, pinned.release, checks,
+                           clock.seconds), cpu_seconds=clock.cpu, **anchored.fields())
 
 
-def _release_commit(pin: PinnedRevision | None, view: HubView | None,
-                    release: ReleaseRecord | None, pre_policy: bool) -> str | None:
-    """The commit of the release the revision holds (its own commit, or the earlier one a
-    regeneration was made on), where it can be told."""
-    if pin is None or release is None:
-        return None
-    if view is not None and not pre_policy:
-        return view.introduced(release.release)
-    if pre_policy:
-        known = release.revision or release.data_revision
-        return pin.sha if known is not None and same_commit(known, pin.sha) else None
-    if release.revision is None or same_commit(release.revision, pin.sha):
-        return pin.sha
-    return release.revision
-
-
-def _anchor(root: Path, pin: PinnedRevision | None, view: HubView | None,
-            release: ReleaseRecord | None, pre_policy: bool,
-            records: list[tuple[str, History]], hashed: Mapping[str, FileEntry] | None,
-            hosted: Mapping[str, HostedFile] | None, not_read: frozenset[str],
-            options: Options, checks: list[Check]) -> dict:
-    """The release digest and the anchor check (appended); the report's anchor fields."""
-    found = dict(hashed or {})
-    paths = sorted(hosted) if hosted is not None else release_paths(root)
-    missing = [p for p in paths if p not in found and p not in not_read
-               and (root / p).is_file()]
-    found.update(hash_files(root, missing))
-    for p in not_read:   # proven by their listed LFS sha256, equal to the manifest's
-        info = (hosted or {}).get(p)
-        if info is not None and info.lfs_sha256:
-            found[p] = FileEntry(p, info.size, info.lfs_sha256)
-    found = {p: e for p, e in found.items() if p in set(paths)}
-    commit = _release_commit(pin, view, release, pre_policy)
-    read_at = view.read_file if view is not None else None
-    digest, of = digest_of_release(found, sha=pin.sha if pin else None, release_commit=commit,
-                                   read_at=read_at)
-    git = next((c for c in checks if c.name == "git-objects"), None)
-    pinned_commit = pin.sha if git is not None and git.ok and is_pinned_commit(pin) else None
-    check, anchor = check_anchor(digest, pinned=options.digest, repo=pin.repo if pin else None,
-                                 release=release, release_commit=commit, records=records,
-                                 needed=pin is not None, pinned_commit=pinned_commit)
-    checks.append(check)
-    return {"digest": digest, "digest_of": of, "anchor": anchor,
-            "needs_anchor": pin is not None}
-
-
-def _stand_ins(root: Path) -> bool:
-    return (root / STAND_IN_MARK).exists()
+def _data_stages(rel: Release, inputs: stages.Inputs, link_checked: bool,
+                 clock: _Clock) -> list[Check]:
+    """Integrity, judge provenance and the card's counts (in the integrity thread)."""
+    with clock.stage("integrity", cpu=time.thread_time):
+        integrity = stages.check_integrity(rel, inputs, link_checked=link_checked)
+        return (integrity.checks + stages.check_provenance(rel, inputs, integrity)
+                + stages.check_counts_stated(rel, inputs, integrity))
 
 
 def _report(root: Path, report_root: Path | None, target: str | None,
@@ -487,7 +235,6 @@ def _report(root: Path, report_root: Path | None, target: str | None,
 
 
 # -- quick: corpora proven by their LFS sha256 are not downloaded ---------------------------------
-STAND_IN_MARK = ".rcp-quick-stand-ins"
 
 
 def _lfs_proven_corpus(client: HubClient, pin: PinnedRevision,
@@ -573,12 +320,30 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
     client = client or HubClient.from_env()
     if cache_dir is not None:
         client = replace(client, cache_dir=Path(cache_dir))
+    with fetch(client, repo, revision, options) as (fetched, snapshot):
+        return verify_release_dir(
+            fetched.root, pin=fetched.pin, reference=_path(reference),
+            target=f"{repo}@{revision}", hub_tags=fetched.hub_tags,
+            histories=_path(histories), hosted=fetched.hosted, view=fetched.view,
+            options=options, report_root=snapshot, listing=fetched.listing,
+            not_read=fetched.not_read, git_tree=fetched.git_tree)
+
+
+@contextmanager
+def fetch(client: HubClient, repo: str, revision: str, options: Options | None = None
+          ) -> Iterator[tuple[Fetched, Path]]:
+    """The first stage: ``revision`` resolved to its commit, the Hub's tags, listing and
+    history of it read, and its files downloaded by that sha (with ``--quick``, a corpus
+    proven by its listed LFS sha256 is not: stand-ins take its place in a temporary folder
+    while the context lasts; with ``--git``, the commit is fetched over git too). Yields the
+    :class:`Fetched` revision and the snapshot folder the files were downloaded into."""
+    options = options or Options()
     pin = client.resolve(repo, revision)
     log.info("%s@%s is commit %s", repo, revision, pin.sha)
     if client.offline:   # the cache holds the files; the Hub's tags, listing and history not
         log.info("offline: the files are checked; the Hub's tags, file listing and commit "
                  "history are not")
-        if git:
+        if options.git:
             raise UsageError("--git needs the Hub: it fetches the commit over git "
                              "(HF_HUB_OFFLINE=1 is set)")
         tags, hosted, listing, view, skipped = None, None, None, None, []
@@ -587,18 +352,17 @@ def verify(*, repo: str | None = None, revision: str | None = None, path: str | 
         listing = client.files(repo, pin.sha)
         hosted = {p: HostedFile(p, f.size, f.lfs_sha256) for p, f in listing.items()}
         view = HubView.from_client(client, repo, pin.sha, tags)
-        skipped = _lfs_proven_corpus(client, pin, hosted) if quick and not sources else []
-    git_tree = fetch_revision(client, pin) if git else None
+        skipped = _lfs_proven_corpus(client, pin, hosted) \
+            if options.quick and not options.sources else []
+    git_tree = fetch_revision(client, pin) if options.git else None
     root = client.download(repo, pin.sha, ignore_patterns=skipped or None)
-    kwargs = dict(pin=pin, reference=_path(reference), target=f"{repo}@{revision}",
-                  hub_tags=tags, histories=_path(histories), hosted=hosted, view=view,
-                  options=options, report_root=root, listing=listing,
-                  not_read=frozenset(skipped), git_tree=git_tree)
+    fetched = Fetched(root, pin=pin, hub_tags=tags, listing=listing, hosted=hosted, view=view,
+                      not_read=frozenset(skipped), git_tree=git_tree)
     if not skipped:
-        return verify_release_dir(root, **kwargs)
+        yield fetched, root
+        return
     with tempfile.TemporaryDirectory(prefix="rcp-verify-quick-") as tmp:
-        return verify_release_dir(_with_stand_ins(client, pin, root, skipped, Path(tmp)),
-                                  **kwargs)
+        yield replace(fetched, root=_with_stand_ins(client, pin, root, skipped, Path(tmp))), root
 
 
 def verify_local_dir(root: Path, *, reference: Path | None = None, histories: Path | None = None,
@@ -628,7 +392,7 @@ def _path(p: str | Path | None) -> Path | None:
     return Path(p) if p is not None else None
 
 
-__all__ = ["SCHEMA", "Options", "VerifyReport", "check_card_counts",
-           "check_card_tables", "check_paper", "check_pin", "held_release",
+__all__ = ["SCHEMA", "Fetched", "Options", "VerifyReport", "check_card_counts",
+           "check_card_tables", "check_paper", "check_pin", "fetch", "held_release",
            "paper_applies", "read_release_history", "replay_tables", "verify",
-           "verify_local_dir", "verify_release_dir"]
+           "verify_fetched", "verify_local_dir", "verify_release_dir"]

@@ -82,7 +82,7 @@ from rcp_data.model.layout import (
     subset_file,
 )
 from rcp_data.model.manifest import BuildManifest, load_manifest
-from rcp_data.model.release import Release, corpus_file_facts, release_is_synthetic
+from rcp_data.model.release import Release, corpus_file_facts, open_release, release_is_synthetic
 from rcp_data.model.suite import release_spec
 from rcp_data.scoring.replay import ReplayResult, load_release, model_order, replay_loaded
 
@@ -139,7 +139,7 @@ def release_history(root: Path, spec: SuiteSpec, *, repo: str | None = None) -> 
     path = Path(root) / RELEASES_JSON
     if path.exists():
         return read_history(path)
-    release = Release(Path(root), spec)
+    release = open_release(Path(root), suite=spec)
     if release.manifest is None:
         raise InputError(f"neither {RELEASES_JSON} nor a build manifest",
                          path=str(Path(root) / BUILD_MANIFEST))
@@ -336,7 +336,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     current = history.current
     if current is None:
         raise InputError("the release history has no current release", path=str(root))
-    rd = Release(root, spec)
+    rd = open_release(root, suite=spec)
     synthetic = (release_is_synthetic(root, synthetic_suite=spec.synthetic)
                  or current.synthetic)
     facts_card = CardFacts.of(spec)
@@ -529,7 +529,7 @@ class LayoutFacts:
 
 def layout_facts(root: Path, spec: SuiteSpec, facts: list[SubsetFacts]) -> LayoutFacts:
     first = spec.subset_names[0]
-    rd = Release(root, spec)
+    rd = open_release(root, suite=spec)
     rows = [LayoutRow("corpus", "`{subset}-corpus`",
                       _cols(list(corpus_file_facts(root, spec, first)[0].columns)))]
     for kind in ("queries", "qrels", "gains", "top_ranked", "excluded"):

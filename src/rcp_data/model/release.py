@@ -103,7 +103,7 @@ class Release:
 def open_release(ref: str | Path | Release, *, suite: SuiteSpec | str | None = None,
                  client: HubClient | None = None, allow_patterns: Sequence[str] | None = None,
                  ignore_patterns: Sequence[str] | None = None, adhoc: bool = False,
-                 hint: str = "") -> Release:
+                 hint: str = "", pin: PinnedRevision | None = None) -> Release:
     """Open a release: a release directory, or ``hf://datasets/OWNER/NAME@REV`` (the revision
     resolved to its commit sha and the files matching the patterns, default all, downloaded by
     that sha into the Hugging Face cache through ``client``, default one from the environment).
@@ -111,12 +111,12 @@ def open_release(ref: str | Path | Release, *, suite: SuiteSpec | str | None = N
     The suite is ``suite`` when given, else the one the release names
     (:func:`rcp_data.model.suite.which_suite`); with ``adhoc`` a release of no known suite is
     read with a spec of its folders, otherwise it is an :class:`InputError` (``hint`` ends the
-    message). A missing directory is a :class:`NotFoundError` naming it.
+    message). A missing directory is a :class:`NotFoundError` naming it. ``pin``: the Hub
+    revision a release directory was downloaded from (by a caller that downloads it itself).
     """
     if isinstance(ref, Release):
         return ref
     parsed = parse_hf_path(str(ref))
-    pin = None
     if parsed is None:
         root = Path(ref)
         if not root.is_dir():

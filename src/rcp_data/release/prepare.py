@@ -15,7 +15,7 @@ from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.history import History, read_history, write_history
 from rcp_data.model.history import new_release_history as history_with_release
 from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON
-from rcp_data.model.release import Release
+from rcp_data.model.release import open_release
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def new_release_history(root: Path, spec: SuiteSpec, repo: str, previous: Histor
                         previous_revision: str | None = None) -> History:
     """The history of the repo with the release built in ``root`` appended as current
     (:func:`rcp_data.model.history.new_release_history`)."""
-    release = Release(Path(root), spec)
+    release = open_release(Path(root), suite=spec)
     if release.manifest is None:
         raise InputError("no build manifest: build the release first",
                          path=str(Path(root) / BUILD_MANIFEST))

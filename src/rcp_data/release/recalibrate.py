@@ -36,7 +36,7 @@ from rcp_data.model.layout import (
     subset_file,
 )
 from rcp_data.model.manifest import load_manifest
-from rcp_data.model.release import Release, release_is_synthetic
+from rcp_data.model.release import Release, open_release, release_is_synthetic
 from rcp_data.model.schemas import SCHEMAS
 from rcp_data.model.tables import write_gains, write_parquet
 from rcp_data.release.agreement_gate import AgreementGate, agreement_gate
@@ -68,7 +68,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
         raise InputError("the release history has no current release to recalibrate",
                          path=str(Path(prev) / RELEASES_JSON))
     link = link or current.link
-    rel = Release(Path(prev), spec)
+    rel = open_release(Path(prev), suite=spec)
     where = {"RELEASE_DIR": prev, **(inputs or {})}
     with output_dir(Path(out), RELEASE, inputs=where, force=force) as tmp:
         shutil.copytree(prev, tmp, dirs_exist_ok=True)
@@ -205,7 +205,7 @@ def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> Rele
 
     diff = ReleaseDiff()
     deltas = []
-    ra, rb = Release(Path(a), spec), Release(Path(b), spec)
+    ra, rb = open_release(Path(a), suite=spec), open_release(Path(b), suite=spec)
     for subset in spec.subset_names:
         if not ra.has(subset, "qrels"):
             continue

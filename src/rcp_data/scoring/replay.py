@@ -52,7 +52,7 @@ from rcp_data.model.keys import (
     positions,
 )
 from rcp_data.model.layout import provenance_file, subset_file
-from rcp_data.model.release import Release
+from rcp_data.model.release import open_release
 from rcp_data.model.suite import suite_spec
 from rcp_data.model.tables import read_release_table
 from rcp_data.scoring.baseline_gains import BASELINE_METRICS, read_baseline_gains
@@ -452,9 +452,8 @@ def load_release(root: str | Path, spec: SuiteSpec | str | None = None, *,
     root = Path(root)
     if not root.is_dir():
         raise InputError("not a directory", path=str(root))
-    spec, found = suite_spec(root, spec, adhoc=True)
-    known = found if known is None else known
-    release = Release(root, spec)
+    release = open_release(root, suite=spec, adhoc=True)
+    spec, known = release.spec, release.known if known is None else known
     by_split: dict[str, list[str]] = {}
     for s in spec.subset_names:
         by_split.setdefault(spec.provenance_split(s), []).append(s)
