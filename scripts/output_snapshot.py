@@ -108,26 +108,15 @@ def build_suite(name: str, raw: Path, hub_url: str | None) -> None:
         stage(make_all())
         source = read_suite(spec, {"allow_download": "0"})
     elif name == "bright":
-        import gzip
-        import json
-
-        import pandas as pd
+        from support.bright_fixtures import synthetic_corpus
 
         from rcp_data.sources import irds_cache
         from rcp_data.sources.bright import read_suite, task_name
         for sub in spec.subsets:
             task = task_name(sub)
             examples = SHARED / "data" / "bright" / f"examples.bright-{task}.jsonl.gz"
-            ids: dict[str, None] = {}
-            with gzip.open(examples, "rt") as fh:
-                for line in fh:
-                    rec = json.loads(line)
-                    ids.update(dict.fromkeys(rec["gold_ids"]))
-                    ids.update(dict.fromkeys(d for d in rec["excluded_ids"] if d != "N/A"))
-            ids.update(dict.fromkeys(f"synthetic-filler-{task}-{i}" for i in range(300)))
-            docs = pd.DataFrame({"id": list(ids),
-                                 "content": [f"SYNTHETIC document {d}" for d in ids]})
-            irds_cache.stage_bright(task, examples=examples, docs=docs)
+            irds_cache.stage_bright(task, examples=examples,
+                                    docs=synthetic_corpus(examples, task))
         source = read_suite(spec, {"allow_download": "0"})
     elif name == "trecdl":
         import support.trecdl_fixtures as fx

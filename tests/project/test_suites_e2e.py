@@ -14,15 +14,14 @@ scores (looked up by the ids mteb passes), so mteb evaluates exactly what the re
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from support.bright_fixtures import synthetic_corpus
 from support.mteb_helpers import StoredRunReranker, hub_task_module, run_mteb
 
 from rcp_data.core.specs import SuiteSpec, load_spec
@@ -32,7 +31,6 @@ from rcp_data.sources import irds_cache
 DATE = "2026-11-30"
 # the subsets stock mteb runs (minimum that proves the point): each with exclusions
 MTEB_SUBSET = {"nanobeir": "NanoArguAnaRetrieval", "bright": "leetcode"}
-BRIGHT_FILLER = 300
 
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("irds_home")]
@@ -80,21 +78,6 @@ def nanobeir(irds_home, local_hub, tmp_path_factory) -> Published:
     return _build_and_publish(spec, source, tmp_path_factory.mktemp("e2e-nanobeir"), local_hub)
 
 
-def _bright_corpus(examples: Path, task: str) -> pd.DataFrame:
-    """SYNTHETIC documents: every gold and excluded id of the task's real examples, filler so
-    that every query has more than a pool's worth of candidates, and one empty document."""
-    ids: dict[str, None] = {}
-    with gzip.open(examples, "rt") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            ids.update(dict.fromkeys(rec["gold_ids"]))
-            ids.update(dict.fromkeys(d for d in rec["excluded_ids"] if d != "N/A"))
-    ids.update(dict.fromkeys(f"synthetic-filler-{task}-{i}" for i in range(BRIGHT_FILLER)))
-    docs = pd.DataFrame({"id": list(ids), "content": [f"SYNTHETIC document {d}" for d in ids]})
-    empty = pd.DataFrame({"id": [f"synthetic-empty-{task}"], "content": [""]})
-    return pd.concat([docs, empty], ignore_index=True)
-
-
 @pytest.fixture(scope="module")
 def bright(irds_home, bright_data, local_hub, tmp_path_factory) -> Published:
     from rcp_data.sources.bright import read_suite, task_name
@@ -103,7 +86,7 @@ def bright(irds_home, bright_data, local_hub, tmp_path_factory) -> Published:
     for sub in spec.subsets:
         task = task_name(sub)
         examples = bright_data / f"examples.bright-{task}.jsonl.gz"
-        irds_cache.stage_bright(task, examples=examples, docs=_bright_corpus(examples, task))
+        irds_cache.stage_bright(task, examples=examples, docs=synthetic_corpus(examples, task))
     source = read_suite(spec, {"allow_download": "0"})
     assert sum(len(s.queries) for s in source.subsets.values()) == spec.upstream["queries"]
     return _build_and_publish(spec, source, tmp_path_factory.mktemp("e2e-bright"), local_hub)
