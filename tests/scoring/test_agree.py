@@ -165,3 +165,15 @@ def test_python_api(demo_release_v1, assessors):
     res = rcp_data.agree(demo_release_v1, {"copy": assessors["copy"]}, resamples=20)
     doc = res.to_json()
     assert doc["label_sets"] == ["qrels", "copy"] and doc["bootstrap"]["resamples"] == 20
+
+
+def test_label_set_lacking_a_subsets_rows_does_not_crash(demo_release_v1, tmp_path):
+    """SYNTHETIC assessor who graded only subset alpha's queries (was an IndexError)."""
+    alpha = pd.read_parquet(demo_release_v1 / "alpha" / "qrels.parquet")
+    half = _write(alpha, tmp_path / "alpha_only.txt", alpha["score"].to_numpy())
+    rc, out, err = _cli([str(demo_release_v1), f"--labels=alpha_only={half}",
+                         "--resamples", "50", "--json"])
+    assert rc == 0, err
+    subs = json.loads(out)["subsets"]
+    assert subs["alpha"]["labels_vs_reference"]["alpha_only"]["value"] == 1.0
+    assert subs["alpha"]["leaderboards"]["alpha_only"] == subs["alpha"]["leaderboards"]["qrels"]

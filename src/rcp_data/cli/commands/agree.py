@@ -29,7 +29,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "decisive-pair agreement, failure modes) and, with two extra label sets or more, label "
         "variation; 95%% query-bootstrap intervals on every rate. A table, or JSON with --json.",
     )
-    p.add_argument("path", help="release directory, or hf://datasets/OWNER/NAME@REV")
+    p.add_argument("path", nargs="*", metavar="PATH|RUN",
+                   help="release directory, or hf://datasets/OWNER/NAME@REV; with --qrels: "
+                   "the runs (TREC run files, parquet, mteb predictions, as score --qrels reads)")
+    f = p.add_argument_group("plain files (no release, no judge)")
+    f.add_argument("--qrels", metavar="PRIMARY", default=None,
+                   help="the primary assessor's qrels; with --labels NAME=QRELS per secondary "
+                   "assessor. Statistics on the documents the raters compared both judged")
+    f.add_argument("--measure", default="nDCG@10",
+                   help="measure of the runs under each label set (default nDCG@10)")
+    f.add_argument("--groups", action="append", default=None, metavar="A,B,...",
+                   help="a group of assessors (label set names) for Fleiss' kappa; repeat per "
+                   "group (default: assessors linked by a shared topic)")
+    f.add_argument("--draw-primary", action="store_true",
+                   help="label variation also draws the primary assessor (default: secondary "
+                   "assessors only, the study's natural combinations)")
+    f.add_argument("--pictures", metavar="DIR", default=None,
+                   help="also draw kappa per group, swap probabilities and ceilings (PNG)")
+    f.add_argument("--no-all-zero", action="store_true",
+                   help="never draw an assessor who graded a topic all 0 (default: drawn, "
+                   "the topic then scores 0, as in the study)")
     p.add_argument("--labels", type=_label, action="append", default=[], metavar="NAME=QRELS",
                    help="an extra label set (one per assessor or source): TREC qrels, parquet "
                    "or CSV with query-id, corpus-id, grade; repeat for several")
@@ -44,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id)")
     p.add_argument("--threshold", type=int, default=None,
-                   help="grade threshold of the AUC (default: the suite's lowest positive grade)")
+                   help="grade threshold of the AUC (default: the suite's lowest positive grade); "
+                   "with --qrels: relevant at grade >= THRESHOLD (default 2, the study's rel=2)")
     p.add_argument("--rbo-p", type=float, default=0.9,
                    help="RBO persistence p (default 0.9; 1.0: the package's average overlap)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and draws")
@@ -64,11 +84,40 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n, _ in args.labels]
     if len(set(names)) != len(names):
         raise UsageError(f"--labels names a label set twice: {', '.join(names)}")
+    if args.qrels is not None:
+        return _plain(args)
+    if len(args.path) != 1:
+        raise UsageError("give one release directory (or --qrels PRIMARY --labels NAME=QRELS "
+                         "... RUN ...)")
+    args.path = args.path[0]
     result = agree(args.path, dict(args.labels), aggregate_by=args.aggregate,
                    reference=args.reference, k=args.k, tie_rule=args.tie_rule, gain=args.gain,
                    threshold=args.threshold, rbo_p=args.rbo_p, seed=args.seed,
                    resamples=args.resamples, draws=args.draws, suite=args.suite,
                    client=args.hub_client)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(result.table())
+    return 0
+
+
+def _plain(args: argparse.Namespace) -> int:
+    from rcp_data.scoring.agreement.plain import agree_files, check_label_name
+
+    for name, _ in args.labels:
+        check_label_name(name)
+    groups = None if args.groups is None else [
+        [n.strip() for n in g.split(",") if n.strip()] for g in args.groups]
+    result = agree_files(args.qrels, dict(args.labels), args.path, measure=args.measure,
+                         threshold=2 if args.threshold is None else args.threshold,
+                         groups=groups, draws=args.draws, seed=args.seed, rbo_p=args.rbo_p,
+                         draw_primary=args.draw_primary, draw_zero=not args.no_all_zero)
+    if args.pictures:
+        from rcp_data.documents.agree_pictures import agreement_pictures
+
+        agreement_pictures(result.to_json(), args.pictures)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -137,7 +137,11 @@ def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: s
     rows = rows.assign(q=qpos.reindex(rows["query-id"]).to_numpy().astype(np.int64))
     rows = codes.keyed(rows)
     li, ri = _join(cand["key"].to_numpy(), rows["key"].to_numpy(), "left")
-    grade = np.where(ri >= 0, rows["grade"].to_numpy(np.float64)[ri], np.nan)
+    # a label set may lack this subset's rows: nothing to gather then (indexing an empty
+    # array with the -1 of unmatched rows would raise)
+    graded = rows["grade"].to_numpy(np.float64)
+    grade = np.where(ri >= 0, graded[np.maximum(ri, 0)], np.nan) if len(graded) else \
+        np.full(len(ri), np.nan)
     gains = np.zeros(len(cand))
     hit = ~np.isnan(grade)
     gains[cand["i"].to_numpy()[li[hit]]] = gain_of(grade[hit], gain)
@@ -287,14 +291,27 @@ def _ranking_layer(values: dict[str, np.ndarray], models: list[str], reference: 
 
 
 # -- the analysis --------------------------------------------------------------------------------
-def agree(release: str | Path | Release, labels: Mapping[str, str | Path | pd.DataFrame]
-          | None = None, *, aggregate_by: str | None = None, reference: str = RELEASE_LABELS,
+def agree(release: str | Path | Release | None = None,
+          labels: Mapping[str, str | Path | pd.DataFrame] | None = None, *,
+          qrels: str | Path | pd.DataFrame | None = None, runs=(),
+          aggregate_by: str | None = None, reference: str = RELEASE_LABELS,
           k: int = CARD_K, tie_rule: str | None = None, gain: str = "linear",
           threshold: int | None = None, rbo_p: float = rk.RBO_P, seed: int = SEED,
-          resamples: int = RESAMPLES, draws: int = DRAWS, suite=None, client=None
-          ) -> AgreeResult:
+          resamples: int = RESAMPLES, draws: int = DRAWS, suite=None, client=None,
+          plain: Mapping | None = None) -> AgreeResult:
     """Agreement of a release's gains with its qrels and the extra ``labels``
-    (``{name: qrels file or frame}``); see the module docstring."""
+    (``{name: qrels file or frame}``); see the module docstring. With ``qrels`` (a primary
+    assessor's file) instead of a release: :func:`.plain.agree_files` on plain files, with
+    ``runs`` and its keyword options in ``plain``."""
+    if qrels is not None:
+        from rcp_data.scoring.agreement.plain import agree_files
+
+        if release is not None:
+            raise UsageError("give a release or --qrels, not both")
+        return agree_files(qrels, labels or {}, runs, rbo_p=rbo_p, seed=seed, draws=draws,
+                           threshold=2 if threshold is None else threshold, **(plain or {}))
+    if release is None:
+        raise UsageError("give a release directory, or --qrels PRIMARY with --labels")
     if gain not in GAINS:
         raise UsageError(f"unknown gain {gain!r}; choose one of {', '.join(GAINS)}")
     if tie_rule is not None and tie_rule not in TIE_RULES:

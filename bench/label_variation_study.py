@@ -1,0 +1,94 @@
+"""On-demand benchmark of ``rcp-data agree --qrels`` at the size of Parry et al.'s study (not a
+test).
+
+GENERATED (SYNTHETIC) data written to a temp folder: ``--topics`` topics of ``--pool`` judged
+documents, a primary assessor and ``--sets - 1`` secondary ones (two per topic, groups of topics
+as in the study: each pair of assessors shares a block of topics), ``--runs`` TREC runs of
+``--depth`` rows per topic. Timed from the files: the runs read once, then the whole analysis
+(agreement, leaderboards, ``--draws`` label-variation draws) for each of four measures (nDCG at
+four cutoffs until further measures exist). Prints wall seconds and the peak resident memory;
+targets: under 30 s and 2 GiB.
+
+    PYTHONPATH=src .venv/bin/python bench/label_variation_study.py [--draws 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rcp_data.runs.qrels_runs import read_run
+from rcp_data.scoring.agreement.plain import agree_files
+
+MEASURES = ("nDCG@5", "nDCG@10", "nDCG@20", "nDCG@100")
+
+
+def _write(root: Path, topics: int, sets: int, pool: int, runs: int, depth: int,
+           seed: int) -> tuple[Path, dict[str, Path], list[Path]]:
+    rng = np.random.default_rng(seed)
+    grades = rng.choice(4, size=(topics, pool), p=[0.55, 0.2, 0.15, 0.1])
+    lines = [f"q{t} 0 d{t}_{d} {grades[t, d]}\n" for t in range(topics) for d in range(pool)]
+    primary = root / "primary.qrels"
+    primary.write_text("".join(lines))
+    n_sec = sets - 1
+    blocks = np.array_split(np.arange(topics), max(1, n_sec // 2))
+    labels = {}
+    for a in range(n_sec):
+        own = blocks[(a // 2) % len(blocks)]
+        rows = []
+        for t in own:
+            g = np.where(rng.random(pool) < 0.6, grades[t], rng.integers(0, 4, size=pool))
+            rows += [f"q{t} 0 d{t}_{d} {g[d]}\n" for d in range(pool)]
+        labels[f"a{a + 1}"] = root / f"a{a + 1}.qrels"
+        labels[f"a{a + 1}"].write_text("".join(rows))
+    files = []
+    for r in range(runs):
+        path = root / f"run{r:02d}.trec"
+        with path.open("w") as fh:
+            for t in range(topics):
+                s = np.sort(rng.random(depth))[::-1]
+                docs = rng.permutation(max(depth, pool))[:depth]
+                fh.writelines(f"q{t} Q0 d{t}_{d} {i + 1} {s[i]:.6f} r{r}\n"
+                              for i, d in enumerate(docs))
+        files.append(path)
+    return primary, labels, files
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topics", type=int, default=43)
+    ap.add_argument("--sets", type=int, default=9, help="label sets, the primary included")
+    ap.add_argument("--pool", type=int, default=1200)
+    ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--depth", type=int, default=1000)
+    ap.add_argument("--draws", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        primary, labels, files = _write(Path(tmp), args.topics, args.sets, args.pool, args.runs,
+                                        args.depth, args.seed)
+        start = time.perf_counter()
+        read = {p.stem: read_run(p, str(p)) for p in files}
+        t_read = time.perf_counter() - start
+        for m in MEASURES:
+            t0 = time.perf_counter()
+            res = agree_files(primary, labels, read, measure=m, draws=args.draws,
+                              seed=args.seed).to_json()
+            v = res["systems"]["variation"]
+            print(f"{m}: {time.perf_counter() - t0:.2f} s; kendall mean "
+                  f"{v['kendall']['mean']:.3f}, swap max {v['swap_max']:.3f}")
+        total = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"SYNTHETIC {args.topics} topics, {args.sets} label sets, {args.runs} runs x "
+          f"{args.depth} rows, {args.draws} draws, {len(MEASURES)} measures")
+    print(f"reading runs {t_read:.2f} s; TOTAL {total:.2f} s (target < 30); peak RSS "
+          f"{peak:.2f} GiB (target < 2)")
+
+
+if __name__ == "__main__":
+    main()

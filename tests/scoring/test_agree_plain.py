@@ -1,0 +1,225 @@
+"""``rcp-data agree --qrels PRIMARY --labels NAME=QRELS RUN...`` on SYNTHETIC plain files, and
+the agreement statistics between assessors against statsmodels and by construction."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats import inter_rater as ir
+
+import rcp_data
+from rcp_data.scoring.agreement import raters
+from rcp_data.scoring.qrels_score import score_qrels
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    from rcp_data import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main(["-q", "agree", *argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+# -- the statistics --------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fleiss_matches_statsmodels(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    r = rng.integers(0, 4, size=(200, 3))
+    r[:80, 1] = r[:80, 0]                                     # some agreement
+    table, _ = ir.aggregate_raters(r)
+    assert raters.fleiss_kappa(r) == pytest.approx(ir.fleiss_kappa(table), abs=1e-12)
+    b = (r >= 2).astype(int)
+    assert raters.fleiss_kappa(b) == pytest.approx(
+        ir.fleiss_kappa(ir.aggregate_raters(b)[0]), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cohen_matches_statsmodels(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, size=300)
+    b = np.where(rng.random(300) < 0.5, a, rng.integers(0, 4, size=300))
+    table = np.zeros((4, 4))
+    np.add.at(table, (a, b), 1)
+    assert raters.cohen_kappa(a, b) == pytest.approx(ir.cohens_kappa(table).kappa, abs=1e-12)
+
+
+def test_statistics_known_by_construction() -> None:
+    # 100 documents; a calls 0..19 relevant (grade 2), b 10..29: Jaccard 10 / 30
+    a = np.zeros(100)
+    a[:20] = 2
+    b = np.zeros(100)
+    b[10:30] = 2
+    assert raters.overlap(a, b, 2) == pytest.approx(1 / 3)
+    assert raters.overlap(a, a, 2) == 1.0
+    b2 = a.copy()
+    b2[:5] = 3                                                # same set, 5 grades differ
+    assert raters.overlap(a, b2, 1, exact=True) == pytest.approx(15 / 20)
+    assert raters.overlap(a, b2, 2) == 1.0
+    assert raters.cohen_kappa(a, a) == 1.0
+    # of 80 primary zeros, 8 move: 6 to 1, 2 to 3
+    other = a.copy()
+    other[20:26] = 1
+    other[26:28] = 3
+    t = raters.transitions(a, other)
+    assert t.grades == (0.0, 1.0, 2.0, 3.0)
+    assert t.counts[0].tolist() == [72, 6, 0, 2]
+    assert t.changed[0] == pytest.approx(0.1)
+    assert t.changed[2] == 0.0
+
+
+# -- plain files ------------------------------------------------------------------------------
+def _write_qrels(path: Path, rows) -> Path:
+    path.write_text("".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in rows))
+    return path
+
+
+@pytest.fixture()
+def study(tmp_path: Path) -> dict:
+    """SYNTHETIC: 6 topics x 30 documents, a primary, assessors A and B on topics 0-2
+    (B misses topic 2), C and D on topics 3-5; C copies the primary; D graded topic 5 all 0;
+    three runs."""
+    rng = np.random.default_rng(7)
+    prim, lab = [], {"A": [], "B": [], "C": [], "D": []}
+    for t in range(6):
+        g = rng.integers(0, 4, size=30)
+        for d in range(30):
+            q, doc = f"q{t}", f"d{t}_{d}"
+            prim.append((q, doc, g[d]))
+            noisy = g[d] if rng.random() < 0.6 else rng.integers(0, 4)
+            if t < 3:
+                lab["A"].append((q, doc, noisy))
+                if t < 2:
+                    lab["B"].append((q, doc, g[d] if rng.random() < 0.7 else rng.integers(0, 4)))
+            else:
+                lab["C"].append((q, doc, g[d]))
+                lab["D"].append((q, doc, 0 if t == 5 else noisy))
+    files = {"primary": _write_qrels(tmp_path / "primary.txt", prim)}
+    for n, rows in lab.items():
+        files[n] = _write_qrels(tmp_path / f"{n}.txt", rows)
+    runs = []
+    for r in range(3):
+        path = tmp_path / f"run{r}.trec"
+        with path.open("w") as fh:
+            for t in range(6):
+                s = rng.random(30)
+                for i in np.argsort(-s):
+                    fh.write(f"q{t} Q0 d{t}_{i} {i} {s[i]:.6f} run{r}\n")
+        runs.append(path)
+    return {"files": files, "runs": runs, "prim": prim, "lab": lab}
+
+
+def _labels(study: dict) -> list[str]:
+    out = []
+    for n in "ABCD":
+        out += ["--labels", f"{n}={study['files'][n]}"]
+    return out
+
+
+def test_plain_files_end_to_end(study: dict) -> None:
+    rc, out, err = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study),
+                         "--draws", "500", "--json", *map(str, study["runs"])])
+    assert rc == 0, err
+    d = json.loads(out)
+    cov = {c["name"]: c for c in d["coverage"]}
+    assert cov["B"]["rows"] == 60 and cov["B"]["topics"] == 2       # misses topic 2: no crash
+    assert cov["A"]["shared_with_primary"] == 90
+    groups = sorted(sorted(g["without_primary"]["members"]) for g in d["groups"])
+    assert groups == [["A", "B"], ["C", "D"]]
+    ab = next(g for g in d["groups"] if "A" in g["without_primary"]["members"])
+    assert ab["without_primary"]["documents"] == 60                  # only what both judged
+    pair = {(p["a"], p["b"]): p for p in d["pairs"]}
+    assert pair[("primary", "C")]["cohen_kappa"] == 1.0
+    assert pair[("primary", "C")]["overlap_binary"] == 1.0
+    # Cohen's kappa of primary and A equals statsmodels' on the same documents
+    prim = {(q, doc): g for q, doc, g in study["prim"]}
+    a = np.array([g for _, _, g in study["lab"]["A"]])
+    p = np.array([prim[(q, doc)] for q, doc, _ in study["lab"]["A"]])
+    table = np.zeros((4, 4))
+    np.add.at(table, (p, a), 1)
+    assert pair[("primary", "A")]["cohen_kappa"] == pytest.approx(
+        ir.cohens_kappa(table).kappa, abs=1e-12)
+    # the leaderboards are score --qrels's means; tau against scipy
+    s = d["systems"]
+    ref = score_qrels(study["files"]["primary"], study["runs"], k=10, compare=False)
+    assert s["leaderboards"]["primary"] == pytest.approx(
+        [ref.mean(r) for r in ref.runs], abs=1e-12)
+    board_a = np.array(s["leaderboards"]["A"])
+    tau = next(c for c in s["against_primary"] if c["labels"] == "A")["kendall"]
+    assert tau == pytest.approx(stats.kendalltau(board_a, s["leaderboards"]["primary"])[0])
+    v = s["variation"]
+    assert v["draws"] == 500 and v["all_zero_drawn"] is True
+    assert all(0.0 <= x <= 0.5 for x in v["swap"].values())
+
+
+def test_rbo_p_one_has_no_extrapolated_value(study: dict) -> None:
+    rc, out, _ = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study),
+                       "--draws", "50", "--rbo-p", "1.0", "--json", *map(str, study["runs"])])
+    assert rc == 0
+    s = json.loads(out)["systems"]
+    assert all(c["rbo_extrapolated"] is None for c in s["against_primary"])
+    assert s["variation"]["rbo_extrapolated"] is None
+
+
+def test_table_and_api(study: dict) -> None:
+    rc, out, _ = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study),
+                       "--draws", "50", *map(str, study["runs"])])
+    assert rc == 0 and "| primary | C | 90 | 1.000 |" in out
+    res = rcp_data.agree(qrels=study["files"]["primary"],
+                         labels={n: study["files"][n] for n in "ABCD"}, draws=50)
+    assert res.to_json()["systems"] is None
+    assert {c["name"] for c in res.to_json()["coverage"]} == {"primary", "A", "B", "C", "D"}
+
+
+@pytest.mark.parametrize("bad", ["a|b", "a\nb", "x\x1b[31m"])
+def test_bad_label_names_exit_2(study: dict, bad: str) -> None:
+    rc, out, err = _cli(["--qrels", str(study["files"]["primary"]), "--labels",
+                         f"{bad}={study['files']['A']}"])
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_empty_or_uncovering_label_set_exits_2(study: dict, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    rc, _, err = _cli(["--qrels", str(study["files"]["primary"]), "--labels", f"E={empty}"])
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    other = _write_qrels(tmp_path / "other.txt", [("q99", "d", 1)])
+    rc, _, err = _cli(["--qrels", str(study["files"]["primary"]), "--labels", f"O={other}"])
+    assert rc == 2 and "covers no topic" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ceilings_exact_tie_expectation(study: dict) -> None:
+    res = rcp_data.agree(qrels=study["files"]["primary"],
+                         labels={n: study["files"][n] for n in "ABCD"}).to_json()["ceilings"]
+    assert res["runs"]["C"]["mean"] == 1.0 and res["runs"]["C"]["topics"] == 3
+    # A's grades as a run, ties broken by many random orders: the mean tends to the exact one
+    rng = np.random.default_rng(3)
+    a = pd.DataFrame(study["lab"]["A"], columns=["query-id", "corpus-id", "score"])
+    prim = pd.DataFrame(study["prim"], columns=["query-id", "corpus-id", "grade"])
+    means = []
+    for _ in range(400):
+        run = a.assign(score=a["score"] + rng.random(len(a)) * 0.5)
+        s = score_qrels(prim, {"r": run}, k=10, compare=False)
+        keep = np.isin(s.queries, a["query-id"].unique())
+        means.append(s.per_query["r"][s.measures[0]][keep].mean())
+    assert res["runs"]["A"]["mean"] == pytest.approx(np.mean(means), abs=4 * np.std(means) /
+                                                     np.sqrt(len(means)) + 1e-9)
+    assert res["runs"]["A"]["topics"] == 3 and res["runs"]["C"]["half_width"] == 0.0
+
+
+def test_pictures(study: dict, tmp_path: Path) -> None:
+    from rcp_data.documents.pictures import png_size
+
+    rc, _, err = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study), "--draws",
+                       "50", "--pictures", str(tmp_path / "pics"), *map(str, study["runs"])])
+    assert rc == 0, err
+    got = sorted(p.name for p in (tmp_path / "pics").iterdir())
+    assert got == ["ceilings.png", "kappa_per_group.png", "swap_probabilities.png"]
+    assert png_size(tmp_path / "pics" / "ceilings.png") == (800, 480)
