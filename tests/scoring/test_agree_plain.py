@@ -223,3 +223,17 @@ def test_pictures(study: dict, tmp_path: Path) -> None:
     got = sorted(p.name for p in (tmp_path / "pics").iterdir())
     assert got == ["ceilings.png", "kappa_per_group.png", "swap_probabilities.png"]
     assert png_size(tmp_path / "pics" / "ceilings.png") == (800, 480)
+
+
+def test_a_topic_every_assessor_judged_links_no_groups(study: dict, tmp_path: Path) -> None:
+    """SYNTHETIC: A, B, C and D all also grade topic q0 (a shared topic): still two groups."""
+    extra = {}
+    for n in "ABCD":
+        rows = [r for r in study["lab"][n] if r[0] != "q0"] + \
+            [(q, d, g) for q, d, g in study["prim"] if q == "q0"]
+        extra[n] = _write_qrels(tmp_path / f"{n}_shared.txt", rows)
+    res = rcp_data.agree(qrels=study["files"]["primary"], labels=extra).to_json()
+    groups = sorted(sorted(g["with_primary"]["members"]) for g in res["groups"])
+    assert groups == [["A", "B", "primary"], ["C", "D", "primary"]]
+    cd = next(g for g in res["groups"] if "C" in g["with_primary"]["members"])
+    assert cd["without_primary"]["topics"] == 4          # q3-q5 and the shared q0

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measure of the runs under each label set (default nDCG@10)")
     f.add_argument("--groups", action="append", default=None, metavar="A,B,...",
                    help="a group of assessors (label set names) for Fleiss' kappa; repeat per "
-                   "group (default: assessors linked by a shared topic)")
+                   "group (default: assessors linked by a topic not every assessor judged)")
     f.add_argument("--draw-primary", action="store_true",
                    help="label variation also draws the primary assessor (default: secondary "
                    "assessors only, the study's natural combinations)")

@@ -8,7 +8,8 @@ label source) and, optionally, runs read as ``score --qrels`` reads them.
   never an error).
 - Assessors: Cohen's kappa and overlap of every pair on the documents both judged, four-grade
   and binarized at ``threshold``; Fleiss' kappa per group of assessors who share topics (found
-  from the data: assessors linked by a shared topic), on the documents every member judged, with
+  from the data: assessors linked by a shared topic not all of them judged), on the
+  documents every member judged, with
   and without the primary assessor; the grade-transition matrix primary -> each assessor.
 - Systems (with runs): each run's per-query values under every label set, by a pluggable
   measure ``(qrels frame, run) -> per-query values`` (:data:`MEASURES`; default ``nDCG@10``),
@@ -111,20 +112,24 @@ def _grades(sets: Sequence[LabelSet]) -> pd.DataFrame:
 
 
 def _groups(wide: pd.DataFrame, names: Sequence[str]) -> list[list[str]]:
-    """Assessors linked by a shared topic (connected components), in the order of ``names``."""
-    topics = {n: set(wide.index.get_level_values(0)[wide[n].notna().to_numpy()]) for n in names}
-    parent = {n: n for n in names}
+    """Assessors linked by a shared topic (connected components), in the order of ``names``;
+    a topic every assessor judged (a shared calibration topic) links none, its documents still
+    count in each group's comparisons."""
+    judged = wide[list(names)].notna().groupby(level=0).any().to_numpy()
+    judged = judged[~judged.all(axis=1)] if len(names) > 2 else judged
+    parent = list(range(len(names)))
 
-    def find(x: str) -> str:
+    def find(x: int) -> int:
         while parent[x] != x:
             x = parent[x]
         return x
-    for a, b in combinations(names, 2):
-        if topics[a] & topics[b]:
-            parent[find(b)] = find(a)
-    out: dict[str, list[str]] = {}
-    for n in names:
-        out.setdefault(find(n), []).append(n)
+    for row in judged:
+        members = np.flatnonzero(row)
+        for m in members[1:]:
+            parent[find(int(m))] = find(int(members[0]))
+    out: dict[int, list[str]] = {}
+    for i, n in enumerate(names):
+        out.setdefault(find(i), []).append(n)
     return list(out.values())
 
 
