@@ -219,3 +219,15 @@ def test_judge_run_with_missing_windows_exits_1_and_writes_no_tables(demo_releas
 
 def test_incomplete_store_is_a_typed_error():
     assert issubclass(IncompleteStore, RcpDataError) and IncompleteStore.exit_code == 1
+
+
+@pytest.mark.parametrize("text", ["{", "[1]", '{"judge": {"temperature": Infinity}}'])
+def test_judge_status_on_a_broken_identity_one_line_exit_2(tmp_path, capsys, text):
+    from rcp_data.cli.main import main
+
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "identity.json").write_text(text)
+    capsys.readouterr()
+    assert main(["judge", "status", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "identity.json" in err, err
