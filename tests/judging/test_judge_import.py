@@ -153,3 +153,71 @@ def test_import_bad_input_one_line_exit_2_nothing_written(judged, tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and want in err, err
     assert not (tmp_path / "imp").exists()
+
+
+def _edit_line(path, row: int, edit) -> None:
+    lines = path.read_text().split("\n")
+    j = json.loads(lines[row - 1])
+    edit(j)
+    lines[row - 1] = json.dumps(j)
+    path.write_text("\n".join(lines))
+
+
+def _first_scored(j: dict, value) -> None:
+    j["placements"][0]["score"] = value
+
+
+HOSTILE = {  # case -> (edit of tournament.jsonl row 2 / rubric row 2 / a file, the line wanted)
+    "score-string": ("tournament", lambda j: _first_scored(j, "7"),
+                     "tournament.jsonl, row 2, field 'placements[0].score'"),
+    "score-list": ("tournament", lambda j: _first_scored(j, [1]),
+                   "tournament.jsonl, row 2, field 'placements[0].score'"),
+    "seq-string": ("tournament", lambda j: j.update(window_seq="abc"),
+                   "tournament.jsonl, row 2, field 'window_seq'"),
+    "seq-huge": ("tournament", lambda j: j.update(window_seq=10 ** 30),
+                 "tournament.jsonl, row 2, field 'window_seq'"),
+    "ranking-null": ("tournament", lambda j: j.update(ranking=[None, 1]),
+                     "tournament.jsonl, row 2, field 'ranking'"),
+    "criteria-list": ("rubric", lambda j: j["placements"][0].update(criteria=[1, 0, 1]),
+                      "rubric.jsonl, row 2, field 'placements[0].criteria'"),
+}
+
+
+@pytest.mark.parametrize("case", [*sorted(HOSTILE), "deep-json", "identity-deep",
+                                  "identity-criteria"])
+def test_hostile_import_one_line_naming_file_row_field_exit_2(judged, tmp_path, capsys, case):
+    theirs = tmp_path / "theirs"
+    write_authors_store(judged / "store", theirs)
+    if case in HOSTILE:
+        stage, edit, want = HOSTILE[case]
+        _edit_line(theirs / f"{stage}.jsonl", 2, edit)
+    elif case == "deep-json":
+        lines = (theirs / "rubric.jsonl").read_text().split("\n")
+        lines[2] = "[" * 200_000 + "]" * 200_000
+        (theirs / "rubric.jsonl").write_text("\n".join(lines))
+        want = "rubric.jsonl, row 3"
+    elif case == "identity-deep":
+        (theirs / "identity.json").write_text("{\"a\": " * 200_000)
+        want = "identity.json"
+    else:
+        ident = json.loads((theirs / "identity.json").read_text())
+        ident["stages"]["rubric"]["family"]["criteria"] = "C1"
+        (theirs / "identity.json").write_text(json.dumps(ident))
+        want = "identity.json, field 'stages.rubric.family.criteria'"
+    capsys.readouterr()
+    assert main(["judge", "import", str(theirs), "--out", str(tmp_path / "imp")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and want in err, err
+    assert not (tmp_path / "imp").exists()
+
+
+def test_import_replaces_a_symlink_at_out_judge(judged, tmp_path):
+    theirs, outside = tmp_path / "theirs", tmp_path / "outside"
+    write_authors_store(judged / "store", theirs)
+    outside.mkdir()
+    (tmp_path / "imp").mkdir()
+    (tmp_path / "imp/judge").symlink_to(outside, target_is_directory=True)
+    assert main(["-q", "judge", "import", str(theirs), "--out", str(tmp_path / "imp")]) == 0
+    assert not (tmp_path / "imp/judge").is_symlink()
+    assert (tmp_path / "imp/judge/criteria.parquet").is_file()
+    assert list(outside.iterdir()) == []

@@ -51,7 +51,8 @@ def run_simulated(pool: JudgePool, url: str, store: Path, out: Path, *, preset: 
     identity = judge_identity(model, revision, prompts, schedule, pool, run, 1.0)
     summary = asyncio.run(judge_pool(pool, prompts, schedule, store, identity, client,
                                      TokenCounter(None), run))
-    export_tables(store, out, [q.key for q in pool.queries])
+    if summary.complete:  # tables only from a store that holds every planned window
+        export_tables(store, out, [q.key for q in pool.queries])
     return summary
 
 

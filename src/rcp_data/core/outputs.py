@@ -104,6 +104,25 @@ def _check_apart(out: Path, flag: str, inputs: Inputs) -> None:
                          "somewhere apart from the inputs (nothing was written)")
 
 
+def check_apart(out: str | Path, inputs: Inputs, *, flag: str = "--out") -> Path:
+    """Raise :class:`UsageError` when ``out`` is, contains or sits inside one of ``inputs``
+    (label -> path); return ``out``."""
+    out = Path(out)
+    _check_apart(out, flag, inputs)
+    return out
+
+
+def own_folder(path: str | Path) -> Path:
+    """Make ``path`` a folder of its own: a symbolic link there is removed (a write never goes
+    through it to somewhere else), then the folder is made; return it."""
+    path = Path(path)
+    if path.is_symlink():
+        log.info("replacing the symbolic link %s with a folder", path)
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
                      inputs: Inputs | None = None, force: bool = False) -> Path:
     """Raise :class:`UsageError` unless ``out`` may be written as a ``kind`` folder (see the

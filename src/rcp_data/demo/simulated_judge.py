@@ -5,13 +5,16 @@ and answers from a planted relevance per (query, passage): Stage A scores
 ``clip(round(rel + N(0, noise), 1), -5, 5)``, Stage B passes with ``sigmoid(gamma_c (rel -
 beta_c))``. A set share of answers is malformed (prose, a passage left out, a score out of
 range), and a set share of requests fails (429 with Retry-After, 500, a reset connection, a
-hang). The answer to a request depends only on its ``seed`` and prompt, so a run is
-repeatable. It names itself SIMULATED in its model id and in every answer.
+hang). A :class:`FaultPlan` makes every request for a chosen share of windows (by prompt) fail
+in transport, or answer a 200 whose body has another shape, until it is switched off; the
+server counts the requests per prompt (``asked``). The answer to a request depends only on
+its ``seed`` and prompt, so a run is repeatable. It names itself SIMULATED in its model id and in every answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import json
 import re
@@ -62,6 +65,43 @@ def _passages(body: str) -> list[str]:
     return [body[b:e] for (_, b), e in zip(starts, ends, strict=True)]
 
 
+FAULT_KINDS = ("500", "reset", "truncated")
+# 200 answers of other shapes (what some servers send): each is one invalid window
+SHAPES: dict[str, object] = {
+    "choices-string": {"choices": "no"},
+    "choices-null": {"choices": [None]},
+    "message-string": {"choices": [{"message": "hello"}]},
+    "usage-list": {"choices": [{"message": {"content": "no json"}}], "usage": [1, 2]},
+    "content-int": {"choices": [{"message": {"content": 7}}]},
+    "content-parts": {"choices": [{"message": {"content": [{"type": "text", "text": "{"},
+                                                          {"type": "text", "text": "}"}]}}]},
+}
+
+
+def _prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class FaultPlan:
+    """Every request for a window (by its prompt's hash) whose hash falls in ``share`` fails
+    the same way (``kinds`` in turn by hash: HTTP 500, a reset connection, a truncated body;
+    or a name of :data:`SHAPES`, a 200 of that shape) while ``active``."""
+
+    share: float = 0.1
+    kinds: tuple[str, ...] = FAULT_KINDS
+    active: bool = True
+    hits: int = 0
+
+    def kind(self, prompt: str) -> str | None:
+        if not self.active or not self.kinds:
+            return None
+        h = int(_prompt_hash(prompt)[:12], 16)
+        if (h % 10_000) / 10_000 >= self.share:
+            return None
+        return self.kinds[(h // 10_000) % len(self.kinds)]
+
+
 @dataclass
 class SimulatedJudge:
     relevance: dict[tuple[str, str], float] = field(default_factory=dict)  # (query, key)
@@ -73,6 +113,8 @@ class SimulatedJudge:
     gamma: tuple = GAMMA
     beta: tuple = BETA
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
+    plan: FaultPlan | None = None
+    asked: collections.Counter = field(default_factory=collections.Counter)  # prompt hash
     _drawn: dict = field(default_factory=dict, repr=False)
     _heads: dict = field(default_factory=dict, repr=False)
 
@@ -163,6 +205,10 @@ class SimulatedJudge:
             if self.latency:
                 await asyncio.sleep(self.latency)
             prompt = data["messages"][-1]["content"]
+            self.asked[_prompt_hash(prompt)] += 1
+            planned = self.plan.kind(prompt) if self.plan is not None else None
+            if planned is not None:
+                return self._planned_fault(request, planned, web)
             text, finish = self.answer(prompt, int(data.get("seed") or 0))
             return web.Response(content_type="application/json", body=_dumps({
                 "id": "SIMULATED", "object": "chat.completion", "model": MODEL,
@@ -176,6 +222,19 @@ class SimulatedJudge:
         app.router.add_get("/v1/models", models)
         app.router.add_post("/v1/chat/completions", chat)
         return app
+
+
+    def _planned_fault(self, request, kind: str, web):
+        self.plan.hits += 1
+        if kind == "500":
+            return web.json_response({"error": "SIMULATED failure"}, status=500)
+        if kind == "reset":
+            request.transport.close()
+            return web.Response(status=500)
+        if kind == "truncated":
+            return web.Response(content_type="application/json",
+                                body=b'{"id": "SIMULATED", "choices": [{"index": 0, "mess')
+        return web.Response(content_type="application/json", body=_dumps(SHAPES[kind]))
 
 
 class ServerThread:

@@ -230,14 +230,43 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def _tokens(usage: object, name: str) -> int:
+    v = usage.get(name) if isinstance(usage, dict) else None
+    return v if type(v) is int and 0 <= v < 2 ** 53 else 0
+
+
+def _content(value: object) -> str | None:
+    """A message's text: a string, or the text parts of a list of content parts joined
+    (as OpenAI-style servers send them); None for any other shape."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text") if isinstance(p, dict) else p for p in value]
+        if parts and all(isinstance(p, str) for p in parts):
+            return "".join(parts)
+    return None
+
+
 def _result(data: dict, url: str, tries: int) -> ChatResult:
-    choice = (data.get("choices") or [{}])[0]
-    msg = choice.get("message") or {}
-    usage = data.get("usage") or {}
-    text = msg.get("content")
+    """The answer of a 200 response; a body of another shape is an answer that cannot be
+    read (text None, ``detail`` saying why), never an exception."""
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    usage = data.get("usage")
+    p, c = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+    if not isinstance(choice, dict):
+        return ChatResult(None, None, p, c, detail="the answer has no choice object",
+                          replica=url, tries=tries)
+    finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) else None
+    msg = choice.get("message")
+    if not isinstance(msg, dict):
+        return ChatResult(None, finish, p, c, detail="the answer's message is not an object",
+                          replica=url, tries=tries)
     if msg.get("refusal"):
-        return ChatResult(None, choice.get("finish_reason"), usage.get("prompt_tokens", 0),
-                          usage.get("completion_tokens", 0), error="refusal",
+        return ChatResult(None, finish, p, c, error="refusal",
                           detail=str(msg["refusal"])[:300], replica=url, tries=tries)
-    return ChatResult(text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
-                      int(usage.get("completion_tokens") or 0), replica=url, tries=tries)
+    text = _content(msg.get("content"))
+    detail = "" if text is not None or msg.get("content") is None else (
+        f"the message content is a {type(msg.get('content')).__name__}, not text")
+    return ChatResult(text, finish, p, c, detail=detail, replica=url, tries=tries)

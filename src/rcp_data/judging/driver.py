@@ -5,7 +5,9 @@ Queries run concurrently, each stage of each query stepping through its schedule
 the refits between batches run on a worker thread, so the event loop keeps the endpoint busy.
 A window already in the store is not asked again. An answer that fails validation is asked
 again (a new seed) up to ``attempts`` times in all, then stored invalid with its raw text and
-category. ``max_calls`` stops the run after that many calls (a later run continues).
+category. A window whose every call failed in transport (HTTP 5xx, resets, timeouts) got no
+answer: it is not stored, the run is incomplete, and the next run asks it again.
+``max_calls`` stops the run after that many calls (a later run continues).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class RunSummary:
     windows_stored: int = 0
     windows_total: int = 0
     invalid_new: int = 0
+    unanswered: int = 0  # windows whose every call failed in transport (asked again next run)
     complete: bool = True
     seconds: float = 0.0
     census: Census = field(default_factory=Census)
@@ -59,6 +62,9 @@ class RunSummary:
 
 class _Budget(Exception):
     """--max-calls is spent."""
+
+
+_NO_ANSWER = object()  # a window that got no answer: its query stage stops there
 
 
 def judge_identity(model: str, revision: str, prompts: Prompts, schedule: Schedule,
@@ -190,7 +196,9 @@ class Judging:
             usage["completion_tokens"] += res.completion_tokens
             if res.error:
                 reading = None
-                continue
+                if res.error == "refusal":
+                    continue  # asked again (a new seed), up to the attempts
+                break  # no answer in transport: the client has retried already
             reading = read_answer(win.stage, res.text, w, self.prompts.rubric.ids,
                                   finish_reason=res.finish_reason)
             if reading.ok:
@@ -198,10 +206,17 @@ class Judging:
         if reading is not None and reading.ok:
             status, category, detail, values = "ok", None, "", reading.values
         elif reading is not None:
-            status, category, detail, values = ("invalid", reading.category, reading.detail,
-                                                reading.values)
-        else:
+            status, category, detail, values = ("invalid", reading.category,
+                                                res.detail or reading.detail, reading.values)
+        elif res is not None and res.error == "refusal":
             status, category, detail, values = "invalid", res.error, res.detail, None
+        else:  # no answer at all: not stored, so that the next run asks it again
+            self.summary.unanswered += 1
+            self.summary.complete = False
+            log.info("window %s got no answer (%s); the next run asks it again", wid[:12],
+                     res.detail if res else "no call")
+            self._tick(None)
+            return _NO_ANSWER
         record = {"id": wid, "query": q.key, "split": q.split, "query_id": q.query_id,
                   "stage": win.stage, "phase": win.phase, "seq": win.seq, "batch": win.batch,
                   "twin": win.twin, "docs": doc_ids, "status": status, "category": category,
@@ -216,9 +231,10 @@ class Judging:
         self._tick(record)
         return values if status == "ok" else None
 
-    def _tick(self, rec: dict) -> None:
-        self.summary.census.add(rec["stage"], len(rec["docs"]), rec.get("cuts", 0),
-                                rec.get("tokens_cut", 0))
+    def _tick(self, rec: dict | None) -> None:
+        if rec is not None:
+            self.summary.census.add(rec["stage"], len(rec["docs"]), rec.get("cuts", 0),
+                                    rec.get("tokens_cut", 0))
         if self._bar is not None:
             self._bar.update(1)
             done = self.summary.windows_new + self.summary.windows_stored
@@ -247,6 +263,8 @@ class Judging:
             failed = [v for v in values if isinstance(v, BaseException)]
             if failed:
                 raise failed[0]
+            if any(v is _NO_ANSWER for v in values):
+                return  # the next batch depends on every answer: the next run goes on here
             answers = {win.seq: v for win, v in zip(batch, values, strict=True)}
             batch = await loop.run_in_executor(executor, _step, gen, answers)
             if batch is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -45,8 +46,8 @@ def read_identity(root: Path) -> dict:
         _fail("not a judgement store of rcp-ndcg (no identity.json)", root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        _fail(f"not JSON ({exc})", path)
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, nesting too deep
+        _fail(f"not JSON ({type(exc).__name__})", path)
     if not isinstance(data, dict) or data.get("schema") != STORE_SCHEMA:
         _fail(f"expected schema {STORE_SCHEMA!r}", path, field="schema")
     stages = data.get("stages")
@@ -85,7 +86,7 @@ def _judgements(path: Path, stage: str) -> list[dict]:
             continue
         try:
             j = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, nesting too deep
             _fail(f"not a JSON record ({exc.__class__.__name__})", path, row)
         if not isinstance(j, dict) or j.get("schema") != JUDGEMENT_SCHEMA:
             _fail(f"expected schema {JUDGEMENT_SCHEMA!r}", path, row, "schema")
@@ -101,11 +102,53 @@ def _judgements(path: Path, stage: str) -> list[dict]:
                     p.get("position"), int):
                 _fail("each placement needs doc_id and an integer position", path, row,
                       "placements")
+        _check_fields(j, path, row)
         at = _stamp(j["recorded_at"], path, row)
         old = kept.get(j["record_id"])
         if old is None or _supersedes(j, at, *old):
             kept[j["record_id"]] = (j, at)
     return [j for j, _ in kept.values()]
+
+
+MAX_SEQ = 2 ** 31  # a window sequence number beyond this is not a schedule's
+
+
+def _is_int(v: object) -> bool:
+    return type(v) is int
+
+
+def _check_fields(j: dict, path: Path, row: int) -> None:
+    """The types the conversion reads: one line naming the field when one is wrong."""
+    if not isinstance(j["record_id"], str) or not j["record_id"]:
+        _fail("must be a non-empty string", path, row, "record_id")
+    if not isinstance(j["query_id"], str | int) or isinstance(j["query_id"], bool):
+        _fail("must be a string", path, row, "query_id")
+    seq = j.get("window_seq")
+    if seq is not None and not (_is_int(seq) and 0 <= seq < MAX_SEQ):
+        _fail(f"must be null or an integer in [0, {MAX_SEQ}), not {str(seq)[:40]!r}", path,
+              row, "window_seq")
+    for k, p in enumerate(j["placements"]):
+        score = p.get("score")
+        if score is not None and not (isinstance(score, int | float) and not isinstance(
+                score, bool) and math.isfinite(score)):
+            _fail(f"must be null or a finite number, not {str(score)[:40]!r}", path, row,
+                  f"placements[{k}].score")
+        crit = p.get("criteria")
+        if crit is not None and not isinstance(crit, dict):
+            _fail(f"must be null or an object, not a {type(crit).__name__}", path, row,
+                  f"placements[{k}].criteria")
+    ranking = j.get("ranking")
+    if ranking is not None and not (isinstance(ranking, list) and all(
+            _is_int(x) for x in ranking)):
+        _fail("must be null or a list of integer positions", path, row, "ranking")
+    for key in ("input_tokens", "output_tokens"):
+        v = j.get(key)
+        if v is not None and not (_is_int(v) and 0 <= v < 2 ** 53):
+            _fail("must be null or a non-negative integer", path, row, key)
+    for key in ("phase", "dataset", "response", "finish_reason"):
+        v = j.get(key)
+        if v is not None and not isinstance(v, str):
+            _fail(f"must be null or a string, not a {type(v).__name__}", path, row, key)
 
 
 def _record(j: dict, stage: str, criteria: list[str], seq: int) -> dict:
@@ -160,7 +203,12 @@ def read_authors_store(root: str | Path) -> tuple[list[dict], dict, list[str]]:
         _fail(f"its stages were judged by different models ({', '.join(sorted(models))}); "
               "import each stage's store on its own", root / "identity.json", field="stages")
     rubric = families.get("rubric", {})
-    criteria = [str(c) for c in rubric.get("criteria") or []] or ["C1", "C2", "C3", "C4", "C5"]
+    named = rubric.get("criteria")
+    if named is not None and not (isinstance(named, list) and all(
+            isinstance(c, str) for c in named)):
+        _fail("must be a list of criterion names", root / "identity.json",
+              field="stages.rubric.family.criteria")
+    criteria = [str(c) for c in named or []] or ["C1", "C2", "C3", "C4", "C5"]
     records: list[dict] = []
     for name, stage in STAGES.items():
         if name not in stages:

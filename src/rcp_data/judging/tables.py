@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from rcp_data.core.io import write_json
+from rcp_data.core.outputs import own_folder
 from rcp_data.judging.answers import CATEGORIES, read_answer
-from rcp_data.judging.store import read_identity, read_records, read_runs
+from rcp_data.judging.store import identity_digest, planned_records, read_identity, read_runs
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.tables import write_parquet
 
@@ -117,7 +118,9 @@ def export_tables(store: Path, out: Path, query_order: list[str], *, with_split:
     from the store; return the judging record."""
     runs = read_runs(store)
     wall = {"runs": len(runs), "wall_seconds": round(sum(r["seconds"] for r in runs), 3)}
-    return write_tables(read_records(store), read_identity(store), out, query_order,
+    identity = read_identity(store)
+    return write_tables(planned_records(store, identity_digest(identity)), identity, out,
+                        query_order,
                         with_split=with_split, judge=judge, extra={**wall, **(extra or {})})
 
 
@@ -127,8 +130,7 @@ def write_tables(records: list[dict], identity: dict, out: Path, query_order: li
     """The builder inputs of ``records`` (store records, or an imported store's converted to
     them) under ``identity``; return the judging record."""
     order = {k: i for i, k in enumerate(query_order)}
-    judge_dir = Path(out) / "judge"
-    judge_dir.mkdir(parents=True, exist_ok=True)
+    judge_dir = own_folder(Path(out) / "judge")  # a symbolic link there is never followed
     criteria = identity["prompts"]["criteria"]
     files = {}
     if any(r["stage"] == "A" for r in records):

@@ -170,6 +170,7 @@ def handle_plan(args: argparse.Namespace) -> int:
 
 
 def handle_run(args: argparse.Namespace) -> int:
+    from rcp_data.core.outputs import check_apart
     from rcp_data.judging.budget import TokenCounter
     from rcp_data.judging.client import ChatClient, ClientSettings
     from rcp_data.judging.driver import RunSettings, judge_identity, judge_pool, run_async
@@ -179,6 +180,12 @@ def handle_run(args: argparse.Namespace) -> int:
     prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
                            response_format=args.response_format, score_values=args.score_values)
     release, pool = _open_pool(args.pool, args)
+    # the tables never go into (or around) the store, nor into a built release (verify would
+    # fail); a folder of pools only (build --until pools, suite first-stage) may take judge/
+    inputs = {"--store": args.store}
+    if release.pin is None and release.manifest is not None:
+        inputs["--pool"] = release.root
+    check_apart(args.out, inputs)
     pool = pool.limit(args.limit_queries)
     schedule = _schedule(args, release.spec)
     run = RunSettings(concurrency=args.concurrency, max_calls=args.max_calls,
@@ -195,6 +202,7 @@ def handle_run(args: argparse.Namespace) -> int:
                               args.temperature)
     summary = run_async(judge_pool(pool, prompts, schedule, args.store, identity, client,
                                    counter, run))
+    _require_complete(args.store, summary)
     synthetic = "SIMULATED" in args.model or release.synthetic
     judge = {"model": args.model, "revision": args.judge_revision,
              "short": args.model.split("/")[-1][:24]}
@@ -205,12 +213,27 @@ def handle_run(args: argparse.Namespace) -> int:
                            extra={"tokens": counter.source, "complete": summary.complete,
                                   "pool": pool.source})
     u = record["usage"]
-    state = "complete" if summary.complete else "stopped at --max-calls (run again to go on)"
+    state = "complete"
     say(args, f"judge run {state}: {summary.windows_new:,} windows asked now "
         f"({summary.calls:,} calls, {summary.invalid_new:,} invalid), "
         f"{summary.windows_stored:,} already stored; Stage A {u['A']['windows']:,} windows, "
         f"Stage B {u['B']['windows']:,}; wrote {args.out / 'judge'}")
     return 0
+
+
+def _require_complete(store, summary) -> None:
+    """Tables come only from a store that holds every planned window."""
+    from rcp_data.judging.store import IncompleteStore, read_records
+
+    held = len({r["id"] for r in read_records(store)})
+    missing = summary.windows_total - held
+    if summary.complete and missing <= 0:
+        return
+    why = (f"{summary.unanswered:,} got no answer from the endpoint"
+           if summary.unanswered else "stopped at --max-calls")
+    raise IncompleteStore(f"the store {store} holds {held:,} of {summary.windows_total:,} "
+                          f"planned windows ({why}); no tables written: run again to ask "
+                          "only for what is missing")
 
 
 def _check_budgets(pool, prompts, schedule, counter, run) -> None:
@@ -267,13 +290,17 @@ def handle_import(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
+    from rcp_data.core.outputs import check_apart
     from rcp_data.judging.imported import read_authors_store
     from rcp_data.judging.tables import write_tables
 
+    check_apart(args.out, {"store": args.store})
     records, identity, order = read_authors_store(args.store)
     if not records:
         raise UsageError(f"{args.store} holds no judgements")
     target = args.out / "judge"
+    if target.is_symlink():  # replaced, never written through
+        target.unlink()
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"--out {args.out}: {target} exists and is not empty")
     splits: dict[str, set[str]] = {}

@@ -100,6 +100,11 @@ def run_init(args: argparse.Namespace) -> int:
     from rcp_data.core.io import read_text
     from rcp_data.sources.local_spec import SpecAnswers, init_suite
 
+    if str(args.out or "") != "-" and not str(args.data).startswith("irds:"):
+        from rcp_data.core.outputs import check_apart
+
+        # the spec is never written over (or around) its input, asked nothing first
+        check_apart(args.out or Path(f"{args.name}.toml"), {"--from": args.data})
     positive = args.grade_positive
     if positive is None:
         text = _ask(args, "the lowest grade that is a positive label (grade_positive)")
