@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import logging
 import sys
@@ -103,8 +104,11 @@ def run_init(args: argparse.Namespace) -> int:
     if str(args.out or "") != "-" and not str(args.data).startswith("irds:"):
         from rcp_data.core.outputs import check_apart
 
-        # the spec is never written over (or around) its input, asked nothing first
-        check_apart(args.out or Path(f"{args.name}.toml"), {"--from": args.data})
+        # the spec is never written over (or around) its input, asked nothing first; a spec
+        # that is a new file inside the data folder overwrites nothing, so it may go there
+        spec_out = Path(args.out or f"{args.name}.toml")
+        if os.path.lexists(spec_out) or not Path(args.data).is_dir():
+            check_apart(spec_out, {"--from": args.data})
     positive = args.grade_positive
     if positive is None:
         text = _ask(args, "the lowest grade that is a positive label (grade_positive)")
