@@ -580,3 +580,23 @@ def test_init_and_read_an_ir_datasets_id(tmp_path, capsys, irds_home):
     assert spec.subsets[0].source == name
     assert sub.qrels.values.tolist() == [["q1", "d1", 2], ["q1", "d2", 0], ["q1", "d3", 1]]
     assert sub.corpus.to_frame()["id"].tolist() == ["d1", "d2", "d3"]
+
+
+def test_card_render_refuses_todo_markers_as_build_does(small_suite, tmp_path, capsys,
+                                                        monkeypatch):
+    """A card is not written from a spec that still holds TODO markers (exit 2, one line)."""
+    spec_file, _ = _break(small_suite, tmp_path, lambda d, s: s.replace(
+        'license = "cc0-1.0"', 'license = "TODO: the licence of the data"'))
+    out = tmp_path / "r"
+    code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs",
+                        str(small_suite / "inputs"), "--out", str(out), "--no-prepare")
+    assert code == 0, err
+    monkeypatch.setenv("RCP_DATA_BUILDERS", str(tmp_path))
+    code, _, err = _run(capsys, "card", "render", str(out), "--suite", "small", "--out",
+                        str(tmp_path / "README.md"))
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"rcp-data card: error: {out}/provenance/suite_spec.toml, field 'suite.license': the "
+        "spec still holds TODO "
+        "markers, fill them in before preparing a release: suite.license"]
+    assert not (tmp_path / "README.md").exists()

@@ -21,6 +21,7 @@ GPU is used when present, else the CPU; a progress bar shows on a terminal only
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,50 @@ def spec_model(spec: SuiteSpec, retriever: str) -> str:
 
 
 _MODELS: dict[tuple[str, str], object] = {}
+HUB_TIMEOUT_S = 3.0          # how long to wait for the Hub before saying it is unreachable
+
+
+def _hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
+    """Whether the Hub's host answers a TCP connection within ``timeout`` seconds."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co",
+                                       url.port or (443 if url.scheme == "https" else 80)),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_model(model: str) -> str:
+    """A local folder of ``model``: the folder itself, the cached snapshot of a Hub id, or
+    (online) the Hub id to download. Offline (``HF_HUB_OFFLINE`` or the Hub unreachable) a
+    Hub id that is not cached is one InputError at once, never a retry loop."""
+    if Path(model).is_dir():
+        return model
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        return snapshot_download(model, local_files_only=True)
+    except HFValidationError as exc:
+        raise InputError("neither a local folder nor a Hub model id (OWNER/NAME)",
+                         path=model) from exc
+    except Exception:   # noqa: BLE001 - not in the cache (the hub raises several kinds)
+        pass
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in (
+        "1", "true", "yes", "on")
+    why = ("HF_HUB_OFFLINE is set" if offline else
+           None if _hub_reachable() else f"the Hub ({constants.ENDPOINT}) is unreachable")
+    if why:
+        raise InputError(f"the Hub model is not in the local cache and {why}: download it once "
+                         "online, or give a local folder", path=model)
+    return model
 
 
 def load_model(model, device: str | None = None):
@@ -72,6 +117,7 @@ def load_model(model, device: str | None = None):
     key = (str(model), pick_device(device))
     if key in _MODELS:
         return _MODELS[key]
+    where = resolve_model(key[0])   # before torch is imported: an offline refusal is at once
     from sentence_transformers import SentenceTransformer
 
     if not bars_shown():
@@ -79,7 +125,7 @@ def load_model(model, device: str | None = None):
 
         transformers.utils.logging.disable_progress_bar()
     try:
-        st = SentenceTransformer(key[0], device=key[1])
+        st = SentenceTransformer(where, device=key[1])
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot load the sentence-transformers model ({exc}); give a local "
                          "folder or a Hub id in the cache", path=str(model)) from exc

@@ -56,7 +56,7 @@ def builders_dir() -> Path:
 
 
 UPSTREAM_KEYS = ("queries", "qrels")   # the upstream counts a spec may state
-LOCAL_FORMATS = ("", "beir", "trec", "csv", "irds")   # [source] format of local files
+LOCAL_FORMATS = ("", "beir", "trec", "csv", "table", "irds")   # [source] format of local files
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,13 @@ class SourceSpec:
     # local files (``read = "local"``, rcp_data.sources.local_files): the data folder (relative
     # to the spec file), its format and, for tables holding every subset, the subset column
     path: str = ""
-    format: str = ""                    # beir | trec | csv | irds
+    format: str = ""                    # beir | trec | csv | table | irds
     subset_column: str = ""
+    # format "table": one file of (query, document, grade) rows in the data folder, the columns
+    # of each role (query, query_id, document, document_id, title, grade) and the grade map
+    table: str = ""
+    columns: dict[str, str] = field(default_factory=dict, hash=False)
+    grade_map: dict[str, int] = field(default_factory=dict, hash=False)
 
 
 JUDGE_PRESETS = ("full", "reduced", "stage-b-only")   # the judging schedules' presets

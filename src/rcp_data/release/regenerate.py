@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.hub_client import HubClient
+from rcp_data.core.specs import check_no_todo
 from rcp_data.documents.card import render_release_texts
 from rcp_data.model.history import fill_known_shas, read_history
 from rcp_data.model.layout import CARD_FILE, CORPUS_PATTERNS, RELEASES_JSON, TASK_FILE
@@ -65,6 +66,7 @@ def regenerate(repo: str, revision: str, *, branch: str = "main", suite: str | N
     history = read_history(root / RELEASES_JSON)
     history = fill_known_shas(history, client.refs(repo))
     spec = release_spec(root, suite, repo=repo, hint="; pass --suite")
+    check_no_todo(spec, given=("suite.repo",))   # the card names the repo it is regenerated in
     texts = render_release_texts(root, spec=spec, history=history, repo=repo)
     texts[RELEASES_JSON] = history.to_json()
     changed = []

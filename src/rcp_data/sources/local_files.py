@@ -10,6 +10,8 @@ the spec file), ``[source] format`` its format:
   (``id<TAB>text`` or ``id<TAB>title<TAB>text``) or ``corpus.jsonl``;
 - ``csv``: ``corpus.csv`` (``id``, ``text``, optional ``title``), ``queries.csv`` (``id``, ``text``)
   and ``qrels.csv`` (``query-id``, ``corpus-id``, ``score``), each with a header;
+- ``table``: one CSV / TSV / JSON-lines / parquet file of (query, document, grade) rows
+  (``[source] table``, ``columns``, ``grade_map``; :mod:`rcp_data.sources.local_table`);
 - ``irds``: no folder; each subset's ``source`` is an ir_datasets id (docs, queries, qrels).
 
 A subset is a sub-folder (``[[subsets]] source`` names it; empty: the data folder itself) or,
@@ -29,7 +31,7 @@ import csv
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -38,9 +40,10 @@ import pyarrow as pa
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import open_text, read_text
 from rcp_data.core.specs import SuiteSpec
+from rcp_data.sources import local_table
 from rcp_data.sources.base import CorpusFacts, CorpusReader, SubsetSource, SuiteSource
 
-FORMATS = ("beir", "trec", "csv", "irds")
+FORMATS = ("beir", "trec", "csv", "table", "irds")
 IRDS = "irds:"   # ``suite init --from irds:ID[,ID...]``: ir_datasets ids, one subset each
 READER = "local"   # the name of this reader in rcp_data.sources.registry
 
@@ -182,6 +185,9 @@ def _need(folder: Path, names: tuple[str, ...], what: str) -> Path:
 def subset_tables(folder: Path, fmt: str, split: str) -> tuple[Table, Table, Table]:
     """``(corpus, queries, qrels)`` of the files in ``folder``, as read."""
     if fmt == "beir":
+        if _first(folder, ("queries.jsonl",)) is None and _first(folder, _MARKERS["trec"]):
+            raise InputError("no queries (queries.jsonl) for BEIR, but TREC topics: give "
+                             "--format trec", path=str(folder))
         corpus = read_jsonl(_need(folder, ("corpus.jsonl",), "corpus"),
                             {"id": ("_id", "id"), "title": ("title",), "text": ("text",)})
         queries = read_jsonl(_need(folder, ("queries.jsonl",), "queries"),
@@ -210,6 +216,47 @@ def subset_tables(folder: Path, fmt: str, split: str) -> tuple[Table, Table, Tab
     else:
         raise UsageError(f"unknown local format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return corpus, queries, qrels
+
+
+def table_tables(path: Path, columns: dict[str, str], grade_map: dict[str, int],
+                 subset_column: str = "") -> tuple[Table, Table, Table]:
+    """``(corpus, queries, qrels)`` of one table of (query, document, grade) rows: a query or
+    document given on several rows is one (ids from the id columns or made from the text)."""
+    rows = local_table.read_rows(path)
+    cols = local_table.find_columns(rows, columns)
+    if subset_column and subset_column not in rows.frame.columns:
+        raise InputError(f"has no column {subset_column!r} (--subset-column)", path=str(path),
+                         row=1, field=subset_column)
+    docs: dict[tuple[str, str], Record] = {}
+    queries: dict[tuple[str, str], Record] = {}
+    qrels = []
+    for i, cells in enumerate(rows.frame.to_dict("records")):
+        line = rows.first_row + i
+        group = cells.get(subset_column, "") if subset_column else ""
+        extra = {subset_column: group} if subset_column else {}
+        q_text, d_text = cells[cols["query"]], cells[cols["document"]]
+        qid = cells.get(cols.get("query_id", ""), "").strip() or local_table.stable_id(
+            "q", q_text)
+        did = cells.get(cols.get("document_id", ""), "").strip() or local_table.stable_id(
+            "d", d_text)
+        for store, key, text, what, column in ((queries, qid, q_text, "query", cols["query"]),
+                                               (docs, did, d_text, "document",
+                                                cols["document"])):
+            seen = store.get((group, key))
+            if seen is not None and seen.fields["text"] != text:
+                raise InputError(f"{what} id {key!r} has two different texts (rows {seen.line} "
+                                 f"and {line})", path=str(path), row=line, field=column)
+            if seen is None:
+                fields = {"id": key, "text": text, **extra}
+                if what == "document":
+                    fields["title"] = cells.get(cols.get("title", ""), "")
+                store[group, key] = Record(line, fields)
+        grade = local_table.grade_value(cells[cols["grade"]], grade_map, path, line,
+                                        cols["grade"])
+        qrels.append(Record(line, {"query-id": qid, "corpus-id": did, "score": str(grade),
+                                   **extra}))
+    return (Table(path, tuple(docs.values())), Table(path, tuple(queries.values())),
+            Table(path, tuple(qrels)))
 
 
 # -- checks --------------------------------------------------------------------------------------
@@ -343,7 +390,24 @@ def read_suite(spec: SuiteSpec, options: dict | None = None) -> SuiteSource:
     root = data_root(spec, options)
     subsets: dict[str, SubsetSource] = {}
     column = spec.source.subset_column
-    shared = subset_tables(root, fmt, spec.split) if column else None
+    if fmt == "table":
+        if not spec.source.table:
+            raise InputError("a table suite names its file ([source] table)", path=spec.path,
+                             field="source.table")
+        whole = table_tables(root / spec.source.table, dict(spec.source.columns),
+                             dict(spec.source.grade_map), column)
+        shared = whole if column else None
+        if not column:
+            only = spec.subsets[0].name if len(spec.subsets) == 1 else None
+            if only is None:
+                raise InputError("a table suite of several subsets names its subset column "
+                                 "([source] subset_column)", path=spec.path,
+                                 field="source.subset_column")
+            return SuiteSource(spec.name, {only: read_subset(
+                only, *whole, grades, allow_empty=spec.allows_empty_documents(only))},
+                {"reader": READER, "format": fmt, "path": str(root)})
+    else:
+        shared = subset_tables(root, fmt, spec.split) if column else None
     for sub in spec.subsets:
         if shared is not None:
             value = sub.source or sub.name
@@ -432,6 +496,10 @@ class Found:
     grades: tuple[int, int]
     grade_counts: dict[int, int]
     subset_column: str = ""
+    detected: bool = False        # the format was found from the file names (not --format)
+    table: str = ""               # format table: the file's name in ``root``
+    columns: tuple[tuple[str, str], ...] = ()     # format table: role -> column
+    grade_map: tuple[tuple[str, int], ...] = ()   # format table: value -> grade
 
 
 _MARKERS = {"beir": ("corpus.jsonl",), "trec": ("topics.tsv", "queries.tsv", "topics.txt"),
@@ -439,11 +507,46 @@ _MARKERS = {"beir": ("corpus.jsonl",), "trec": ("topics.tsv", "queries.tsv", "to
 
 
 def _format_of(folder: Path) -> str | None:
-    for fmt, names in _MARKERS.items():
-        if _first(folder, names) is not None and (fmt != "trec" or _first(
-                folder, ("qrels.txt", "qrels", "qrels.tsv"))):
-            return fmt
+    """The format of a folder's files: BEIR needs its queries.jsonl beside corpus.jsonl (a TREC
+    folder may hold a corpus.jsonl too)."""
+    if _first(folder, ("corpus.jsonl",)) and _first(folder, ("queries.jsonl",)):
+        return "beir"
+    if _first(folder, _MARKERS["trec"]) and _first(folder, ("qrels.txt", "qrels", "qrels.tsv")):
+        return "trec"
+    if _first(folder, _MARKERS["csv"]):
+        return "csv"
+    if _first(folder, ("corpus.jsonl",)):
+        return "beir"
     return None
+
+
+OTHER_FORMATS = "--format beir|trec|csv|table"   # the flag that chooses another format
+
+
+def inspect_table(path: Path, *, columns: dict[str, str] | None = None,
+                  grade_map: dict[str, int] | None = None, subset_column: str = "") -> Found:
+    """The subsets (one, or one per value of ``subset_column``) and grade scale of a table of
+    (query, document, grade) rows."""
+    rows = local_table.read_rows(path)
+    cols = local_table.find_columns(rows, columns or {})
+    tables = table_tables(path, cols, grade_map or {}, subset_column)
+    counts: dict[int, int] = {}
+    for r in tables[2].rows:
+        g = int(r.fields["score"])
+        counts[g] = counts.get(g, 0) + 1
+    if not counts:
+        raise InputError("the table holds no row", path=str(path))
+    if subset_column:
+        values = list(dict.fromkeys(r.fields[subset_column] for r in tables[1].rows))
+        subsets = tuple(FoundSubset(subset_name(v), v, len(tables[1].only(subset_column, v).rows),
+                                    len(tables[0].only(subset_column, v).rows)) for v in values)
+    else:
+        subsets = (FoundSubset(subset_name(path.stem), "", len(tables[1].rows),
+                               len(tables[0].rows)),)
+    used = {k: v for k, v in (grade_map or {}).items()}
+    return Found(path.parent, "table", subsets, (min(min(counts), 0), max(counts)),
+                 dict(sorted(counts.items())), subset_column, table=path.name,
+                 columns=tuple(cols.items()), grade_map=tuple(used.items()))
 
 
 def subset_name(raw: str) -> str:
@@ -452,12 +555,20 @@ def subset_name(raw: str) -> str:
 
 
 def inspect_folder(root: Path, *, fmt: str | None = None, split: str = "test",
-                   subset_column: str = "") -> Found:
+                   subset_column: str = "", columns: dict[str, str] | None = None,
+                   grade_map: dict[str, int] | None = None) -> Found:
     """The format, subsets (one per sub-folder, or per value of ``subset_column``) and grade
     scale of the benchmark in ``root``; an InputError when it holds none of the formats."""
     root = Path(root)
+    if fmt == "table" or (fmt is None and local_table.is_table(root)):
+        if not root.is_file():
+            raise InputError("--format table reads one file (CSV, TSV, JSON lines or parquet)",
+                             path=str(root))
+        return replace(inspect_table(root, columns=columns, grade_map=grade_map,
+                                     subset_column=subset_column), detected=fmt is None)
     if not root.is_dir():
-        raise InputError("not a folder", path=str(root))
+        raise InputError("not a folder, nor a table file (.csv, .tsv, .jsonl, .parquet)",
+                         path=str(root))
     here = fmt or _format_of(root)
     folders: list[tuple[str, Path]] = []
     if here is not None and _first(root, _MARKERS[here]) is not None:
@@ -475,7 +586,8 @@ def inspect_folder(root: Path, *, fmt: str | None = None, split: str = "test",
         raise InputError("holds no benchmark: expected BEIR folders (corpus.jsonl, "
                          "queries.jsonl, qrels/<split>.tsv), TREC topics + qrels + corpus, or "
                          "CSV tables (corpus.csv, queries.csv, qrels.csv), here or one "
-                         "sub-folder per subset", path=str(root))
+                         "sub-folder per subset, or one table file of (query, document, grade) "
+                         f"rows; {OTHER_FORMATS} chooses one", path=str(root))
     counts: dict[int, int] = {}
     found_subsets = []
 
@@ -506,8 +618,8 @@ def inspect_folder(root: Path, *, fmt: str | None = None, split: str = "test",
     if not counts:
         raise InputError("the qrels hold no grade", path=str(root))
     return Found(root, here, tuple(found_subsets), (min(min(counts), 0), max(counts)),
-                 dict(sorted(counts.items())), subset_column)
+                 dict(sorted(counts.items())), subset_column, detected=fmt is None)
 
 
-__all__ = ["FORMATS", "IRDS", "READER", "Found", "FoundSubset", "inspect_folder", "inspect_irds",
-           "read_suite"]
+__all__ = ["FORMATS", "IRDS", "OTHER_FORMATS", "READER", "Found", "FoundSubset", "inspect_folder",
+           "inspect_irds", "inspect_table", "read_suite", "table_tables"]

@@ -50,6 +50,8 @@ def _toml(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)   # a TOML basic string
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"no TOML for {value!r}")
 
 
@@ -146,6 +148,9 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
           [f"path = {_toml(data)}   # the data folder, relative to this file"]),
         f"format = {_toml(found.format)}",
         *([f"subset_column = {_toml(found.subset_column)}"] if found.subset_column else []),
+        *([f"table = {_toml(found.table)}   # the file of (query, document, grade) rows",
+           f"columns = {_toml(dict(found.columns))}",
+           f"grade_map = {_toml(dict(found.grade_map))}"] if found.format == "table" else []),
         f"grades = {_toml([lo, hi])}",
         f"grade_positive = {positive}   # the lowest grade that is a positive label",
         "",
@@ -188,7 +193,8 @@ class InitResult:
 
 def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
                fmt: str | None = None, subset_column: str = "", split: str = "test",
-               force: bool = False) -> InitResult:
+               force: bool = False, columns: dict[str, str] | None = None,
+               grade_map: dict[str, int] | None = None) -> InitResult:
     """Inspect ``data`` (a folder, or ``irds:ID[,ID...]``) and write the spec of suite ``name``
     to ``out`` (new, or ``force``; ``"-"``: no file, the text in the result, its data paths
     relative to the working folder);
@@ -206,7 +212,8 @@ def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
     if str(data).startswith(IRDS):
         found = inspect_irds([i for i in str(data)[len(IRDS):].split(",") if i])
     else:
-        found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column)
+        found = inspect_folder(Path(data), fmt=fmt, split=split, subset_column=subset_column,
+                               columns=columns, grade_map=grade_map)
     dense = tuple(f"{m.split('=', 1)[0]}={Path(m.split('=', 1)[1]).resolve()}"
                   if "=" in m and Path(m.split("=", 1)[1]).is_dir()
                   else str(Path(m).resolve()) if Path(m).is_dir() else m for m in answers.dense)

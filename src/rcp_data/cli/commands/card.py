@@ -69,6 +69,9 @@ def _render(args: argparse.Namespace) -> int:
                          f"nor {RELEASE.manifest}); nothing was written")
     release = open_release(root, suite=args.suite, hint="; pass --suite")
     root, spec = release.root, release.spec
+    from rcp_data.core.specs import check_no_todo
+
+    check_no_todo(spec, given=("suite.repo",) if args.repo else ())   # as build refuses them
     if args.out:
         text = render_card(root, spec=spec, repo=args.repo)
         if args.out == "-":

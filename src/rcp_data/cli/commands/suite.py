@@ -42,8 +42,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path,
                    help="spec file to write (default: NAME.toml here; '-': stdout)")
     p.add_argument("--force", action="store_true", help="replace --out when it exists")
-    p.add_argument("--format", choices=("beir", "trec", "csv"),
-                   help="the files' format (default: found from the file names)")
+    p.add_argument("--format", choices=("beir", "trec", "csv", "table"),
+                   help="the files' format (default: found from the file names); table: one "
+                   "CSV/TSV/JSONL/parquet file of (query, document, grade) rows")
+    for role, flag, what in (("query", "query", "the query text"),
+                             ("query_id", "query-id", "the query id (default: made from the text)"),
+                             ("document", "doc", "the document text"),
+                             ("document_id", "doc-id",
+                              "the document id (default: made from the text)"),
+                             ("title", "title", "the document title"),
+                             ("grade", "grade", "the grade")):
+        p.add_argument(f"--{flag}-column", dest=f"col_{role}", default="", metavar="COLUMN",
+                       help=f"format table: the column of {what} (default: found by name)")
+    p.add_argument("--grade-map", default="", metavar="V=G[,V=G...]|FILE",
+                   help="format table: grades that are not integers, mapped (2.1=2,2.2=2; or a "
+                   "file of such pairs)")
     p.add_argument("--subset-column", default="", metavar="COLUMN",
                    help="one subset per value of this column of the tables (default: one per "
                    "sub-folder)")
@@ -99,7 +112,9 @@ def _ask(args: argparse.Namespace, question: str) -> str | None:
 
 def run_init(args: argparse.Namespace) -> int:
     from rcp_data.core.io import read_text
+    from rcp_data.sources.local_files import OTHER_FORMATS
     from rcp_data.sources.local_spec import SpecAnswers, init_suite
+    from rcp_data.sources.local_table import ROLES, parse_grade_map
 
     if str(args.out or "") != "-" and not str(args.data).startswith("irds:"):
         from rcp_data.core.outputs import check_apart
@@ -130,8 +145,14 @@ def run_init(args: argparse.Namespace) -> int:
         language=args.language, synthetic=args.synthetic)
     out = args.out or Path(f"{args.name}.toml")
     result = init_suite(args.name, args.data, out, answers, fmt=args.format,
-                        subset_column=args.subset_column, split=args.split, force=args.force)
+                        subset_column=args.subset_column, split=args.split, force=args.force,
+                        columns={r: getattr(args, f"col_{r}") for r in ROLES
+                                 if getattr(args, f"col_{r}")},
+                        grade_map=parse_grade_map(args.grade_map))
     found = result.found
+    if found.detected:
+        logging.getLogger(__name__).warning("format %s (found from the file names; %s "
+                                            "chooses another)", found.format, OTHER_FORMATS)
     if str(out) == "-":
         if args.json:
             raise UsageError("--out - prints the spec; --json cannot print beside it")
@@ -146,7 +167,7 @@ def run_init(args: argparse.Namespace) -> int:
             "in): %s", out, ", ".join(result.todos))
     if args.json:
         print(json.dumps({"spec": str(out), "suite": args.name, "format": found.format,
-                          "subsets": [s.name for s in found.subsets],
+                          "subsets": [s.name for s in found.subsets], "detected": found.detected,
                           "grades": list(found.grades), "grade_counts": found.grade_counts,
                           "todo": list(result.todos)}))
     return 0
