@@ -62,31 +62,46 @@ _EXPORTS = {
     "UsageError": "core.errors",
     "RefusedError": "core.errors",
     "VerificationFailed": "core.errors",
-    "HubUnavailable": "core.hub_client",
+    "HubUnavailable": "core.errors",
+    "HubNotFound": "core.errors",
+    "BranchMoved": "core.errors",
+    "HubConflict": "core.errors",
+    "GitUnavailable": "core.errors",
+    "EndpointError": "core.errors",
+    "OutageError": "core.errors",
 }
 
+# _EXPORTS is the one list of public names: __all__ (kept literal for linters) and the
+# TYPE_CHECKING block below are checked equal to it by tests/project/test_public_names.py
 __all__ = [
-    "AgreeResult", "agree", "BuildResult", "Comparison", "HubClient", "HubUnavailable", "InputError", "NotFoundError",
-    "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "ReplayResult",
-    "RunCoverage",
-    "SchemaError", "ScoreResult", "UsageError", "VerificationFailed", "VerifyReport",
-    "__version__", "build", "compare", "open_release", "publish", "replay", "score", "score_qrels",
-    "verify",
+    "__version__", "agree", "AgreeResult", "BranchMoved", "build", "BuildResult", "compare",
+    "Comparison", "EndpointError", "GitUnavailable", "HubClient", "HubConflict", "HubNotFound",
+    "HubUnavailable", "InputError", "NotFoundError", "open_release", "OutageError", "publish",
+    "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "replay",
+    "ReplayResult", "RunCoverage", "SchemaError", "score", "score_qrels", "ScoreResult",
+    "UsageError", "VerificationFailed", "verify", "VerifyReport",
 ]
 
 if TYPE_CHECKING:  # for type checkers; at run time each name is imported on first use
     from rcp_data.checks.api import verify
     from rcp_data.checks.reports import VerifyReport
     from rcp_data.core.errors import (
+        BranchMoved,
+        EndpointError,
+        GitUnavailable,
+        HubConflict,
+        HubNotFound,
+        HubUnavailable,
         InputError,
         NotFoundError,
+        OutageError,
         RcpDataError,
         RefusedError,
         SchemaError,
         UsageError,
         VerificationFailed,
     )
-    from rcp_data.core.hub_client import HubClient, HubUnavailable
+    from rcp_data.core.hub_client import HubClient
     from rcp_data.model.release import Release, open_release
     from rcp_data.release.api import build, publish
     from rcp_data.release.cut import BuildResult

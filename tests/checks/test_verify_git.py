@@ -14,7 +14,7 @@ import uuid
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -224,3 +224,41 @@ def test_a_hub_that_sends_only_what_its_refs_name_is_fetched_through_them(publis
     assert {p: f.blob_id for p, f in tree.files.items()} == {
         p: f.blob_id for p, f in listing.items()}
     assert not git_fetch.fetch_tree(url, "0" * 40).ok   # no ref reaches it
+
+
+# -- issue 39 item 6: a record's commit without a digest anchors only with --git ------------------
+def _commit_only_record(published: dict, folder: Path) -> Path:
+    from rcp_data.model.history import read_history, record_release, write_history
+
+    own = read_history(published["v1"] / RELEASES_JSON)
+    history = replace(own, repo=published["repo"], releases=own.releases[:-1])
+    folder.mkdir()
+    write_history(record_release(history, own.releases[-1], published["sha"], None),
+                  folder / "demo.json")
+    return folder
+
+
+def test_a_forged_commit_under_a_digestless_record_is_not_anchored(published, tmp_path):
+    records = _commit_only_record(published, tmp_path / "records")
+    with _git_object_rewritten(published["hub_root"], published["repo"], published["sha"],
+                               RELEASES_JSON):
+        plain = verify(repo=published["repo"], revision=published["tag"],
+                       client=_client(published, tmp_path), histories=records)
+        with_git = verify(repo=published["repo"], revision=published["tag"],
+                          client=_client(published, tmp_path / "g"), histories=records,
+                          git=True)
+    assert plain.exit_code == 3 and plain.anchor is None, plain.text()
+    assert plain.check("anchor").found.endswith(
+        "but no digest: a commit without a digest anchors only when git recomputes its objects "
+        "from the bytes; verify again with --git)")
+    assert with_git.exit_code == 1 and with_git.anchor is None
+    assert not with_git.check("git-objects").ok
+
+
+def test_a_digestless_record_anchors_the_genuine_commit_with_git(published, tmp_path):
+    records = _commit_only_record(published, tmp_path / "records")
+    report = verify(repo=published["repo"], revision=published["tag"],
+                    client=_client(published, tmp_path), histories=records, git=True)
+    assert report.exit_code == 0, report.text()
+    assert report.anchor.endswith(f"release 1's commit {published['sha']} (no digest "
+                                  "recorded; git recomputed the objects of the bytes, --git)")

@@ -140,6 +140,25 @@ def test_a_non_finite_gain_is_refused(demo_release_v1, tmp_path, capsys, value, 
     assert _digests(root, run) == before
 
 
+@pytest.mark.parametrize("command", ["replay", "score"])
+def test_a_gain_above_one_is_refused(demo_release_v1, tmp_path, capsys, command):
+    root = shutil.copytree(demo_release_v1, tmp_path / "release")
+    qrels = root / "alpha" / "qrels.parquet"
+    table = pq.read_table(qrels)
+    gain = table.column("gain").to_numpy().copy()
+    gain[7] = 5.0
+    pq.write_table(table.set_column(table.column_names.index("gain"), "gain", pa.array(gain)),
+                   qrels)
+    run = tmp_path / "run.txt"
+    run.write_text("".join(_run_lines(demo_release_v1)), encoding="utf-8")
+    before = _digests(root, run)
+    argv = [str(root)] if command == "replay" else ["--dataset", str(root), str(run)]
+    code = main(["-q", command, *argv])
+    assert (code, _one_line(capsys, command)) == (
+        2, f"{qrels}, row 7, field 'gain': gain 5.0 above 1 (a gain is a fraction in [0, 1])")
+    assert _digests(root, run) == before
+
+
 # -- a TREC run line of other than six fields -----------------------------------------------------
 @pytest.mark.parametrize("extra", [" 1.0", ""])
 def test_a_run_line_without_six_fields_is_refused(demo_release_v1, tmp_path, capsys, extra):
@@ -221,3 +240,137 @@ def test_a_file_name_that_could_split_a_row_needs_a_name(demo_release_v1, tmp_pa
     # named, the same file scores
     assert _score_json(capsys, "--dataset", str(demo_release_v1), str(run),
                        "--name", "ok")["runs"]["ok"]["queries_scored"] == 24
+
+
+# -- issue 39 item 5: huge numbers, deep JSON, an empty qrels file --------------------------------
+BIG = "1" * 23
+
+
+def _demo_run(tmp_path: Path, demo_release_v1: Path) -> Path:
+    run = tmp_path / "run.txt"
+    run.write_text("".join(_run_lines(demo_release_v1)), encoding="utf-8")
+    return run
+
+
+@pytest.mark.parametrize("layout", ["trec", "tsv"])
+def test_a_grade_of_23_digits_in_score_qrels_is_one_line(demo_release_v1, tmp_path, capsys,
+                                                         layout):
+    if layout == "trec":
+        qrels, row = tmp_path / "qrels.txt", 2
+        qrels.write_text(f"alpha-q000 0 alpha-d0034 2\nalpha-q000 0 alpha-d0035 {BIG}\n",
+                         encoding="utf-8")
+    else:
+        qrels, row = tmp_path / "qrels.tsv", 3
+        qrels.write_text(f"query-id\tcorpus-id\tscore\nalpha-q000\talpha-d0034\t2\n"
+                         f"alpha-q000\talpha-d0035\t{BIG}\n", encoding="utf-8")
+    run = _demo_run(tmp_path, demo_release_v1)
+    before = _digests(tmp_path)
+    code = main(["-q", "score", "--qrels", str(qrels), str(run)])
+    assert (code, _one_line(capsys, "score")) == (
+        2, f"{qrels}, row {row}, field 'grade': grade {BIG!r} is out of range (at most 19 "
+           "digits)")
+    assert _digests(tmp_path) == before
+
+
+def test_a_grade_of_23_digits_in_agree_labels_is_one_line(demo_release_v1, tmp_path, capsys):
+    labels = tmp_path / "labels.txt"
+    labels.write_text(f"alpha-q000 0 alpha-d0034 {BIG}\n", encoding="utf-8")
+    code = main(["-q", "agree", str(demo_release_v1), f"--labels=big={labels}"])
+    assert (code, _one_line(capsys, "agree")) == (
+        2, f"{labels}, row 1, field 'grade': grade {BIG!r} is out of range (at most 19 digits)")
+
+
+def test_an_empty_qrels_file_is_refused(demo_release_v1, tmp_path, capsys):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("", encoding="utf-8")
+    run = _demo_run(tmp_path, demo_release_v1)
+    code = main(["-q", "score", "--qrels", str(qrels), str(run)])
+    assert (code, _one_line(capsys, "score")) == (
+        2, f"{qrels}: no judged pair (the qrels file is empty)")
+
+
+def _predictions(tmp_path: Path, alpha_text: str) -> tuple[Path, Path]:
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    file = folder / "DemoAlphaRCPReranking_predictions.json"
+    file.write_text('{"mteb_model_meta": {"model_name": "x", "revision": "1"}, "alpha": '
+                    + alpha_text + "}", encoding="utf-8")
+    return folder, file
+
+
+def test_a_400_digit_mteb_score_is_one_line(demo_release_v1, tmp_path, capsys):
+    folder, file = _predictions(
+        tmp_path, '{"test": {"alpha-q000": {"alpha-d0001": ' + "9" * 400 + "}}}")
+    code = main(["-q", "score", "--dataset", str(demo_release_v1), str(folder)])
+    assert (code, _one_line(capsys, "score")) == (
+        2, f"{file}, field 'score': not an mteb prediction file: subset 'alpha', split 'test', "
+           "query 'alpha-q000', document 'alpha-d0001' has an integer score beyond a float's "
+           "range")
+
+
+def test_200000_deep_mteb_predictions_are_one_line(demo_release_v1, tmp_path, capsys):
+    folder, file = _predictions(tmp_path, "[" * 200_000 + "]" * 200_000)
+    code = main(["-q", "score", "--dataset", str(demo_release_v1), str(folder)])
+    assert (code, _one_line(capsys, "score")) == (
+        2, f"{file}: not an mteb prediction file (JSON nested too deep to read)")
+
+
+def test_200000_deep_corpus_jsonl_is_one_line(tmp_path):
+    from rcp_data.core.errors import InputError
+    from rcp_data.sources.local_files import read_jsonl
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "a"}\n' + "[" * 200_000 + "]" * 200_000 + "\n",
+                      encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_jsonl(corpus, {"id": ("_id",), "text": ("text",)})
+    assert str(info.value) == f"{corpus}, row 2: JSON nested too deep to read"
+
+
+@pytest.mark.parametrize("raw", [BIG, "1e30", "inf"])
+def test_a_huge_grade_in_a_suite_qrels_is_one_line(tmp_path, raw):
+    from rcp_data.core.errors import InputError
+    from rcp_data.sources.local_files import grade_of
+
+    with pytest.raises(InputError) as info:
+        grade_of(raw, tmp_path / "qrels.txt", 3)
+    why = "is not an integer" if raw == "inf" else "is out of range (at most 18 digits)"
+    assert str(info.value) == f"{tmp_path / 'qrels.txt'}, row 3, field 'score': grade {raw!r} {why}"
+
+
+# -- a Hub that answers 200 with a body that is not JSON -----------------------------------------
+def test_verify_against_a_hub_answering_html_is_one_line(tmp_path):
+    import http.server
+    import threading
+
+    from support.terminal import run_piped
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = b"<html><body>a captive portal</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")   # it says so, but is not
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = do_POST = _answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        done = run_piped("verify", "hf://datasets/owner/name@" + "a" * 40, timeout=120,
+                         HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}",
+                         HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="0")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("rcp-data verify: error: could not run: "), done.stderr
+    assert "answered with a body that is not JSON" in done.stderr, done.stderr

@@ -17,14 +17,19 @@ inputs/runs/runs.json + one file per reranker run
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rcp_data.building.input_checks import check_verdicts
+from rcp_data.building.input_records import (  # the records; kept importable here
+    BuildInputs,
+    JudgeInfo,
+    RunSpec,
+    for_split,
+    table_for_split,
+)
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import ItemParams
@@ -32,7 +37,7 @@ from rcp_data.core.io import read_json, read_parquet, write_json
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.model.manifest import FirstStageRecord, first_stage_records
 from rcp_data.model.tables import write_parquet
-from rcp_data.runs.run_files import SPLIT_COLUMN, ids_as_text, read_run_file
+from rcp_data.runs.run_files import ids_as_text, read_run_file
 
 log = logging.getLogger(__name__)
 
@@ -47,53 +52,6 @@ TOURNAMENT_FILE = "tournament.parquet"
 JUDGING_FILE = "judging.json"  # written by rcp-data judge run: prompts, usage, cut census
 RUNS_JSON = "runs.json"
 FIRST_STAGE_JSON = "first_stage.json"  # written by rcp-data suite first-stage
-
-
-
-def for_split(frame: pd.DataFrame, split: str) -> pd.DataFrame:
-    """Rows of a builder-input table that belong to provenance split ``split``."""
-    if SPLIT_COLUMN not in frame.columns:
-        return frame
-    return frame[frame[SPLIT_COLUMN].astype(str) == split]
-
-
-def table_for_split(table: pa.Table, split: str) -> pa.Table:
-    """:func:`for_split` of an arrow table."""
-    if SPLIT_COLUMN not in table.column_names:
-        return table
-    col = pc.cast(table.column(SPLIT_COLUMN), pa.string())
-    return table.filter(pc.equal(col, split))
-
-
-@dataclass(frozen=True)
-class JudgeInfo:
-    """Who judged: ``judge/judge.json`` of the builder inputs."""
-
-    model: str
-    revision: str
-    short: str
-    synthetic: bool = False          # a generated judge (``"synthetic": true`` in judge.json)
-
-    @classmethod
-    def read(cls, path: Path) -> JudgeInfo:
-        data = read_json(path)
-        if not isinstance(data, dict):
-            raise InputError("judge.json must be a JSON object", path=str(path))
-        for key in ("model", "short"):
-            if not data.get(key):
-                raise InputError(f"missing key {key!r}", path=str(path), field=key)
-        return cls(model=data["model"], revision=str(data.get("revision", "")),
-                   short=data["short"], synthetic=data.get("synthetic") is True)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One reranker's (or judge strategy's) run, from ``runs/runs.json``."""
-
-    file: str
-    model: str
-    short: str = ""
-    is_judge: bool = False
 
 
 def read_runs_json(path: Path) -> list[RunSpec]:
@@ -120,45 +78,6 @@ def read_runs_json(path: Path) -> list[RunSpec]:
         specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
                              bool(entry.get("is_judge", False))))
     return specs
-
-
-@dataclass
-class BuildInputs:
-    """The builder-input contract (docs/concepts): judge outputs, first-stage and reranker runs."""
-
-    judge: JudgeInfo
-    item_params: ItemParams
-    thetas: pd.DataFrame
-    criteria: pd.DataFrame
-    first_stage: dict[str, pd.DataFrame]
-    runs: list[tuple[RunSpec, pd.DataFrame]]
-    files: list[Path] = field(default_factory=list)
-    root: Path | None = None
-    tournament: pa.Table | None = None  # Stage A answers (judge/tournament.parquet), checked
-    judging: dict | None = None  # judge/judging.json of an rcp-data judge run, when present
-    # first_stage/first_stage.json: the given runs rcp-data computed, by retriever
-    computed_runs: dict[str, FirstStageRecord] = field(default_factory=dict)
-
-    def only_split(self, split: str) -> BuildInputs:
-        """The rows of one provenance split (tables with a ``split`` column are filtered once
-        here rather than once per subset; tables without one are shared as they are)."""
-
-        def keep(frame: pd.DataFrame) -> pd.DataFrame:
-            out = for_split(frame, split)
-            out.attrs.update(frame.attrs)
-            return out
-
-        return replace(self, thetas=keep(self.thetas), criteria=keep(self.criteria),
-                       first_stage={k: keep(v) for k, v in self.first_stage.items()},
-                       runs=[(spec, keep(frame)) for spec, frame in self.runs],
-                       tournament=None if self.tournament is None else table_for_split(
-                           self.tournament, split))
-
-    @property
-    def reading_rules(self) -> dict:
-        """The reading rules the calibration recorded in its item parameters (may be empty)."""
-        rules = self.item_params.extra.get("reading_rules")
-        return dict(rules) if isinstance(rules, dict) else {}
 
 
 def read_inputs(root: Path) -> BuildInputs:

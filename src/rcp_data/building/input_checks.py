@@ -39,7 +39,7 @@ from rcp_data.runs.run_files import SPLIT_COLUMN
 from rcp_data.sources.base import CorpusReader, SubsetSource, SuiteSource
 
 if TYPE_CHECKING:
-    from rcp_data.building.contract import BuildInputs
+    from rcp_data.building.input_records import BuildInputs
 
 SPLIT = "split"
 COMPUTED_RETRIEVERS = frozenset({"bm25"})   # the build computes these when no run is given

@@ -10,8 +10,9 @@ revision to something the Hub cannot forge (``anchor``):
    --record-to`` writes) naming the release's commit: its ``digest``, when recorded, must be
    the digest of the bytes; a record with a commit sha and no digest (the packaged records of
    the repositories published before the release policy: the bytes published then are not
-   here to hash) anchors the commit, and the bytes are proven against the Hub's listing of that
-   commit (``hub-listing``), which a repository writer cannot rewrite under a commit sha;
+   here to hash) anchors the commit only when git recomputed the objects from the bytes
+   (``--git``): a listing of that commit comes from the Hub being checked, which (or a proxy
+   named by ``HF_ENDPOINT``) can serve a forged commit under the recorded sha;
 3. a pinned commit (``verify --revision SHA --git``, the full 40-hex sha): git recomputed every
    object id from the bytes up to that commit and the files verified are its tree
    (:mod:`rcp_data.checks.git_objects`), so the sha the user pinned proves the content;
@@ -77,10 +78,12 @@ def digest_of_release(found: Mapping[str, FileEntry], *, sha: str | None,
 def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
                  release: ReleaseRecord | None, release_commit: str | None,
                  records: list[tuple[str, History]], needed: bool,
-                 pinned_commit: str | None = None) -> tuple[Check, str | None]:
+                 pinned_commit: str | None = None,
+                 objects_recomputed: bool = False) -> tuple[Check, str | None]:
     """The anchor check and the anchor, in words (None: nothing vouches for the revision).
     ``pinned_commit``: the full sha the revision was given as, its objects recomputed by git
-    (``--git``)."""
+    (``--git``); ``objects_recomputed``: git recomputed the objects of the verified revision
+    (``--git`` passed), which a record's commit without a digest needs to anchor."""
     if pinned is not None:
         want = pinned.strip().lower()
         ok = digest is not None and digest == want
@@ -90,7 +93,7 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
                           "the bytes of this revision are not the release the pinned digest "
                           "names"]),
                 "the pinned digest (--digest)" if ok else None)
-    problems, anchors = [], []
+    problems, anchors, commit_only = [], [], []
     for label, record in records:
         if release is None or release_commit is None or record.repo != repo:
             continue
@@ -98,10 +101,13 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
                     and r.tag == release.tag), None)
         if rec is None or not same_commit(rec.revision, release_commit):
             continue   # the record check names a disagreeing sha
-        if rec.digest is None:
+        if rec.digest is None and objects_recomputed:
             anchors.append((1, f"{label}: release {rec.release}'s commit {rec.revision} (no "
-                               "digest recorded; the bytes are proven against the Hub's "
-                               "listing of that commit)"))
+                               "digest recorded; git recomputed the objects of the bytes, "
+                               "--git)"))
+        elif rec.digest is None:
+            commit_only.append(f"{label} records release {rec.release}'s commit "
+                               f"{rec.revision} but no digest")
         elif rec.digest == digest:
             anchors.append((2, f"{label}: release {rec.release}'s digest and commit"))
         else:
@@ -119,9 +125,14 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
     if not needed:
         return Check("anchor", True, WHAT, found="not needed: a local directory",
                      status="skipped"), None
+    found = f"none: {NOT_ANCHORED}"
+    if commit_only:
+        found += (f" ({'; '.join(commit_only)}: a commit without a digest anchors only when "
+                  "git recomputes its objects from the bytes; verify again with --git)")
     return Check("anchor", True, WHAT, expected="--digest D, a record of this release "
                  "(--histories DIR), or --revision <full commit sha> with --git",
-                 found=f"none: {NOT_ANCHORED}", where="release/<suite>.json, --histories, --digest", status="absent"), None
+                 found=found, where="release/<suite>.json, --histories, --digest",
+                 status="absent"), None
 
 
 __all__ = ["check_anchor", "digest_of_release", "entry_of", "release_entries"]

@@ -507,7 +507,8 @@ def anchor_release(root: Path, fetched: Fetched, pinned: Pinned, proof: BytesPro
     check, anchor = check_anchor(digest, pinned=options.digest, repo=pin.repo if pin else None,
                                  release=pinned.release, release_commit=commit,
                                  records=pinned.records, needed=pin is not None,
-                                 pinned_commit=pinned_commit)
+                                 pinned_commit=pinned_commit,
+                                 objects_recomputed=git is not None and git.ok)
     return Anchored(check, digest, of, anchor, pin is not None)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from rcp_data.core.errors import UsageError
+from rcp_data.core.errors import MissingExtra  # defined in core.errors; kept importable here
 
 # each extra and the top-level modules it installs
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -13,15 +13,6 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "dense": ("sentence_transformers", "torch"),
     "judge": ("aiohttp",),
 }
-
-
-class MissingExtra(UsageError):
-    """A command needs an optional extra that is not installed (exit 2)."""
-
-    def __init__(self, extra: str, module: str) -> None:
-        super().__init__(f"this command needs the {extra!r} extra (module {module!r} is not "
-                         f"installed): pip install 'rcp-data[{extra}]'")
-        self.extra = extra
 
 
 def extra_of(module: str | None) -> str | None:

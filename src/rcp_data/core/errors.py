@@ -13,7 +13,19 @@ error                  also a                       exit code
 :class:`UsageError`    :class:`ValueError`          2
 :class:`RefusedError`  :class:`PermissionError`     1
 :class:`VerificationFailed` :class:`AssertionError` 1
+:class:`HubUnavailable` :class:`ConnectionError`    2
+:class:`HubNotFound`   :class:`FileNotFoundError`   2
+                       (and :class:`ConnectionError`)
+:class:`BranchMoved`   :class:`PermissionError`     1
+:class:`HubConflict`   :class:`PermissionError`     1
+:class:`GitUnavailable` :class:`ConnectionError`    2
+:class:`EndpointError` :class:`ConnectionError`     2
+:class:`OutageError`   :class:`ConnectionError`     1
+:class:`MissingExtra`  :class:`ValueError`          2
 =====================  ===========================  =========
+
+Every public exception of the package is defined here (the modules that raise them import
+them from here).
 
 ``except RcpDataError`` catches them all. The CLI's error boundary asks for
 :class:`RcpDataError` before it asks for :class:`OSError`, so the exit codes do not depend on
@@ -92,6 +104,55 @@ class VerificationFailed(RcpDataError, AssertionError):
     code 1)."""
 
     exit_code = 1
+
+
+class HubUnavailable(RcpDataError, ConnectionError):
+    """The Hub, a repo or a revision cannot be reached (a :class:`ConnectionError`; exit 2:
+    the command could not run)."""
+
+
+class HubNotFound(HubUnavailable, NotFoundError):
+    """The repo, revision or file does not exist on the Hub (exit 2; a
+    :class:`NotFoundError`, so a :class:`FileNotFoundError` too)."""
+
+
+class BranchMoved(RefusedError):
+    """412: the branch is no longer at the parent commit a commit was built on (exit 1)."""
+
+
+class HubConflict(RefusedError):
+    """409: the Hub refused a change that conflicts with what it holds (exit 1)."""
+
+
+class GitUnavailable(RcpDataError, ConnectionError):
+    """The endpoint does not serve the repository over git's smart HTTP (a
+    :class:`ConnectionError`; exit 2)."""
+
+
+class EndpointError(RcpDataError, ConnectionError):
+    """A judge endpoint cannot serve this run (unreachable, unknown model, bad credentials;
+    a :class:`ConnectionError`, exit 2)."""
+
+
+class OutageError(RcpDataError, ConnectionError):
+    """Every judge replica stayed down longer than the bounded wait (a
+    :class:`ConnectionError`; exit 1)."""
+
+    exit_code = 1
+
+
+class MissingExtra(UsageError):
+    """A command needs an optional extra that is not installed (exit 2)."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(f"this command needs the {extra!r} extra (module {module!r} is not "
+                         f"installed): pip install 'rcp-data[{extra}]'")
+        self.extra = extra
+
+
+class HashingStopped(RuntimeError):
+    """:func:`~rcp_data.core.files.hash_files` was told to stop (its caller failed first): a
+    signal between threads, not a user's error."""
 
 
 def shown(value: object) -> str:

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from rcp_data.core.errors import HashingStopped  # defined in core.errors; kept importable here
+
 _PIECE = 4 << 20   # bytes read and hashed at a time (see digest_file)
 _buffers = threading.local()
 #: Files the Hub keeps in every repository; never listed, never an extra file.
@@ -135,10 +137,6 @@ def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file."""
     path = Path(path)
     return hash_file(path.parent, path.name).sha256
-
-
-class HashingStopped(RuntimeError):
-    """:func:`hash_files` was told to stop (its caller failed first)."""
 
 
 def hash_files(root: str | Path, paths: Iterable[str], *,

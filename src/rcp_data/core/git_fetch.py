@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from rcp_data.core.errors import RcpDataError
+from rcp_data.core.errors import GitUnavailable  # defined in core.errors; kept importable here
 
 #: A blob this small may be a git-lfs pointer (the spec's limit is 1024 bytes).
 POINTER_MAX_SIZE = 1024
@@ -37,10 +37,6 @@ _OBJECT_ID = re.compile(r"\b[0-9a-f]{40}\b")
 PROTOCOL_VERSION = "2"
 #: What git says when a server will not send a commit asked for by its sha alone.
 _UNADVERTISED = ("unadvertised object", "not our ref", "couldn't find remote ref")
-
-
-class GitUnavailable(RcpDataError):
-    """The endpoint does not serve the repository over git's smart HTTP (exit 2)."""
 
 
 @dataclass(frozen=True)

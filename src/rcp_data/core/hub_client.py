@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -43,7 +44,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from rcp_data.core.errors import NotFoundError, RcpDataError, RefusedError, UsageError
+from rcp_data.core.errors import (  # the Hub's errors live in core.errors; kept importable here
+    BranchMoved,
+    HubConflict,
+    HubNotFound,
+    HubUnavailable,
+    NotFoundError,
+    RcpDataError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -58,24 +67,6 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 SHORT_SHA_RE = re.compile(r"^[0-9a-f]{7,39}$")  # an abbreviated commit sha, as git prints
 _TRANSPORT_MODULES = ("httpx", "httpcore", "requests", "urllib3")
 LOCAL_HUB_SERVER = "rcp-data-local-hub"   # the local Hub's ``Server`` header starts so
-
-
-# -- errors --------------------------------------------------------------------------------------
-class HubUnavailable(RcpDataError):
-    """The Hub, a repo or a revision cannot be reached (exit 2: the command could not run)."""
-
-
-class HubNotFound(HubUnavailable, NotFoundError):
-    """The repo, revision or file does not exist on the Hub (exit 2; a
-    :class:`~rcp_data.core.errors.NotFoundError`, so a :class:`FileNotFoundError` too)."""
-
-
-class BranchMoved(RefusedError):
-    """412: the branch is no longer at the parent commit a commit was built on (exit 1)."""
-
-
-class HubConflict(RefusedError):
-    """409: the Hub refused a change that conflicts with what it holds (exit 1)."""
 
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
@@ -138,6 +129,9 @@ def _translate(exc: BaseException, what: str, endpoint: str) -> RcpDataError | N
             return HubConflict(f"{what}: the Hub refused it as a conflict (409): {detail}")
         return HubUnavailable(f"could not run: {what}: the Hub at {endpoint} answered "
                               f"{status}: {detail}")
+    if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is not JSON (a proxy's page)
+        return HubUnavailable(f"could not run: {what}: the Hub at {endpoint} answered with a "
+                              f"body that is not JSON ({_one_line(exc)})")
     if isinstance(exc, LocalEntryNotFoundError) and is_offline():
         return HubUnavailable(f"could not run: {what}: offline (HF_HUB_OFFLINE=1) and not "
                               f"(completely) in the download cache: {_one_line(exc)}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rcp_data.core.errors import InputError, NotFoundError, SchemaError
+from rcp_data.core.errors import InputError, NotFoundError, RcpDataError, SchemaError
 
 if TYPE_CHECKING:  # the data libraries are imported where a table is read
     import numpy as np
@@ -179,7 +179,7 @@ def naming_the_file(target: str | Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None:
+        if exc.filename is not None or isinstance(exc, RcpDataError):  # ours name their input
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
 

@@ -20,7 +20,11 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from rcp_data.core.errors import RcpDataError, UsageError
+from rcp_data.core.errors import (  # EndpointError, OutageError: kept importable here
+    EndpointError,
+    OutageError,
+    UsageError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +39,6 @@ except ImportError:  # pragma: no cover - json is the fallback
     _loads = json.loads
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-
-
-class EndpointError(RcpDataError):
-    """The endpoint cannot serve this run (unreachable, unknown model, bad credentials)."""
-
-
-class OutageError(RcpDataError):
-    """Every replica stayed down longer than the bounded wait."""
-
-    exit_code = 1
 
 
 @dataclass
@@ -136,6 +130,8 @@ class ChatClient:
                         raise EndpointError(f"{r.url}: the endpoint refused the credentials "
                                             f"(HTTP {resp.status}); set --api-key-env")
                     body = await resp.json(content_type=None)
+            except EndpointError:  # a ConnectionError too: not "cannot reach"
+                raise
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
                 raise EndpointError(f"cannot reach the endpoint {r.url} "
                                     f"({type(exc).__name__}: {exc or 'no answer'})") from exc

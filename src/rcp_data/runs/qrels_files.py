@@ -26,10 +26,17 @@ def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise NotFoundError("qrels file not found", path=str(path))
+    frame = _read_any(path)
+    if frame.empty:
+        raise InputError("no judged pair (the qrels file is empty)", path=str(path))
+    return _rows(frame, keep_rows)
+
+
+def _read_any(path: Path) -> pd.DataFrame:
     if path.suffix == ".parquet":
         table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
         frame = table.to_pandas()
-        return _rows(_from_table(frame, str(path), first_row=1), keep_rows)
+        return _from_table(frame, str(path), first_row=1)
     with open_text(path) as fh:
         try:
             head = fh.readline()
@@ -42,8 +49,8 @@ def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
         if not rows:
             raise InputError("empty qrels table", path=str(path))
         frame = pd.DataFrame(rows[1:], columns=[c.strip() for c in rows[0]], dtype=object)
-        return _rows(_from_table(frame, str(path), first_row=2), keep_rows)
-    return _rows(_read_trec(path), keep_rows)
+        return _from_table(frame, str(path), first_row=2)
+    return _read_trec(path)
 
 
 def _rows(frame: pd.DataFrame, keep: bool) -> pd.DataFrame:
@@ -92,19 +99,30 @@ def _read_trec_fields(path: Path) -> pd.DataFrame | None:
     return frame
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def _grade(text: object, path: str, row: int) -> int:
     value = str(text).strip()
     try:
-        return int(value)
+        grade = int(value)
     except ValueError:
         try:
             as_float = float(value)
         except ValueError:
             as_float = None
-        if as_float is not None and as_float.is_integer():
-            return int(as_float)
-        raise InputError(f"grade {value!r} is not an integer", path=path, row=row,
-                         field="grade") from None
+        if as_float is None or not as_float.is_integer():
+            raise InputError(f"grade {_shorten(value)} is not an integer", path=path, row=row,
+                             field="grade") from None
+        grade = int(as_float)
+    if not _INT64.min <= grade <= _INT64.max:
+        raise InputError(f"grade {_shorten(value)} is out of range (at most 19 digits)",
+                         path=path, row=row, field="grade")
+    return grade
+
+
+def _shorten(value: str, keep: int = 30) -> str:
+    return repr(value if len(value) <= keep else f"{value[:keep]}... ({len(value)} characters)")
 
 
 def _from_table(frame: pd.DataFrame, path: str, *, first_row: int) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -120,6 +121,9 @@ def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
             data = json.loads(read_text(file))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"not an mteb prediction file ({exc})", path=str(file)) from exc
+        except RecursionError:  # JSON nested deeper than Python's stack
+            raise InputError("not an mteb prediction file (JSON nested too deep to read)",
+                             path=str(file)) from None
         if not isinstance(data, dict):
             raise InputError("not an mteb prediction file (no JSON object)", path=str(file))
         for subset, splits in data.items():
@@ -162,8 +166,15 @@ def _prediction_rows(queries: object, subset: str, split: str, source: str
                 raise InputError(f"not an mteb prediction file: {where}, query {q!r}, "
                                  f"document {d!r} has score {_kind(s)}, not a number",
                                  path=source, field="score")
+            if isinstance(s, int) and not -_FLOAT_MAX <= s <= _FLOAT_MAX:
+                raise InputError(f"not an mteb prediction file: {where}, query {q!r}, "
+                                 f"document {d!r} has an integer score beyond a float's range",
+                                 path=source, field="score")
             rows.append((q, d, s))
     return rows
+
+
+_FLOAT_MAX = int(sys.float_info.max)
 
 
 def _kind(value: object) -> str:

@@ -245,6 +245,10 @@ def _qrels(qrels: pa.Table, cand: _Candidates, path: str, grade_positive: int
     if (gain < 0).any():
         row = int(np.flatnonzero(gain < 0)[0])
         raise InputError(f"negative gain {shown(gain[row])}", path=path, row=row, field="gain")
+    if (gain > 1).any():
+        row = int(np.flatnonzero(gain > 1)[0])
+        raise InputError(f"gain {shown(gain[row])} above 1 (a gain is a fraction in [0, 1])",
+                         path=path, row=row, field="gain")
     q = positions(q_dict, cand.query_ids)[q_idx]
     inside = q >= 0                                   # rows of queries in this subset
     d_ext = cand.pairs.keys.doc_codes(d_dict)[d_idx]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -88,6 +89,9 @@ def read_jsonl(path: Path, keys: dict[str, tuple[str, ...]]) -> Table:
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON ({exc.msg})", path=str(path),
                                  row=line_no) from exc
+            except RecursionError:  # nested deeper than Python's stack
+                raise InputError("JSON nested too deep to read", path=str(path),
+                                 row=line_no) from None
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=str(path), row=line_no)
             fields = {}
@@ -283,10 +287,17 @@ def grade_of(raw: str, path: Path, line: int) -> int:
         value = float(raw)
     except (TypeError, ValueError):
         value = float("nan")
-    if value != value or value != int(value):
+    if not math.isfinite(value) or value != int(value):
         raise InputError(f"grade {raw!r} is not an integer", path=str(path), row=line,
                          field="score")
+    if not -_GRADE_LIMIT < value < _GRADE_LIMIT:
+        shown = raw if len(str(raw)) <= 30 else f"{str(raw)[:30]}... ({len(str(raw))} characters)"
+        raise InputError(f"grade {shown!r} is out of range (at most 18 digits)", path=str(path),
+                         row=line, field="score")
     return int(value)
+
+
+_GRADE_LIMIT = 1e18   # below int64's bound, as a float compares exactly
 
 
 def check_qrels(qrels: Table, queries: dict[str, int], docs: dict[str, int],
