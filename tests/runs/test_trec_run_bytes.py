@@ -50,25 +50,46 @@ def test_split_equals_line_reader(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", [
     "q1 Q0 d1 1 0.5\n",                      # no tag
     "q1 Q0 d1 1 0.5 t x\n",                  # seven fields
-    "q1\tQ0\td1\t1\t0.5\tt\n",               # tabs
     "q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4 t\n",  # a blank line
     "\nq1 Q0 d1 1 0.5 t\n",                  # a leading blank line
-    "q1  Q0 d1 1 0.5 t\n",                   # two spaces
-    " q1 Q0 d1 1 0.5 t\n",                   # a leading space
-    "q1 Q0 d1 1 0.5 t \n",                   # a trailing space
     "q1 Q0 d1 one 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1.0 0.5 t\n",                  # rank not an integer
     "q1 Q0 d1 1 x t\n",                      # score not a number
     "q1 Q0 d1 0x1 0.5 t\n",                  # a rank Arrow reads and int() refuses
     "q1 Q0 d1 -0x1 0.5 t\n",
     "q1 Q0  1 0.5 t x\n",                    # an empty corpus-id
-    "q1 Q0 d1 1 0.5 t\r\n",                  # CRLF
-    "q1 Q0 d\x0b1 1 0.5 t\n",                # a control byte str.split() splits on
     "q1 Q0 d\u00a01 1 0.5 t\n",              # a no-break space str.split() splits on
+    "q1 Q0 d\x0b1 1 0.5 t\n",                # a control byte str.split() splits on: 7 fields
+    "q1 Q0 d\x011 1 0.5 t\n",                # a control byte it does not split on
     "",
 ])
 def test_split_declines_other_shapes(text: str) -> None:
     assert split_trec_run(text.encode("utf-8")) is None
+
+
+@pytest.mark.parametrize("text", [
+    "q1\tQ0\td1\t0\t0.5\tt\nq1\tQ0\td2\t1\t0.25\tt\n",  # tabs, ranks from 0
+    "q1  Q0 d1 1 0.5 t\nq1 \t Q0\td2 2 .25 t\n",          # runs of spaces and tabs
+    " q1 Q0 d1 1 0.5 t\n",                               # a leading space
+    "q1 Q0 d1 1 0.5 t \n",                               # a trailing space
+    "q1 Q0 d1 1 0.5 t\r\nq1 Q0 d2 2 4E-1 t\r\n",          # CRLF, an exponent
+    "q1 x d1 1 +5 t\nq1 Q1 d2 2 -inf t\n",                 # any second field, float() forms
+])
+def test_compiled_split_reads_any_whitespace(tmp_path: Path, text: str) -> None:
+    """The compiled pass splits fields as ``str.split()`` does (what trec_eval takes), so the
+    distributed shapes (tabs, runs of spaces, CRLF) stay on the fast path and read as the line
+    reader reads them."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(text.encode("utf-8"))
+    spans = read_trec_run_spans(path)
+    slow = read_run_file(path)
+    assert spans is not None
+    rows = np.arange(len(slow))
+    assert spans.docs.texts(rows) == slow["corpus-id"].tolist()
+    assert spans.scores.tolist() == slow["score"].tolist()
+    starts = spans.checks.block_start
+    assert spans.block_queries.texts(np.arange(len(starts))) == \
+        slow["query-id"].iloc[starts].tolist()
 
 
 @pytest.mark.usefixtures("either_run_reader")

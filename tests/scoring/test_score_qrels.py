@@ -213,7 +213,7 @@ def test_per_query_tsv_format(tmp_path):
     run.write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq2 Q0 x 1 5.0 t\nq2 Q0 c 2 4.0 t\n",
                    encoding="utf-8")
     rc, out, _ = _cli("--qrels", str(qrels), str(run), "--k", "1", "--k", "2", "--per-query",
-                      "--format", "tsv")
+                      "--format", "tsv", "--no-header")
     assert rc == 0
     d2 = 1 / np.log2(3)
     q1_1, q2_1 = 1 / 2, 0.0
@@ -229,7 +229,8 @@ def test_per_query_tsv_format(tmp_path):
         assert float(r[3]) == pytest.approx(e[3], abs=TOL)
     rc, out, _ = _cli("--qrels", str(qrels), str(run), "--k", "10", "--gain", "exp",
                       "--judged-only", "--format", "tsv")
-    assert out.splitlines()[0].split("\t")[:3] == [
+    assert out.splitlines()[0] == "run\tmeasure\tquery\tvalue"
+    assert out.splitlines()[1].split("\t")[:3] == [
         "mine", "nDCG(dcg='exp-log2',judged_only=True)@10", "all"]
     rc, out, _ = _cli("--qrels", str(qrels), str(run), "--format", "csv", "--per-query")
     assert out.splitlines()[0] == "run,measure,query-id,value"

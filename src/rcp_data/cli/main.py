@@ -49,7 +49,9 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``only``: with that one subcommand (the command a run typed,
+    so that it imports nothing of the others)."""
     parser = argparse.ArgumentParser(
         prog="rcp-data",
         description="Build, release and verify the RCP-nDCG benchmark datasets.",
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="errors only: no status lines, logs or progress bars")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in (only,) if only in COMMAND_MODULES else COMMAND_MODULES:
         try:
             module = importlib.import_module(f"rcp_data.cli.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -74,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     for command in subcommand_parsers(parser):
         _add_global_flags(command)
     return parser
+
+
+def _command_typed(argv: list[str]) -> str | None:
+    """The subcommand in ``argv`` (its first word not a flag: the top-level flags take no
+    value), or None (``--help``, ``--version``, none typed)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def subcommand_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -99,7 +107,7 @@ def _add_global_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
+        parser = build_parser(_command_typed(sys.argv[1:] if argv is None else argv))
         args = parser.parse_args(argv)
         configure(args)
         if not getattr(args, "func", None):

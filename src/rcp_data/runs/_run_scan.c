@@ -1,8 +1,8 @@
 /* Compiled passes over a run's bytes, for `score --qrels` (built at install when a C compiler is
  * there; rcp_data.runs.run_scan falls back to NumPy otherwise, with the same results).
  *
- * scan_trec_run: each line of a canonical TREC run (six non-empty fields joined by single
- *   spaces, a newline at the end, no other byte <= 0x20): the span of its document id, its rank
+ * scan_trec_run: each line of a canonical TREC run (six non-empty fields separated by runs of
+ *   the whitespace str.split() splits on, a newline at the end, no other byte <= 0x20): the span of its document id, its rank
  *   checked (an optional minus, ASCII digits) and its score parsed exactly as float() parses
  *   it: by the exact fast path where it applies (at most 19 significant digits, the mantissa m
  *   at most 2**53, the decimal exponent p with |p| <= 22: m * 10**p or m / 10**-p is then one
@@ -603,14 +603,22 @@ static int parse_with_python(const unsigned char *buf, Py_ssize_t start, Py_ssiz
     return ok ? 0 : -1;
 }
 
+/* Whether byte b (<= 0x20) separates fields as str.split() does: space, tab, CR, VT, FF and
+ * the ASCII separators 0x1c-0x1f (the newline ends a line). */
+static inline int gap_byte(unsigned char b) {
+    return b == ' ' || b == '\t' || b == '\r' || b == '\v' || b == '\f' ||
+           (b >= 0x1c && b <= 0x1f);
+}
+
 /* The lines of buf[:size] into c (its ds, de, scores with room for `room` rows): OK,
  * NOT_CANONICAL, or -2 (no memory); *rows: the lines read; *high: a byte above 0x7f. Every byte
- * <= 0x20 is a separator: five spaces and a newline a line, never two in a row (an empty field,
- * a blank line) nor one first. */
+ * <= 0x20 is a separator; fields are the non-empty runs between them, as str.split() splits
+ * (any run of spaces or tabs, leading and trailing ones too): six a line, or NOT_CANONICAL, as
+ * is a blank line (row = line) and any other control byte. */
 static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t room, Checks *c,
                       int64_t *ds, int64_t *de, double *scores, Py_ssize_t *rows, int *high,
                       PyThreadState **save) {
-    Py_ssize_t e[6], prev = -1, start = 0, row = 0;
+    Py_ssize_t fs[6], fe[6], prev = -1, row = 0;
     int field = 0;
     uint64_t any_high = 0;
     for (Py_ssize_t base = 0; base < size; base += 64) {
@@ -619,24 +627,31 @@ static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t room
         while (seps) {
             Py_ssize_t at = base + lowest_bit(seps);
             seps &= seps - 1;
-            if (at == prev + 1 || buf[at] != (field < 5 ? ' ' : '\n')) return NOT_CANONICAL;
-            e[field++] = at;
+            unsigned char b = buf[at];
+            if (at > prev + 1) {                          /* a field ends here */
+                if (field == 6) return NOT_CANONICAL;
+                fs[field] = prev + 1;
+                fe[field++] = at;
+            }
             prev = at;
-            if (field < 6) continue;
+            if (b != '\n') {
+                if (!gap_byte(b)) return NOT_CANONICAL;
+                continue;
+            }
+            if (field != 6) return NOT_CANONICAL;        /* a blank line, or not six fields */
             field = 0;
             if (row == room) return NOT_CANONICAL;
-            ds[row] = e[1] + 1;
-            de[row] = e[2];
-            Py_ssize_t r = e[2] + 1 + (buf[e[2] + 1] == '-');  /* an optional minus, digits */
-            if (r == e[3]) return NOT_CANONICAL;
-            while (r < e[3] && buf[r] >= '0' && buf[r] <= '9') r++;
-            if (r != e[3]) return NOT_CANONICAL;
-            if (!decimal(buf, e[3] + 1, e[4], &scores[row]) &&
-                parse_with_python(buf, e[3] + 1, e[4], &scores[row], save) < 0)
+            ds[row] = fs[2];
+            de[row] = fe[2];
+            Py_ssize_t r = fs[3] + (buf[fs[3]] == '-');   /* an optional minus, digits */
+            if (r == fe[3]) return NOT_CANONICAL;
+            while (r < fe[3] && buf[r] >= '0' && buf[r] <= '9') r++;
+            if (r != fe[3]) return NOT_CANONICAL;
+            if (!decimal(buf, fs[4], fe[4], &scores[row]) &&
+                parse_with_python(buf, fs[4], fe[4], &scores[row], save) < 0)
                 return NOT_CANONICAL;
-            if (checks_row(c, row, start, e[0]) < 0) return -2;
+            if (checks_row(c, row, fs[0], fe[0]) < 0) return -2;
             row++;
-            start = at + 1;
         }
     }
     *high = any_high != 0;

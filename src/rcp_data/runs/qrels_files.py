@@ -5,13 +5,15 @@ BEIR's name) columns. Grades are integers (trec_eval reads them as such)."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import open_text, read_parquet
+from rcp_data.core.io import TEXT_ENCODING, read_parquet
+from rcp_data.runs.compressed import open_binary, read_bytes
 from rcp_data.runs.run_files import are_integers, read_fields_table, text_lines
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
@@ -37,20 +39,25 @@ def _read_any(path: Path) -> pd.DataFrame:
         table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
         frame = table.to_pandas()
         return _from_table(frame, str(path), first_row=1)
-    with open_text(path) as fh:
+    with _open_text(path) as fh:
         try:
             head = fh.readline()
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 text ({exc.reason})", path=str(path), row=1) from None
     if path.suffix == ".csv" or head.startswith("query-id"):
         delimiter = "," if path.suffix == ".csv" else "\t"
-        with open_text(path) as fh:
+        with _open_text(path) as fh:
             rows = list(csv.reader(fh, delimiter=delimiter))
         if not rows:
             raise InputError("empty qrels table", path=str(path))
         frame = pd.DataFrame(rows[1:], columns=[c.strip() for c in rows[0]], dtype=object)
         return _from_table(frame, str(path), first_row=2)
     return _read_trec(path)
+
+
+def _open_text(path: Path) -> io.TextIOWrapper:
+    """A (possibly compressed) text file as UTF-8 text, newlines as written (for csv)."""
+    return io.TextIOWrapper(open_binary(path), encoding=TEXT_ENCODING, newline="")
 
 
 def _rows(frame: pd.DataFrame, keep: bool) -> pd.DataFrame:
@@ -84,7 +91,7 @@ def _read_trec_fields(path: Path) -> pd.DataFrame | None:
     names its bad line)."""
     import pyarrow as pa
 
-    table = read_fields_table(path.read_bytes(), _TREC_FIELDS,
+    table = read_fields_table(read_bytes(path), _TREC_FIELDS,
                               {"query-id": pa.string(), "corpus-id": pa.string(),
                                "grade": pa.string()})
     if table is None or not are_integers(table.column("grade")):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import read_parquet, without_bom
+from rcp_data.runs.compressed import compression_of, open_binary, read_bytes
 
 # Builder-input tables may carry the provenance split (ViDoRe: the domain) when query ids
 # repeat across splits; rows are then matched by (split, query-id).
@@ -34,10 +36,11 @@ def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "co
 
 def text_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
     """``(line number, line, whitespace-separated fields)`` of every non-blank line of a text
-    file (TREC runs and qrels), a leading byte-order mark dropped (as every text reader does:
+    file (TREC runs and qrels; gzip, bzip2, xz or zstd decompressed, :mod:`.compressed`), a
+    leading byte-order mark dropped (as every text reader does:
     :data:`rcp_data.core.io.TEXT_ENCODING`); a line that is not UTF-8 is an InputError naming
     it."""
-    with Path(path).open("rb") as fh:
+    with (io.BytesIO(read_bytes(path)) if compression_of(path) else open_binary(path)) as fh:
         for n, raw in enumerate(fh, start=1):
             if n == 1:
                 raw = without_bom(raw)
@@ -61,7 +64,7 @@ def read_trec_run_table(path: Path):
     accepts nothing that one would refuse."""
     import pyarrow as pa
 
-    table = read_fields_table(Path(path).read_bytes(), TREC_RUN_COLUMNS,
+    table = read_fields_table(read_bytes(path), TREC_RUN_COLUMNS,
                               {"query-id": pa.string(), "corpus-id": pa.string(),
                                "rank": pa.string(), "score": pa.float64()})
     if table is None or not are_integers(table.column("rank")):

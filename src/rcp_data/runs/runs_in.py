@@ -24,6 +24,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import read_parquet, read_text
+from rcp_data.runs.compressed import read_bytes, without_suffix
 from rcp_data.runs.run_files import read_run_file, read_trec_run_table
 
 COLUMNS = ["query-id", "corpus-id", "score"]
@@ -186,9 +187,33 @@ def _kind(value: object) -> str:
 
 
 def default_name(path: str | Path) -> str:
-    """A run's default name: its file stem (a prediction folder: the folder's name)."""
+    """A run's default name: the file's stem once a compression suffix is dropped
+    (``run.txt.gz`` -> ``run``); a prediction folder: the folder's name. Where two runs' stems
+    are one, :func:`run_names` names them by their tags."""
     p = Path(path)
-    return p.name if p.is_dir() else p.stem
+    return p.name if p.is_dir() else Path(without_suffix(p.name)).stem
+
+
+def run_tag(path: str | Path) -> str | None:
+    """The one tag (sixth field) of every line of a TREC run file, or None where lines differ,
+    a line has no sixth field, or the file is empty or not UTF-8."""
+    data = read_bytes(path)
+    first = data[:data.find(b"\n")] if b"\n" in data else data
+    fields = first.split()
+    if len(fields) < 6:
+        return None
+    tag = fields[-1]
+    body = data if data.endswith(b"\n") else data + b"\n"
+    lines = body.count(b"\n")
+    if body.count(b" " + tag + b"\n") + body.count(b"\t" + tag + b"\n") != lines:
+        tags = {parts[-1] if len(parts) >= 6 else None
+                for parts in (line.split() for line in body.splitlines()) if parts}
+        if tags != {tag}:
+            return None
+    try:
+        return tag.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 # A run's name labels its row in every output (the Markdown tables, TSV, CSV, the plain table):
@@ -212,17 +237,29 @@ def check_run_name(name: object, *, from_file: bool = False) -> str:
 
 def run_names(paths: Sequence[str | Path], names: Sequence[str] | None) -> list[str]:
     """The name of each run: ``names`` (one per run, in order) or each file's
-    :func:`default_name`; distinct, each fit to label a table row (:func:`check_run_name`)."""
+    :func:`default_name` (where two share one: each file's tag, as trec_eval names a run, when
+    every file holds one and no two the same); distinct, each fit to label a table row (:func:`check_run_name`). Two runs
+    with one name are a UsageError naming both files."""
     if names and len(names) != len(paths):
         raise UsageError(f"--name was given {len(names)} time(s) for {len(paths)} run(s); "
                          "give one --name per run, in the same order")
-    labels = [check_run_name(n) for n in names] if names else [
-        check_run_name(default_name(p), from_file=True) for p in paths]
-    repeated = sorted({n for n in labels if labels.count(n) > 1})
-    if repeated:
-        raise UsageError(f"two runs are named {repeated[0]!r}; pass --name to tell them apart")
+    if names:
+        labels = [check_run_name(n) for n in names]
+    else:
+        labels = [default_name(p) for p in paths]
+        if len(set(labels)) < len(labels):              # one stem: each file's tag, if distinct
+            tags = [run_tag(p) if Path(p).is_file() and Path(p).suffix not in
+                    (".parquet", ".json") else None for p in paths]
+            if None not in tags and len(set(tags)) == len(tags):
+                labels = tags
+        labels = [check_run_name(n, from_file=True) for n in labels]
+    for i, name in enumerate(labels):
+        if name in labels[:i]:
+            j = labels.index(name)
+            raise UsageError(f"two runs are named {name!r} ({paths[j]} and {paths[i]}); pass "
+                             "--name once per run to tell them apart")
     return labels
 
 
 __all__ = ["check_run_name", "default_name", "read_mteb_predictions", "read_ranking",
-           "read_ranking_table", "run_names"]
+           "read_ranking_table", "run_names", "run_tag"]

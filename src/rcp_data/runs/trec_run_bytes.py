@@ -1,13 +1,15 @@
 """A canonical TREC run file split on its bytes, with no Python object per line.
 
 Canonical: UTF-8, every line exactly six non-empty fields ``qid Q0 docid rank score tag``
-joined by single spaces, no other whitespace or control byte, no blank line (a leading
-byte-order mark is dropped, a missing final newline allowed), ranks an optional minus and
-digits (:func:`~rcp_data.runs.run_files.are_integers`; Arrow alone also reads
-``0x1``) and scores numbers that ``float()`` reads. :func:`split_trec_run` returns None for any
-other file, and :func:`rcp_data.runs.run_files.read_run_file` then reads it and names
-its bad line, so the fast path accepts nothing the line reader would refuse and scores exactly
-what it reads.
+(any second field), no blank line (a leading byte-order mark is dropped, a missing final
+newline allowed), ranks an optional minus and digits (any start: 0 or 1; they are checked,
+never used for ordering, as trec_eval) and scores numbers that ``float()`` reads. The compiled
+pass splits fields on any run of the whitespace ``str.split()`` splits on (spaces, tabs, a
+carriage return: files as NIST distributes them); the NumPy fallback takes single spaces only.
+A compressed file (gzip, bzip2, xz, zstd: :mod:`~rcp_data.runs.compressed`) is decompressed
+into memory, then split. :func:`split_trec_run` returns None for any other file, and
+:func:`rcp_data.runs.run_files.read_run_file` then reads it and names its bad line, so the fast
+path accepts nothing the line reader would refuse and scores exactly what it reads.
 
 The lines are split and the run checked (:class:`~rcp_data.runs.run_scan.RunChecks`)
 by one compiled pass where the install has it
@@ -26,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from rcp_data.core.io import BOM
+from rcp_data.runs.compressed import compression_of, read_bytes
 from rcp_data.runs.id_spans import PAD, IdSpans
 from rcp_data.runs.run_files import are_integers
 from rcp_data.runs.run_scan import COMPILED, RunChecks, check_run, scan_trec_run
@@ -56,7 +59,9 @@ class TrecRunSpans:
 
 def read_trec_run_spans(path: str | Path) -> TrecRunSpans | None:
     """:func:`split_trec_run` of a file, read into a buffer with room for the padding (no
-    copy of its bytes)."""
+    copy of its bytes); a compressed file is decompressed into memory first."""
+    if compression_of(path) is not None:
+        return split_trec_run(read_bytes(path))
     with Path(path).open("rb", buffering=0) as fh:
         size = os.fstat(fh.fileno()).st_size
         raw = np.empty(size + PAD, dtype=np.uint8)

@@ -49,6 +49,7 @@ from rcp_data.runs.qrels_files import read_qrels
 from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
 from rcp_data.runs.runs_in import check_run_name, run_names
 from rcp_data.scoring.against import RESAMPLES, SEED
+from rcp_data.scoring.measures import Measure, compute, parse_measure, parse_needs_cutoff
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
 
 GAINS = ("linear", "exp")
@@ -163,10 +164,14 @@ class QrelsScore:
                 out.append((run, measure, MEAN_ID, self.mean(run, measure)))
         return out
 
-    def render(self, fmt: str = "table", *, per_query: bool = False) -> str:
+    def render(self, fmt: str = "table", *, per_query: bool = False, header: bool = True
+               ) -> str:
+        """The result as ``table``, ``tsv`` (a header line ``run measure query value`` unless
+        ``header=False``: trec_eval's shape), ``csv`` or ``json``."""
         if fmt == "tsv":
-            return "".join(f"{r}\t{m}\t{escape_cell(q, markdown=False)}\t{v!r}\n"
-                           for r, m, q, v in self.rows(per_query=per_query))
+            head = "run\tmeasure\tquery\tvalue\n" if header else ""
+            return head + "".join(f"{r}\t{m}\t{escape_cell(q, markdown=False)}\t{v!r}\n"
+                                  for r, m, q, v in self.rows(per_query=per_query))
         if fmt == "csv":
             import csv
             import io
@@ -406,13 +411,17 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 *, names: Sequence[str] | None = None, k: int | Sequence[int] = 10,
                 gain: str = "linear", judged_only: bool = False,
                 tie_rule: str = DEFAULT_TIE_RULE, correction: str | None = None,
-                resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True
-                ) -> QrelsScore:
+                resamples: int = RESAMPLES, seed: int = SEED, compare: bool = True,
+                measures: Sequence[str] | None = None) -> QrelsScore:
     """Score runs (TREC run files, parquet tables, mteb prediction folders, frames with
     ``query-id, corpus-id, score``, or runs :func:`~rcp_data.runs.qrels_runs.read_run` read)
     on graded ``qrels`` (a file :func:`read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
-    or more, every pair is compared on every measure (``compare=False``: none). Returns a :class:`QrelsScore`; raises
+    or more, every pair is compared on every measure (``compare=False``: none).
+    ``measures``: ir-measures names (:mod:`rcp_data.scoring.measures`: ``P(rel=2)@10``,
+    ``AP``, ...) instead of nDCG@k; ``judged_only`` then applies to each, ``gain`` to nDCG, and
+    each ``k`` to a measure named without the cutoff it needs (``P`` with ``k=[5, 10]``: P@5,
+    P@10); they rank as trec_eval (tie rule ``doc-id``). Returns a :class:`QrelsScore`; raises
     :class:`~rcp_data.core.errors.InputError` for a malformed file and
     :class:`~rcp_data.core.errors.UsageError` for a bad option."""
     ks = [int(k)] if isinstance(k, int | np.integer) else [int(x) for x in k]
@@ -431,6 +440,11 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     frame = frame.astype({"query-id": str, "corpus-id": str})
     judged = _Judged.of(frame)
     named = _named_runs(runs, names)
+    if measures is not None:
+        return _score_measures(judged, named, source, _measures(measures, ks, gain, judged_only,
+                                                                tie_rule),
+                               gain=gain, judged_only=judged_only, correction=correction,
+                               resamples=resamples, seed=seed, compare=compare)
     measures = {x: measure_name(x, gain, judged_only) for x in ks}
     ideal_any = judged.ideal(gain, max(ks)) > 0
     keep = ideal_any.nonzero()[0]
@@ -461,6 +475,75 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                       per_query=per_query, gain=gain, judged_only=judged_only,
                       tie_rule=tie_rule, correction=correction, comparisons=comparisons,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
+
+
+def _measures(names: Sequence[str], ks: Sequence[int], gain: str, judged_only: bool,
+              tie_rule: str) -> list[Measure]:
+    """The measures ``names`` name, with the options that apply to each."""
+    from dataclasses import replace
+
+    if tie_rule != DEFAULT_TIE_RULE:
+        raise UsageError(f"named measures rank as trec_eval (tie rule {DEFAULT_TIE_RULE}); "
+                         f"--tie-rule {tie_rule} applies to nDCG@k without --measure")
+    out: list[Measure] = []
+    for text in [n.strip() for name in names for n in _split_names(name)]:
+        bare = parse_measure(text + "@1") if parse_needs_cutoff(text) else None
+        for m in ([replace(bare, cutoff=k) for k in ks] if bare else [parse_measure(text)]):
+            if judged_only:
+                m = replace(m, judged_only=True)
+            if gain == "exp" and m.family == "nDCG":
+                m = replace(m, gain="exp")
+            out.append(m)
+    if not out:
+        raise UsageError("no measure given")
+    return list(dict.fromkeys(out))
+
+
+def _split_names(text: str) -> list[str]:
+    """``P@10,AP(rel=2)`` -> its names (commas inside parentheses kept)."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in [*parts, cur] if p.strip()]
+
+
+def _score_measures(judged: _Judged, named: Mapping, source: str, measures: Sequence[Measure],
+                    *, gain: str, judged_only: bool, correction: str | None, resamples: int,
+                    seed: int, compare: bool) -> QrelsScore:
+    """Every run on the named ``measures``, each run's rows ranked as trec_eval ranks them."""
+    n_q = len(judged.query_ids)
+    per_grades = [judged.grades[judged.offsets[i]:judged.offsets[i + 1]] for i in range(n_q)]
+    keep = np.flatnonzero([bool((g > 0).any()) for g in per_grades])    # as nDCG's queries
+    per_query: dict[str, dict[str, np.ndarray]] = {}
+    ignored: dict[str, int] = {}
+    for name, run in named.items():
+        src = run if isinstance(run, str) else str(run) if isinstance(run, Path) else "<frame>"
+        read = run if isinstance(run, ReadRun) else read_run(run, src)
+        block_qpos = np.array([judged.position.get(q, -1) for q in read.block_query],
+                              dtype=np.int64)
+        size = read.block_size
+        known = np.repeat(block_qpos >= 0, size)
+        ignored[name] = int(np.count_nonzero(~known))
+        rows = np.flatnonzero(known)
+        q = np.repeat(block_qpos, size)[rows]
+        docs = read.docs.take(rows)
+        words = docs.words()
+        grades = judged.grades_of(q, docs, words)
+        order = np.lexsort((-docs.byte_rank(words), -read.scores[rows], q))
+        per_query[name] = {str(m): compute(m, q[order], grades[order], per_grades, n_q)[keep]
+                           for m in measures}
+    names = [str(m) for m in measures]
+    comparisons = _compare(per_query, names, correction, resamples, seed) if compare else ()
+    return QrelsScore(qrels=source, queries=tuple(judged.query_ids[keep].tolist()),
+                      measures=tuple(names), per_query=per_query, gain=gain,
+                      judged_only=judged_only, tie_rule=DEFAULT_TIE_RULE, correction=correction,
+                      comparisons=comparisons, ignored_rows=ignored, resamples=resamples,
+                      seed=seed)
 
 
 def _threads(runs: int) -> int:

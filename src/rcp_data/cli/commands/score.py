@@ -31,8 +31,14 @@ docid grade), or a parquet / CSV table with query-id, corpus-id and grade. nDCG@
 over every judged document, unjudged documents gain 0 (--judged-only removes them first).
 Queries: those with a positive grade; a query a run misses scores 0. Measures are named as
 ir-measures names them (nDCG@10, nDCG(dcg='exp-log2')@20, nDCG(judged_only=True)@10).
---format tsv prints run<TAB>measure<TAB>query-id<TAB>value (query-id "all": the mean; one row
-per query too with --per-query); csv the same with a header; table and json add, with two runs
+--measure M (repeatable, or a list: --measure "P(rel=2)@10,AP(rel=2)") scores ir-measures'
+names instead, as trec_eval ranks (score descending, ties by corpus-id descending):
+nDCG@k, P@k, R@k, RR, RR@k, AP, AP@k, Success@k, Judged@k, (rel=r) for P, R, RR, AP and
+Success; --judged-only applies to each, --gain to nDCG, each --k to a measure named without
+its cutoff (--measure P --k 5,10).
+--format tsv prints a header line run<TAB>measure<TAB>query<TAB>value, then one row per run and
+measure (query "all": the mean; one row per query too with --per-query); --no-header drops the
+header (trec_eval's shape); csv the same with a header; table and json add, with two runs
 or more, each pair's mean difference, paired t-test, 95% interval from 2000 query-bootstrap
 resamples (seed 0) and, with --correction, p-values adjusted over the pairs.
 """
@@ -90,12 +96,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--judged-only", action="store_true",
                    help="remove unjudged documents from each run before ranking")
     q.add_argument("--per-query", action="store_true", help="also print each query's value")
+    q.add_argument("--measure", action="append", default=None, metavar="M",
+                   help="a measure by its ir-measures name (repeatable, or a list): nDCG@k, "
+                   "P@k, R@k, RR, RR@k, AP, AP@k, Success@k, Judged@k, with (rel=r) for P, R, "
+                   "RR, AP, Success (default: nDCG@k for each --k)")
+    q.add_argument("--no-header", action="store_true",
+                   help="--format tsv without its header line (trec_eval's shape)")
     q.add_argument("--correction", choices=("holm", "bonferroni"), default=None,
                    help="adjust the pairs' p-values over the family of pairs")
     p.set_defaults(func=run)
 
 
-QRELS_ONLY = ("gain", "judged_only", "per_query", "correction")
+QRELS_ONLY = ("gain", "judged_only", "per_query", "correction", "measure", "no_header")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +150,8 @@ def run_qrels(args: argparse.Namespace, ks: list[int]) -> int:
                          "release (--dataset)")
     result = score_qrels(args.qrels, args.runs, names=args.name, k=ks, gain=args.gain,
                          judged_only=args.judged_only,
-                         tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction)
+                         tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction,
+                         measures=args.measure)
     fmt = chosen(args)
-    sys.stdout.write(result.render(fmt, per_query=args.per_query))
+    sys.stdout.write(result.render(fmt, per_query=args.per_query, header=not args.no_header))
     return 0
