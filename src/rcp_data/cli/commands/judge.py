@@ -187,6 +187,10 @@ def handle_run(args: argparse.Namespace) -> int:
     release, pool = _open_pool(args.pool, args)
     pool = pool.limit(args.limit_queries)
     schedule = _schedule(args, release.spec)
+    if "B" in args.stages:
+        from rcp_data.judging.settings import check_stage_b_coverage
+
+        check_stage_b_coverage([len(q.doc_ids) for q in pool.queries], schedule)
     run = RunSettings(concurrency=args.concurrency, max_calls=args.max_calls,
                       attempts=args.attempts, context_tokens=args.context_tokens,
                       max_output_tokens=args.max_output_tokens,
