@@ -64,7 +64,8 @@ def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_s
               "a.adaptive_batches=1", "--set", "b.window=2", "--set", "b.placements=0.3"]
     code = main(["-q", "judge", "run", "--pool", str(demo_release_v1), "--store",
                  str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
-                 llama_server, "--model", ALIAS, "--limit-queries", "2", "--context-tokens",
+                 llama_server, "--model", ALIAS, "--judge-name", ALIAS, "--limit-queries",
+                 "2", "--context-tokens",
                  "4096", "--max-output-tokens", "200", "--response-format", "json_object",
                  "--score-values", "integers", "--concurrency", "1", "--no-progress",
                  "--timeout", "300", *budget])
@@ -107,7 +108,8 @@ def test_llama_judged_pools_published_and_verified(demo_data, llama_server, tmp_
               "--set", "b.balanced_share=1"]
     r = judged_release(demo_data, tmp_path, capsys, endpoint=llama_server, model=ALIAS,
                        repo=hub_repo,
-                       run_args=("--context-tokens", "4096", "--max-output-tokens", "200",
+                       run_args=("--judge-name", ALIAS, "--context-tokens", "4096",
+                                 "--max-output-tokens", "200",
                                  "--response-format", "json_object", "--score-values",
                                  "integers", "--concurrency", "1", "--timeout", "300", *budget),
                        calibrate_args=("--rule", "hard-fallback"))

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from rcp_data.cli.main import main
+from rcp_data.core.errors import RcpDataError
 from rcp_data.judging.schedule import query_rng, stage_a, stage_b
-from rcp_data.judging.settings import make_schedule, plan_query, suite_preset
+from rcp_data.judging.settings import make_schedule, plan_query, stage_b_unshown, suite_preset
 
 
 def _drive(gen, answer):
@@ -110,3 +111,86 @@ def test_judge_plan_cli(capsys):
     assert r["calls"]["B"]["total"] == 300
     assert r["placements_per_document"]["A"] == pytest.approx(14.4)
     assert main(["judge", "plan", "--pool-size", "150", "--preset", "nope"]) == 2
+
+
+def _adaptive_starts(n: int, overrides: dict[str, str]) -> list[int]:
+    """The rank (in the order the adaptive batch was picked from) where each adaptive window
+    starts, on a pool of ``n`` with a noisy judge; the order is refit as the scheduler does."""
+    from rcp_data.judging.estimates import fit_bt
+
+    s = make_schedule("full", overrides)
+    rel = np.random.default_rng(11).normal(0, 1.5, n)
+    noise = np.random.default_rng(12)
+    gen = stage_a(n, s, query_rng(42, "A", "q240"))
+    answered, starts = [], []
+    batch = next(gen)
+    try:
+        while True:
+            if batch[0].phase == "adaptive":
+                order = np.argsort(-fit_bt(n, answered), kind="stable")
+                rank_of = np.empty(n, dtype=np.int64)
+                rank_of[order] = np.arange(n)
+                starts += [int(rank_of[list(w.docs)].min()) for w in batch]
+            answers = {}
+            for w in batch:
+                d = np.asarray(w.docs)
+                answers[w.seq] = np.clip(rel[d] + noise.normal(0, 0.6, len(d)), -5, 5)
+                answered.append((d, answers[w.seq]))
+            batch = gen.send(answers)
+    except StopIteration:
+        return starts
+
+
+def test_adaptive_windows_stay_in_the_top_150_ranks_by_default():
+    starts = _adaptive_starts(240, {})
+    assert len(starts) == plan_query(240, make_schedule("full")).calls_a["adaptive"] == 91
+    assert max(starts) <= 150 - 10  # every adaptive window lies within ranks 0..149
+    deeper = _adaptive_starts(240, {"a.adaptive_depth": "300"})
+    assert len(deeper) == 91 and sum(s >= 150 for s in deeper) > 0
+    with pytest.raises(RcpDataError, match="a.adaptive_depth=5 is below the Stage A window"):
+        make_schedule("full", {"a.adaptive_depth": "5"})
+
+
+def test_default_depth_keeps_the_schedule_identity_of_older_stores(tmp_path):
+    """A store written before ``adaptive_depth`` existed (its identity.json holds the schedule
+    without it) still resumes with the default; another depth is refused, named."""
+    from rcp_data.judging.store import Store
+
+    before = {"preset": "full", "seed": 42,
+              "stage_a": {"window": 10, "random_placements": 53 * 10 / 150,
+                          "stratified_placements": 27 * 10 / 150, "reversed_copies": True,
+                          "adaptive_placements": 7 * 8 * 10 / 150, "adaptive_batches": 7,
+                          "discount": 0.3},
+              "stage_b": {"window": 10, "placements": 100 * 10 / 150, "balanced_share": 0.5}}
+    Store(tmp_path / "s", {"schedule": before}).close()
+    Store(tmp_path / "s", {"schedule": make_schedule("full").to_dict()}).close()
+    deeper = make_schedule("full", {"a.adaptive_depth": "300"}).to_dict()
+    assert deeper["stage_a"]["adaptive_depth"] == 300
+    with pytest.raises(RcpDataError, match=r"schedule\.stage_a\.adaptive_depth"):
+        Store(tmp_path / "s", {"schedule": deeper})
+
+
+def test_stage_b_bounds_hold_the_unshown_count_of_a_real_schedule():
+    s = make_schedule("full", {"b.placements": "0.5"})
+    low, high = stage_b_unshown(150, s)
+    assert (low, high) == (70, 110)  # 8 windows of 10: 4 balanced (40), 4 grouped (31 or more)
+    rel = np.linspace(3, -3, 150)
+    for q in range(20):
+        wins = _drive(stage_b(150, s, query_rng(42, "B", f"q{q}")),
+                      lambda w: (rel[np.asarray(w.docs)][:, None] > np.array([-1, 0, 1])
+                                 ).astype(int))
+        unshown = 150 - len({d for w in wins for d in w.docs})
+        assert low <= unshown <= high
+    for preset in ("full", "reduced", "stage-b-only"):
+        assert all(stage_b_unshown(n, make_schedule(preset)) == (0, 0) for n in range(1, 600))
+
+
+def test_plan_refuses_a_schedule_that_leaves_documents_unshown(capsys):
+    code = main(["judge", "plan", "--pool-size", "150", "--queries", "3",
+                 "--set", "b.placements=0.5"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].endswith(
+        "schedule leaves documents never shown to Stage B: 3 of 3 queries; a pool of 150 gets "
+        "8 windows of 10 (4 balanced, 4 grouped), which leave 70 to 110 of its 150 documents "
+        "unshown; raise b.placements (now 0.5)")

@@ -27,6 +27,8 @@ PARAMS = {
                   {"note": "SYNTHETIC test parameters"}),
     2: ItemParams((1.2, 1.2, 1.0, 0.9, 0.7), (-1.2, -0.4, 0.3, 1.1, 2.2),
                   {"note": "SYNTHETIC test parameters, refit"}),
+    3: ItemParams((1.3, 1.0, 1.0, 0.85, 0.75), (-1.4, -0.5, 0.25, 1.05, 2.0),
+                  {"note": "SYNTHETIC test parameters, refit again"}),
 }
 
 

@@ -115,6 +115,7 @@ class SimulatedJudge:
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
     plan: FaultPlan | None = None
     asked: collections.Counter = field(default_factory=collections.Counter)  # prompt hash
+    model: str = MODEL  # the id it serves (a path, as llama.cpp's server gives, for tests)
     _drawn: dict = field(default_factory=dict, repr=False)
     _heads: dict = field(default_factory=dict, repr=False)
 
@@ -180,7 +181,7 @@ class SimulatedJudge:
 
         async def models(_request):
             return web.json_response({"object": "list", "data": [
-                {"id": MODEL, "object": "model", "owned_by": "rcp-data SIMULATED",
+                {"id": self.model, "object": "model", "owned_by": "rcp-data SIMULATED",
                  "max_model_len": 32768}]})
 
         async def chat(request):
@@ -199,7 +200,7 @@ class SimulatedJudge:
                     request.transport.close()
                     return web.Response(status=500)
                 await asyncio.sleep(self.hang_seconds)
-            if data.get("model") != MODEL:
+            if data.get("model") != self.model:
                 return web.json_response({"error": f"model {data.get('model')!r} not found"},
                                          status=404)
             if self.latency:
@@ -211,7 +212,7 @@ class SimulatedJudge:
                 return self._planned_fault(request, planned, web)
             text, finish = self.answer(prompt, int(data.get("seed") or 0))
             return web.Response(content_type="application/json", body=_dumps({
-                "id": "SIMULATED", "object": "chat.completion", "model": MODEL,
+                "id": "SIMULATED", "object": "chat.completion", "model": self.model,
                 "system_fingerprint": "SIMULATED",
                 "choices": [{"index": 0, "finish_reason": finish,
                              "message": {"role": "assistant", "content": text}}],

@@ -7,11 +7,12 @@ from collections import Counter
 
 from rcp_data.judging.budget import TokenCounter
 from rcp_data.judging.prompts import load_prompts
-from rcp_data.judging.settings import Schedule, plan_query
+from rcp_data.judging.settings import Schedule, check_stage_b_coverage, plan_query
 
 
 def plan_report(sizes: list[int], schedule: Schedule, *, pool=None, throughput: float = 10.0,
                 output_tokens: tuple[int, int] = (150, 400)) -> dict:
+    check_stage_b_coverage(sizes, schedule)
     calls: Counter = Counter()
     docs = sum(sizes)
     placements = {"A": 0, "B": 0}

@@ -12,7 +12,10 @@ of ``w`` consecutive documents of the estimated order (rounds from a random offs
 too; then adaptive batches: before each a refit, the boundary values of Eq. 6,
 ``v_r = p_r (1 - p_r) / log2(r + 1) / (1 + n_r)``, and greedy picks of the windows of ``w``
 consecutive ranks with the largest summed value, the boundaries a pick covers multiplied by the
-discount (0.3). Adaptive windows are shown once, best first in the current order.
+discount (0.3). Adaptive windows lie within the top ``adaptive_depth`` (150) ranks of the
+current order, as in the authors' toolkit: the ranks an nDCG weighs are refined, the tail of a
+larger pool is left to the random and stratified windows. Adaptive windows are shown once, best
+first in the current order.
 
 Stage B: balanced windows first (least-shown documents, random ties), then a Rasch fit and
 windows of documents with similar estimates (rounds of consecutive documents of that order
@@ -138,7 +141,8 @@ def stage_a(n: int, schedule: Schedule, rng: np.random.Generator,
                                   _consecutive(order, w, plan.stratified, rng, shuffle=True)))
     for b in range(plan.adaptive_batches):
         est = fit_bt(n, answered)
-        picks = adaptive_picks(est, shown, w, plan.adaptive_per_batch, s.discount)
+        picks = adaptive_picks(est, shown, w, plan.adaptive_per_batch, s.discount,
+                               depth=s.adaptive_depth)
         yield from ask([Window("A", "adaptive", seq.take(), tuple(int(d) for d in p), batch=b)
                         for p in picks])
 
@@ -162,9 +166,12 @@ def boundary_values(est: np.ndarray, shown: list[np.ndarray]) -> tuple[np.ndarra
 
 
 def adaptive_picks(est: np.ndarray, shown: list[np.ndarray], w: int, count: int,
-                   discount: float) -> list[np.ndarray]:
-    """One adaptive batch: ``count`` greedy picks of ``w`` consecutive ranks."""
+                   discount: float, depth: int | None = None) -> list[np.ndarray]:
+    """One adaptive batch: ``count`` greedy picks of ``w`` consecutive ranks, all within the
+    top ``depth`` ranks of the current order (the whole pool when ``depth`` is None)."""
     order, value = boundary_values(est, shown)
+    if depth is not None and len(order) > max(depth, w):
+        order, value = order[:max(depth, w)], value[:max(depth, w) - 1]
     n = len(order)
     picks = []
     for _ in range(count):

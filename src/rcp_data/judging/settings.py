@@ -26,6 +26,7 @@ from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import SuiteSpec
 
 SCHEDULE_SEED = 42  # Table 2
+ADAPTIVE_DEPTH = 150  # the authors' bound: adaptive rounds refine the top 150 ranks only
 STAGE_A_PHASES = ("random", "stratified", "adaptive")
 STAGE_B_PHASES = ("balanced", "grouped")
 
@@ -39,6 +40,7 @@ class StageASettings:
     adaptive_placements: float = 7 * 8 * 10 / 150
     adaptive_batches: int = 7
     discount: float = 0.3
+    adaptive_depth: int = ADAPTIVE_DEPTH  # adaptive windows lie within these top ranks
 
     @property
     def enabled(self) -> bool:
@@ -67,8 +69,12 @@ class Schedule:
     seed: int = SCHEDULE_SEED
 
     def to_dict(self) -> dict:
-        return {"preset": self.preset, "seed": self.seed,
-                "stage_a": dataclasses.asdict(self.stage_a),
+        """The schedule as a store's identity holds it; ``adaptive_depth`` only when it is
+        not the default, so stores written before the setting existed still resume."""
+        a = dataclasses.asdict(self.stage_a)
+        if a["adaptive_depth"] == ADAPTIVE_DEPTH:
+            del a["adaptive_depth"]
+        return {"preset": self.preset, "seed": self.seed, "stage_a": a,
                 "stage_b": dataclasses.asdict(self.stage_b)}
 
     def digest_text(self) -> str:
@@ -147,6 +153,9 @@ def _check(s: Schedule) -> None:
         raise UsageError("placements per document cannot be negative")
     if a.adaptive_batches < 1 or not 0 < a.discount <= 1:
         raise UsageError("adaptive batches must be >= 1 and the discount in (0, 1]")
+    if a.adaptive_depth < a.window:
+        raise UsageError(f"a.adaptive_depth={a.adaptive_depth} is below the Stage A window "
+                         f"({a.window}): an adaptive window must fit in the top ranks")
     if not 0 <= b.balanced_share <= 1:
         raise UsageError("the balanced share of Stage B must be in [0, 1]")
 
@@ -213,3 +222,57 @@ def plan_query(n_docs: int, schedule: Schedule) -> QueryPlan:
     balanced = int(round(total_b * b.balanced_share))
     return QueryPlan(n_docs, wa, wb, rnd, strat, batches if per_batch else 0, per_batch,
                      a.reversed_copies, balanced, total_b - balanced)
+
+
+def _longest_round(n: int, w: int) -> int:
+    """The most windows one round of ``w`` consecutive ranks of ``n`` takes over its random
+    offsets (the rounds of :func:`rcp_data.judging.schedule._starts`)."""
+    if n <= w:
+        return 1
+    longest = 0
+    for offset in range(w):
+        starts = list(range(offset, n - w + 1, w))
+        extra = (offset > 0) + (not starts or starts[-1] + w < n)
+        longest = max(longest, len(starts) + extra)
+    return longest
+
+
+def stage_b_unshown(n_docs: int, schedule: Schedule) -> tuple[int, int]:
+    """The fewest and the most documents of a pool of ``n_docs`` that Stage B's windows may
+    leave unshown (both 0 when every document is surely shown). Balanced windows show the
+    least-shown documents first, so ``b`` of them show ``min(b * w, n)``; grouped windows are
+    rounds of consecutive ranks, so a full round shows every document."""
+    b = schedule.stage_b
+    if not b.enabled or n_docs == 0:
+        return 0, 0
+    p = plan_query(n_docs, schedule)
+    w = p.window_b
+    balanced = min(p.balanced * w, n_docs)
+    # k grouped windows of a partial round show at least w, then at least one new document
+    # for the second (it may overlap the first) and w for each further one
+    k = p.grouped
+    if k >= _longest_round(n_docs, w):
+        grouped = n_docs
+    else:
+        grouped = min(n_docs, 0 if k == 0 else w if k == 1 else (k - 1) * w + 1)
+    surely = max(balanced, grouped)
+    if surely >= n_docs:
+        return 0, 0
+    return max(n_docs - balanced - k * w, 0), n_docs - surely
+
+
+def check_stage_b_coverage(sizes: list[int], schedule: Schedule) -> None:
+    """Refuse a schedule whose Stage B may leave a pool document never shown (a document
+    Stage B never saw has no criteria answers to calibrate): one line with the count."""
+    bad = [(n, *stage_b_unshown(n, schedule)) for n in sizes]
+    bad = [t for t in bad if t[2] > 0]
+    if not bad:
+        return
+    n, low, high = max(bad, key=lambda t: (t[2], t[0]))
+    p = plan_query(n, schedule)
+    span = f"{high}" if low == high else f"{low} to {high}"
+    raise UsageError(
+        f"schedule leaves documents never shown to Stage B: {len(bad):,} of {len(sizes):,} "
+        f"queries; a pool of {n} gets {p.total_b} windows of {p.window_b} ({p.balanced} "
+        f"balanced, {p.grouped} grouped), which leave {span} of its {n} documents unshown; "
+        f"raise b.placements (now {schedule.stage_b.placements:g})")

@@ -407,12 +407,15 @@ JUDGING_HASHES = ("prompt_a_sha256", "prompt_b_sha256", "rubric_sha256")
 
 
 def judge_entry(manifest: BuildManifest) -> dict:
-    """The releases.json ``judge`` of a release from its build manifest: the model and its
-    revision, and the sha256 of the Stage A and Stage B prompts and of the rubric when the
+    """The releases.json ``judge`` of a release from its build manifest: the model (the judge's
+    name) and its revision, the model id as served when it is another (``served_model``), and the sha256 of the Stage A and Stage B prompts and of the rubric when the
     build took an ``rcp-data judge`` run's record (``parameters.judging``)."""
     out = {"model": manifest.judge.model, "revision": manifest.judge.revision}
     judging = manifest.parameters.get("judging")
     if isinstance(judging, Mapping):
+        served = judging.get("judge_model")
+        if isinstance(served, str) and served and served != manifest.judge.model:
+            out["served_model"] = served   # the id the server gave (``--judge-name``)
         out.update({k: judging[k] for k in JUDGING_HASHES if judging.get(k)})
     return out
 

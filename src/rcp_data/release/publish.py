@@ -6,7 +6,9 @@ Order of work (``docs/concepts/release-layout.md``, Releases; ``hub-api.md``):
    id of every file: :class:`~rcp_data.core.files.Snapshot`), then check the release directory (``checks/release_check.py``) and verify
    it as ``rcp-data verify`` does (:func:`check_before_publishing`; a receipt of the same bytes
    stands for the checks it records as passed); refuse before any upload if either fails.
-2. Read the branch head and the tags; build an explicit operation list against that head:
+2. Read the branch head and the tags, and the head's ``releases.json``: the release's history
+   must extend the Hub's (same numbers, tags, shas; :mod:`rcp_data.release.hub_history`), else
+   nothing is uploaded. Build an explicit operation list against that head:
    an add for every release file, a delete for every file on the branch the release lacks.
 3. ONE ``create_commit`` with ``parent_commit`` = that head, always: the ``--parent-commit``
    given, else the head read in step 2 (optimistic concurrency: a branch that moved meanwhile
@@ -75,6 +77,7 @@ from rcp_data.model.history import (
 )
 from rcp_data.model.layout import RELEASES_JSON
 from rcp_data.model.manifest import release_digest
+from rcp_data.release.hub_history import check_extends, read_hub_history
 
 if TYPE_CHECKING:  # huggingface_hub is imported when a commit is built
     from huggingface_hub import CommitOperationAdd, HfApi
@@ -313,16 +316,19 @@ def _plan(report: CheckReport, repo: str, branch: str, parent_commit: str | None
                        changed=[], deleted=[], endpoint=api.endpoint)
     plan.changed, plan.deleted = diff_tree(files, client.files(repo, head))
     target = tags.get(release.tag)
-    if target is not None:
-        changed, deleted = (plan.changed, plan.deleted) if target == head else \
-            diff_tree(files, client.files(repo, target))
-        if changed or deleted:
-            raise RefusedError(
-                f"tag {release.tag} already exists on commit {target}, which holds different "
-                f"files ({len(changed)} differ, {len(deleted)} extra); tags are never moved. "
-                "Nothing was committed or tagged")
-        plan.already_tagged = target
+    changed, deleted = ([], []) if target is None else \
+        (plan.changed, plan.deleted) if target == head else \
+        diff_tree(files, client.files(repo, target))
+    if target is not None and not changed and not deleted:
+        plan.already_tagged = target  # published identically before: nothing to do
         return plan
+    # a release whose history does not extend the Hub's is never uploaded (nor tagged)
+    check_extends(read_hub_history(client, repo, branch, head, tags), history)
+    if target is not None:
+        raise RefusedError(
+            f"tag {release.tag} already exists on commit {target}, which holds different "
+            f"files ({len(changed)} differ, {len(deleted)} extra); tags are never moved. "
+            "Nothing was committed or tagged")
     if plan.noop and _own_commit_of(api, plan, head):
         plan.already_tagged = None
         plan.resume = head

@@ -48,9 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_source_option(p)
     p.add_argument("--repo", metavar="OWNER/NAME",
                    help="Hub repo the release is for (required, except for the demo suite)")
-    p.add_argument("--history", type=Path,
-                   help="the repo's release history (default: the project's "
-                   "release/<suite>.json when it tracks --repo; else a new history)")
+    p.add_argument("--history", metavar="FILE|hf://datasets/OWNER/NAME",
+                   help="the repo's release history: a releases.json file, or the Hub's own "
+                   "(its head's releases.json, shas from its tags); default: the project's "
+                   "release/<suite>.json when it tracks --repo; else a new history")
     p.add_argument("--previous-revision", metavar="SHA",
                    help="commit sha of the repo's current release when the history does not "
                    "know it (the sha its Hub tag points at)")
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     repo = args.repo or spec.repo
     previous = None
     if not args.no_prepare:
-        previous = args.history or project_history(spec.name, repo)
+        previous = _history(args.history) if args.history else project_history(spec.name, repo)
     result = build_release_dir(
         spec, args.inputs, args.out, source_options=options, repo=repo, previous=previous,
         summary=args.summary, date=args.date, previous_revision=args.previous_revision,
@@ -105,6 +106,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict()))
     return 0
+
+
+def _history(value: str):
+    """``--history``: a history file, or the Hub's history of ``hf://datasets/OWNER/NAME``."""
+    from rcp_data.core.hub_client import HubClient, parse_hf_path
+
+    hub = parse_hf_path(value)
+    if hub is None:
+        return Path(value)
+    from rcp_data.release.hub_history import history_from_hub
+
+    return history_from_hub(HubClient.from_env(), *hub)
 
 
 def _spec(args: argparse.Namespace):

@@ -62,6 +62,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--endpoint", action="append", required=True, metavar="URL",
                      help="an OpenAI-compatible base URL (.../v1); repeat for replicas")
     run.add_argument("--model", required=True, help="the served model name")
+    run.add_argument("--judge-name", metavar="NAME",
+                     help="the judge's name in the release tag v<N>-NAME, card and history "
+                     "(required when --model is a file path or not a Hub id OWNER/NAME; the "
+                     "served id stays in the provenance)")
     run.add_argument("--judge-revision", default="", help="the model's checkpoint revision")
     run.add_argument("--api-key-env", metavar="NAME",
                      help="environment variable holding the API key (never printed)")
@@ -176,7 +180,9 @@ def handle_run(args: argparse.Namespace) -> int:
     from rcp_data.judging.driver import RunSettings, judge_identity, judge_pool, run_async
     from rcp_data.judging.prompts import load_prompts
     from rcp_data.judging.tables import export_tables
+    from rcp_data.model.judge_name import judge_name
 
+    name = judge_name(args.model, args.judge_name)  # before any call: a tag is for good
     prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
                            response_format=args.response_format, score_values=args.score_values)
     release, pool = _open_pool(args.pool, args)
@@ -188,6 +194,10 @@ def handle_run(args: argparse.Namespace) -> int:
     check_apart(args.out, inputs)
     pool = pool.limit(args.limit_queries)
     schedule = _schedule(args, release.spec)
+    if "B" in args.stages:
+        from rcp_data.judging.settings import check_stage_b_coverage
+
+        check_stage_b_coverage([len(q.doc_ids) for q in pool.queries], schedule)
     run = RunSettings(concurrency=args.concurrency, max_calls=args.max_calls,
                       attempts=args.attempts, context_tokens=args.context_tokens,
                       max_output_tokens=args.max_output_tokens,
@@ -204,8 +214,10 @@ def handle_run(args: argparse.Namespace) -> int:
                                    counter, run))
     _require_complete(args.store, summary)
     synthetic = "SIMULATED" in args.model or release.synthetic
-    judge = {"model": args.model, "revision": args.judge_revision,
-             "short": args.model.split("/")[-1][:24]}
+    judge = {"model": name, "revision": args.judge_revision,
+             "short": name.split("/")[-1][:24]}
+    if name != args.model:
+        judge["served_model"] = args.model
     if synthetic:
         judge["synthetic"] = True
     record = export_tables(args.store, args.out, [q.key for q in pool.queries],
