@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from rcp_data.core.errors import NotFoundError, RcpDataError, RefusedError, UsageError
+from rcp_data.core.redact import redact
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -76,14 +77,6 @@ class BranchMoved(RefusedError):
 
 class HubConflict(RefusedError):
     """409: the Hub refused a change that conflicts with what it holds (exit 1)."""
-
-
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
-
-
-def redact(text: object) -> str:
-    """``text`` with the userinfo of every URL in it (``user:secret@``) replaced by ``***@``."""
-    return _USERINFO.sub(r"\1***@", str(text))
 
 
 def _one_line(text: object) -> str:
