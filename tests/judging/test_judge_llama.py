@@ -2,7 +2,8 @@
 OpenAI-compatible server, judged by ``rcp-data judge run``, then ``calibrate``, offline.
 
 Its answers are poor; what is tested is that they become valid tables and counted invalid
-windows. Two queries of the demo release, a small budget (small windows, few placements).
+windows, and that the defaults work with it: the probe finds that the server refuses
+``json_schema`` and asks for ``json_object``; the default output cap holds every answer. Two queries of the demo release, a small budget (small windows, few placements).
 """
 
 from __future__ import annotations
@@ -66,10 +67,11 @@ def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_s
                  str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
                  llama_server, "--model", ALIAS, "--judge-name", ALIAS, "--limit-queries",
                  "2", "--context-tokens",
-                 "4096", "--max-output-tokens", "200", "--response-format", "json_object",
-                 "--score-values", "integers", "--concurrency", "1", "--no-progress",
+                 "4096", "--score-values", "integers", "--concurrency", "1", "--no-progress",
                  "--timeout", "300", *budget])
     assert code == 0
+    ident = json.loads((tmp_path / "store/identity.json").read_text())
+    assert ident["prompts"]["response_format"] == "json_object"
     t = pd.read_parquet(tmp_path / "out/judge/tournament.parquet")
     c = pd.read_parquet(tmp_path / "out/judge/criteria.parquet")
     assert t["query-id"].nunique() == 2 and t.groupby("query-id")["call_index"].nunique(
@@ -109,9 +111,8 @@ def test_llama_judged_pools_published_and_verified(demo_data, llama_server, tmp_
     r = judged_release(demo_data, tmp_path, capsys, endpoint=llama_server, model=ALIAS,
                        repo=hub_repo,
                        run_args=("--judge-name", ALIAS, "--context-tokens", "4096",
-                                 "--max-output-tokens", "200",
-                                 "--response-format", "json_object", "--score-values",
-                                 "integers", "--concurrency", "1", "--timeout", "300", *budget),
+                                 "--score-values", "integers",
+                                 "--concurrency", "1", "--timeout", "300", *budget),
                        calibrate_args=("--rule", "hard-fallback"))
     assert r["built"]["queries"] == 2
     rec = json.loads((r["judge"] / "judging.json").read_text())

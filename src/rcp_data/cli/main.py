@@ -131,8 +131,8 @@ def run_command(args: argparse.Namespace) -> int:
     except Exception as exc:  # the one error boundary: no traceback unless -v
         code, message = describe_error(exc)
         if args.verbose:
-            traceback.print_exception(exc, file=sys.stderr)
-        print(f"rcp-data {args.command}: error: {message}", file=sys.stderr)
+            print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+        print(f"rcp-data {args.command}: error: {redact(message)}", file=sys.stderr)
         return code
 
 

@@ -26,6 +26,7 @@ import os
 import sys
 
 from rcp_data.core.io import as_user_sees
+from rcp_data.core.redact import RedactFilter
 
 EXIT_CODES = """exit codes:
   0    it ran, and every check it made passed
@@ -95,6 +96,7 @@ def configure(args: argparse.Namespace) -> None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handler.addFilter(_AsUserSees())
+        handler.addFilter(RedactFilter())
         handler._rcp_data_cli = True  # type: ignore[attr-defined]
         root.addHandler(handler)
         root.setLevel(level)

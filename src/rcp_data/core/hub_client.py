@@ -53,6 +53,7 @@ from rcp_data.core.errors import (  # the Hub's errors live in core.errors; kept
     RcpDataError,
     UsageError,
 )
+from rcp_data.core.redact import redact
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -69,12 +70,6 @@ _TRANSPORT_MODULES = ("httpx", "httpcore", "requests", "urllib3")
 LOCAL_HUB_SERVER = "rcp-data-local-hub"   # the local Hub's ``Server`` header starts so
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]*@")
-
-
-def redact(text: object) -> str:
-    """``text`` with the userinfo of every URL in it (``user:secret@``) replaced by ``***@``."""
-    return _USERINFO.sub(r"\1***@", str(text))
 
 
 def _one_line(text: object) -> str:

@@ -29,6 +29,9 @@ MODEL = "rcp-data/SIMULATED-judge"
 GAMMA = (1.4, 1.1, 0.9, 0.8, 0.8)
 BETA = (-1.6, -0.6, 0.2, 1.0, 1.9)
 _NUMBER = re.compile(r"\[(\d+)\] ")  # a passage's line starts "[k] "
+LLAMA_CPP_REFUSAL = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                     "'msg': \"Input should be 'text' or 'json_object'\", "
+                     "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}]")
 _QUERY = re.compile(r"^Query: (.*)$", re.MULTILINE)
 _CRITERION = re.compile(r"^(C\d+) \(", re.MULTILINE)
 
@@ -110,6 +113,13 @@ class SimulatedJudge:
     faults: float = 0.0  # share of requests that fail (429, 500, reset, hang in turn)
     latency: float = 0.0
     hang_seconds: float = 5.0
+    # as llama.cpp's server does: a json_schema response format answered with this HTTP
+    # status (400 or 500) and its message; 0 takes it
+    refuse_json_schema: int = 0
+    fail_after: int = 0  # after this many requests, ...
+    fail_status: int = 0  # ... every chat request answered with this status (0: none) ...
+    fail_message: str = "SIMULATED failure"  # ... and this error message
+    retry_after: str | None = None  # ... and this Retry-After header
     gamma: tuple = GAMMA
     beta: tuple = BETA
     stats: dict = field(default_factory=lambda: {"requests": 0, "faults": 0, "malformed": 0})
@@ -188,6 +198,16 @@ class SimulatedJudge:
             self.stats["requests"] += 1
             data = _loads(await request.read())
             counter["n"] += 1
+            if self.fail_status and counter["n"] > self.fail_after:
+                headers = {"Retry-After": self.retry_after} if self.retry_after else None
+                return web.json_response({"error": {"message": self.fail_message,
+                                                    "code": self.fail_status}},
+                                         status=self.fail_status, headers=headers)
+            fmt = data.get("response_format") or {}
+            if self.refuse_json_schema and fmt.get("type") == "json_schema":
+                return web.json_response({"error": {
+                    "message": LLAMA_CPP_REFUSAL, "code": self.refuse_json_schema}},
+                    status=self.refuse_json_schema)
             if self.faults and (counter["n"] * 0.6180339887) % 1.0 < self.faults:
                 self.stats["faults"] += 1
                 kind = counter["n"] % 4
@@ -206,6 +226,13 @@ class SimulatedJudge:
             if self.latency:
                 await asyncio.sleep(self.latency)
             prompt = data["messages"][-1]["content"]
+            if "Passages:\n" not in prompt:  # a client's probe call
+                return web.Response(content_type="application/json", body=_dumps({
+                    "id": "SIMULATED", "object": "chat.completion", "model": self.model,
+                    "system_fingerprint": "SIMULATED",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": '{"ok": true}'}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
             self.asked[_prompt_hash(prompt)] += 1
             planned = self.plan.kind(prompt) if self.plan is not None else None
             if planned is not None:

@@ -115,3 +115,11 @@ def per_document_budget(counter: TokenCounter, empty_prompt: str, w: int, *,
                          f"cap {max_output} and the reserve {RESERVE_TOKENS}, leaving {per_doc} "
                          f"per document of a window of {w} (at least {MIN_DOC_TOKENS} needed)")
     return per_doc
+
+
+def min_output_tokens(counter: TokenCounter, longest_answer: str) -> int:
+    """Output tokens that hold ``longest_answer`` surely: its count with the judge's
+    tokenizer, else one token per two characters (JSON's digits and quotes are short tokens)."""
+    if counter.exact:
+        return counter.count(longest_answer) + 8
+    return -(-len(longest_answer) // 2)

@@ -6,15 +6,21 @@ a timeout, HTTP 408, 429 or 5xx is retried with exponential backoff (``Retry-Aft
 and sets the replica aside for a while (5 s doubling to 60 s while it keeps failing); when every
 replica is set aside a request waits, at most ``outage_wait`` seconds from its first failure.
 HTTP 401/403 (credentials) and 404 (no such model or route) stop the run; any other 4xx is this
-request's refusal. The API key is read from an environment variable and only ever sent in the
+request's refusal. A server's first failure is logged with its status and message; a run
+stops (:class:`OutageError`) when every call has failed for longer than ``outage_wait``, or
+``fail_limit`` calls in a row failed before any succeeded. ``Retry-After`` is capped by
+``outage_wait``: a server asking to wait longer is an outage. :meth:`ChatClient.probe` learns
+which response format each replica accepts. The API key is read from an environment variable and only ever sent in the
 ``Authorization`` header.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -25,6 +31,7 @@ from rcp_data.core.errors import (  # EndpointError, OutageError: kept importabl
     OutageError,
     UsageError,
 )
+from rcp_data.core.redact import strip_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,14 @@ except ImportError:  # pragma: no cover - json is the fallback
     _loads = json.loads
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+FORMATS = ("json_schema", "json_object", "none")  # strongest first
+_PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                 "required": ["ok"], "additionalProperties": False}
+_PROBE_FORMATS = {
+    "json_schema": {"type": "json_schema", "json_schema": {
+        "name": "probe", "schema": _PROBE_SCHEMA, "strict": True}},
+    "json_object": {"type": "json_object", "schema": _PROBE_SCHEMA},
+    "none": None}
 
 
 @dataclass
@@ -56,11 +71,13 @@ class ChatResult:
 @dataclass
 class _Replica:
     url: str
+    name: str = ""  # the url without userinfo: what is shown and stored
     in_flight: int = 0
     parked_until: float = 0.0
     backoff: float = 5.0
     failures: int = 0
     calls: int = 0
+    told: bool = False  # its first failure was shown
 
 
 @dataclass
@@ -77,6 +94,7 @@ class ClientSettings:
     park_max: float = 60.0
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
+    fail_limit: int = 8  # calls failed in a row, none succeeded yet: the run stops
     extra: dict = field(default_factory=dict)
 
 
@@ -88,7 +106,7 @@ def _base(url: str) -> str:
 class ChatClient:
     def __init__(self, s: ClientSettings) -> None:
         self.s = s
-        self.replicas = [_Replica(_base(u)) for u in s.urls]
+        self.replicas = [_Replica(_base(u), strip_userinfo(_base(u))) for u in s.urls]
         self._session = None
         self._headers = {"Content-Type": "application/json"}
         if s.api_key_env:
@@ -98,6 +116,9 @@ class ChatClient:
                                  "not set")
             self._headers["Authorization"] = f"Bearer {key}"
         self.served: dict[str, dict] = {}
+        self._succeeded = False
+        self._streak = 0
+        self._failing_since: float | None = None
 
     async def __aenter__(self) -> ChatClient:
         import aiohttp
@@ -127,19 +148,80 @@ class ChatClient:
                 async with self._session.get(f"{r.url}/models", timeout=aiohttp.ClientTimeout(
                         total=30)) as resp:
                     if resp.status in (401, 403):
-                        raise EndpointError(f"{r.url}: the endpoint refused the credentials "
+                        raise EndpointError(f"{r.name}: the endpoint refused the credentials "
                                             f"(HTTP {resp.status}); set --api-key-env")
                     body = await resp.json(content_type=None)
             except EndpointError:  # a ConnectionError too: not "cannot reach"
                 raise
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-                raise EndpointError(f"cannot reach the endpoint {r.url} "
+                raise EndpointError(f"cannot reach the endpoint {r.name} "
                                     f"({type(exc).__name__}: {exc or 'no answer'})") from exc
             ids = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)]
             if self.s.model not in ids:
-                raise EndpointError(f"the endpoint {r.url} does not serve the model "
+                raise EndpointError(f"the endpoint {r.name} does not serve the model "
                                     f"{self.s.model!r} (it serves: {', '.join(map(str, ids)) or 'none'})")
             self.served[r.url] = next(m for m in body["data"] if m.get("id") == self.s.model)
+
+    async def probe(self) -> str:
+        """One small call per replica and format, strongest first: the strongest format every
+        replica accepts (one warning line per replica says which)."""
+        picked = []
+        for r in self.replicas:
+            errors = []
+            for name in FORMATS:
+                body = {"model": self.s.model, "max_tokens": 16, "messages": [
+                    {"role": "user", "content": 'Answer with the JSON {"ok": true}.'}]}
+                if _PROBE_FORMATS[name] is not None:
+                    body["response_format"] = _PROBE_FORMATS[name]
+                status, text = await self._post_once(r, _dumps(body))
+                if status == 200:
+                    picked.append(name)
+                    break
+                if status in (401, 403, 404) or status is None:
+                    self._raise_fatal(r, status, text)
+                errors.append(f"{name}: HTTP {status}: {text}")
+            else:
+                raise OutageError(f"{r.name}: the endpoint answered no probe call "
+                                  f"({'; '.join(errors)})")
+            how = {"json_schema": "answers constrained by a JSON schema",
+                   "json_object": "json_schema refused; JSON answers (json_object)",
+                   "none": "no response format accepted; plain-text answers, read as JSON"}
+            log.warning("judge endpoint %s: %s", r.name, how[picked[-1]])
+        return max(picked, key=FORMATS.index)
+
+    async def _post_once(self, r: _Replica, payload: bytes) -> tuple[int | None, str]:
+        aiohttp = self._aiohttp
+        try:
+            async with self._session.post(
+                    self._chat_urls[r.url], data=payload,
+                    timeout=aiohttp.ClientTimeout(total=min(self.s.timeout, 120))) as resp:
+                return resp.status, _message(await resp.text())
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            return None, f"{type(exc).__name__}: {exc or 'no answer'}"
+
+    def _raise_fatal(self, r: _Replica, status: int | None, text: str) -> None:
+        if status in (401, 403):
+            raise EndpointError(f"{r.name}: the endpoint refused the credentials (HTTP "
+                                f"{status}); set --api-key-env")
+        if status == 404:
+            raise EndpointError(f"{r.name}: no such model or route (HTTP 404: {text})")
+        if status is None:
+            raise EndpointError(f"cannot reach the endpoint {r.name} ({text})")
+
+    def _failed(self, r: _Replica, last: str, status: int | None) -> None:
+        """Count a failed try; show a replica's first failure; stop a run that cannot go on."""
+        now = time.monotonic()
+        self._streak += status not in (408, 429)  # busy is not broken
+        self._failing_since = self._failing_since or now
+        if not r.told:
+            r.told = True
+            log.warning("judge endpoint %s failed: %s", r.name, last)
+        if not self._succeeded and self._streak >= self.s.fail_limit:
+            raise OutageError(f"{self._streak} calls in a row failed and none succeeded "
+                              f"(last, {r.name}: {last})")
+        if now - self._failing_since > self.s.outage_wait:
+            raise OutageError(f"every call has failed for more than {self.s.outage_wait:g} s "
+                              f"(--outage-wait; last, {r.name}: {last})")
 
     def _pick(self) -> _Replica | None:
         now = time.monotonic()
@@ -150,10 +232,10 @@ class ChatClient:
 
     def _park(self, r: _Replica, retry_after: float | None) -> None:
         r.failures += 1
-        wait = max(r.backoff, retry_after or 0.0)
+        wait = min(max(r.backoff, retry_after or 0.0), self.s.outage_wait)
         r.parked_until = time.monotonic() + wait
         r.backoff = min(r.backoff * 2, self.s.park_max)
-        log.info("replica %s set aside for %.1f s", r.url, wait)
+        log.info("replica %s set aside for %.1f s", r.name, wait)
 
     async def chat(self, prompt: str, *, response_format: dict | None, seed: int | None
                    ) -> ChatResult:
@@ -176,7 +258,7 @@ class ChatClient:
                 first_failure = first_failure or now
                 if now - first_failure > self.s.outage_wait:
                     raise OutageError(f"every replica has been down for more than "
-                                      f"{self.s.outage_wait:g} s (last: {last})")
+                                      f"{self.s.outage_wait:g} s (--outage-wait; last: {last})")
                 soonest = min(x.parked_until for x in self.replicas)
                 await asyncio.sleep(max(0.05, min(soonest - now, 5.0)))
                 r = self._pick()
@@ -193,37 +275,69 @@ class ChatClient:
                         if not isinstance(data, dict):
                             raise ValueError("the answer is not a JSON object")
                         r.backoff, r.failures = self.s.park_min, 0
-                        return _result(data, r.url, attempt + 1)
-                    text = (await resp.text())[:300]
+                        self._succeeded, self._streak, self._failing_since = True, 0, None
+                        return _result(data, r.name, attempt + 1)
+                    text = _message(await resp.text())
                     retry_after = _retry_after(resp.headers.get("Retry-After"))
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
                 status, text = None, f"{type(exc).__name__}: {exc}"
             finally:
                 r.in_flight -= 1
             last = f"HTTP {status}: {text}" if status else text
-            if status in (401, 403):
-                raise EndpointError(f"{r.url}: the endpoint refused the credentials (HTTP "
-                                    f"{status}); set --api-key-env")
-            if status == 404:
-                raise EndpointError(f"{r.url}: no such model or route (HTTP 404: {text})")
+            if status in (401, 403, 404):
+                self._raise_fatal(r, status, text)
             if status is not None and status not in RETRY_STATUS:
-                return ChatResult(None, None, error="refusal", detail=last, replica=r.url,
+                if not r.told:
+                    r.told = True
+                    log.warning("judge endpoint %s refused a call: %s", r.name, last)
+                return ChatResult(None, None, error="refusal", detail=last, replica=r.name,
                                   tries=attempt + 1)
+            if retry_after is not None and retry_after > self.s.outage_wait:
+                raise OutageError(f"{r.name} asks to wait {retry_after:g} s (Retry-After), "
+                                  f"longer than --outage-wait {self.s.outage_wait:g} s")
+            self._failed(r, last, status)
             self._park(r, retry_after)
             first_failure = first_failure or time.monotonic()
             delay = min(self.s.backoff_cap, self.s.backoff_base * 2 ** attempt)
-            await asyncio.sleep(max(retry_after or 0.0, delay * (0.5 + random.random() / 2)))
+            await asyncio.sleep(min(max(retry_after or 0.0, delay * (0.5 + random.random() / 2)),
+                                    self.s.outage_wait))
         return ChatResult(None, None, error="server-error", detail=last,
                           tries=self.s.retries + 1)
 
 
 def _retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` asks for (a number or an HTTP date; ``inf`` as it is)."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        return None
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    return None if math.isnan(seconds) else max(0.0, seconds)
+
+
+def _message(text: str) -> str:
+    """A server's error message from its answer body (``{"error": {"message": ...}}``,
+    ``{"error": "..."}``, ``{"detail": ...}`` or the text), on one line, at most 300
+    characters."""
+    msg = text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        if err is not None:
+            msg = err if isinstance(err, str) else json.dumps(err)
+    return " ".join(str(msg).split())[:300]
 
 
 def _tokens(usage: object, name: str) -> int:

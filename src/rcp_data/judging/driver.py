@@ -15,21 +15,23 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import gc
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from rcp_data.core.errors import UsageError
 from rcp_data.core.progress import progress
 from rcp_data.judging.answers import PARSE_VERSION, read_answer
 from rcp_data.judging.budget import Census, TokenCounter, per_document_budget
-from rcp_data.judging.client import ChatClient
+from rcp_data.judging.client import FORMATS, ChatClient
 from rcp_data.judging.pool_input import JudgePool, PoolQuery
 from rcp_data.judging.prompts import Prompts
 from rcp_data.judging.schedule import Window, query_rng, stage_a, stage_b
 from rcp_data.judging.settings import Schedule, plan_query
-from rcp_data.judging.store import Store, window_id
+from rcp_data.judging.store import Store, read_identity, window_id
 
 log = logging.getLogger(__name__)
 OPEN_PER_SLOT = 4  # windows under way per call slot (see Judging.__init__)
@@ -340,12 +342,32 @@ def _one_blas_thread() -> None:
 async def judge_pool(pool: JudgePool, prompts: Prompts, schedule: Schedule, store_root,
                      identity: dict, client: ChatClient, counter: TokenCounter,
                      run: RunSettings) -> RunSummary:
-    """Check the endpoint (before anything is written), open the store, judge every query."""
+    """Check the endpoint (before anything is written), open the store, judge every query.
+
+    With the response format ``auto`` a probe call per replica picks the strongest format
+    every replica accepts (a store judged before keeps its own); the store's identity names
+    the format picked."""
     async with client:
         await client.check_models()
+        if prompts.response_format == "auto":
+            fmt = _stored_format(store_root) or await client.probe()
+            prompts = dataclasses.replace(prompts, response_format=fmt)
+            identity = {**identity, "prompts": prompts.identity()}
         with Store(store_root, identity) as store:
             return await Judging(pool, prompts, schedule, store, client, counter,
                                  run).run_all()
+
+
+def _stored_format(store_root) -> str | None:
+    """The response format a store was judged with (a rerun asks the same way, no probe)."""
+    try:
+        fmt = read_identity(store_root)["prompts"]["response_format"]
+    except (UsageError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if fmt in FORMATS:
+        log.info("response format %s, as the store %s was judged", fmt, store_root)
+        return fmt
+    return None
 
 
 def run_async(coro):

@@ -141,6 +141,15 @@ class Prompts:
         return {"type": "object", "properties": {k: inner for k in keys}, "required": keys,
                 "additionalProperties": False}
 
+    def longest_answer(self, stage: str, w: int) -> str:
+        """The longest valid answer of a window of ``w``: what its output cap must hold
+        (every score ``-4.5``, every verdict ``false``, indented as models often write it)."""
+        if stage == "A":
+            value: object = {str(i + 1): -4.5 for i in range(w)}
+        else:
+            value = {str(i + 1): dict.fromkeys(self.rubric.ids, False) for i in range(w)}
+        return json.dumps(value, indent=1)
+
     def response_format_for(self, stage: str, w: int) -> dict | None:
         schema = self.schema_a(w) if stage == "A" else self.schema_b(w)
         if self.response_format == "json_schema":

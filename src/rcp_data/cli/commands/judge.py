@@ -13,11 +13,56 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
+
+
+def _count(text: str) -> int:
+    """A count of at least 1."""
+    return _int(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _int(text, 0)
+
+
+def _int(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least {least}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """A finite number above 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number")
+    return value
+
+
+def _temperature(text: str) -> float:
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a temperature is at least 0")
+    return value
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -40,11 +85,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "--pool-size): its calls per stage, placements and time estimates; "
                           "calls no judge.")
     plan.add_argument("--pool", help="a release directory or hf://datasets/OWNER/NAME@REV")
-    plan.add_argument("--pool-size", type=int, help="plan for pools of this size instead")
-    plan.add_argument("--queries", type=int, default=1, help="with --pool-size: queries")
-    plan.add_argument("--throughput", type=float, default=10.0,
+    plan.add_argument("--pool-size", type=_count, help="plan for pools of this size instead")
+    plan.add_argument("--queries", type=_count, default=1, help="with --pool-size: queries")
+    plan.add_argument("--throughput", type=_positive, default=10.0,
                       help="calls per second the endpoint sustains (for the wall time)")
-    plan.add_argument("--output-tokens", type=int, nargs=2, default=(150, 400),
+    plan.add_argument("--output-tokens", type=_count, nargs=2, default=(150, 400),
                       metavar=("A", "B"), help="assumed output tokens per call and stage")
     plan.add_argument("--json", action="store_true", help="the plan as JSON")
     _common(plan)
@@ -69,33 +114,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--judge-revision", default="", help="the model's checkpoint revision")
     run.add_argument("--api-key-env", metavar="NAME",
                      help="environment variable holding the API key (never printed)")
-    run.add_argument("--concurrency", type=int, default=64,
+    run.add_argument("--concurrency", type=_count, default=64,
                      help="calls in flight at once (default 64)")
-    run.add_argument("--max-calls", type=int, help="stop after this many calls")
-    run.add_argument("--attempts", type=int, default=3,
+    run.add_argument("--max-calls", type=_count, help="stop after this many calls")
+    run.add_argument("--attempts", type=_count, default=3,
                      help="asks per window before it is stored invalid (default 3)")
-    run.add_argument("--retries", type=int, default=6, help="transport retries per call")
-    run.add_argument("--timeout", type=float, default=600.0, help="seconds per call")
-    run.add_argument("--outage-wait", type=float, default=600.0,
+    run.add_argument("--retries", type=_non_negative, default=6, help="transport retries per call")
+    run.add_argument("--timeout", type=_positive, default=600.0, help="seconds per call")
+    run.add_argument("--outage-wait", type=_positive, default=600.0,
                      help="seconds a call waits while every replica is down")
-    run.add_argument("--temperature", type=float, default=1.0,
+    run.add_argument("--temperature", type=_temperature, default=1.0,
                      help="sampling temperature (default 1.0)")
-    run.add_argument("--context-tokens", type=int, default=32768,
+    run.add_argument("--context-tokens", type=_count, default=32768,
                      help="the model's context length (default 32768)")
-    run.add_argument("--max-output-tokens", type=int, default=1024,
+    run.add_argument("--max-output-tokens", type=_count, default=1024,
                      help="the most tokens one answer may have (default 1024)")
     run.add_argument("--tokenizer", help="tokenizer.json path or HF repo id (from the cache)")
     run.add_argument("--prompt-a", type=Path, help="Stage A template (default: built-in)")
     run.add_argument("--prompt-b", type=Path, help="Stage B template (default: built-in)")
     run.add_argument("--rubric", type=Path, help="rubric JSON (default: Table 1's criteria)")
-    run.add_argument("--response-format", default="json_schema",
-                     choices=("json_schema", "json_object", "none"),
-                     help="how the answer's JSON is asked for (default json_schema)")
+    run.add_argument("--response-format", default="auto",
+                     choices=("auto", "json_schema", "json_object", "none"),
+                     help="how the answer's JSON is asked for (default auto: a probe call "
+                          "per endpoint picks the strongest the server accepts)")
     run.add_argument("--score-values", default="bounded", choices=("bounded", "integers"),
                      help="Stage A schema items: numbers in [-5, 5] or the integers -5..5")
     run.add_argument("--stages", default="AB", choices=("A", "B", "AB"),
                      help="the stages to run (default AB)")
-    run.add_argument("--limit-queries", type=int, help="judge only the first N queries")
+    run.add_argument("--limit-queries", type=_count, help="judge only the first N queries")
     run.add_argument("--no-progress", action="store_true", help="show no progress bar")
     _common(run)
     run.set_defaults(func=handle_run)
@@ -249,13 +295,18 @@ def _require_complete(store, summary) -> None:
 
 
 def _check_budgets(pool, prompts, schedule, counter, run) -> None:
-    """A context too small for one document is refused before anything is written."""
-    from rcp_data.judging.budget import per_document_budget
+    """A context too small for one document, or an output cap too small for a window's
+    answer, is refused before anything is written."""
+    from rcp_data.judging.budget import min_output_tokens, per_document_budget
 
     q = max(pool.queries, key=lambda x: len(x.text))
     for stage, w in (("A", schedule.stage_a.window), ("B", schedule.stage_b.window)):
         if stage not in run.stages:
             continue
+        need = min_output_tokens(counter, prompts.longest_answer(stage, w))
+        if run.max_output_tokens < need:
+            raise UsageError(f"--max-output-tokens {run.max_output_tokens} cannot hold a Stage "
+                             f"{stage} answer of a window of {w}: give at least {need}")
         render = prompts.render_a if stage == "A" else prompts.render_b
         per_document_budget(counter, render(q.text, [""] * w), w,
                             context=run.context_tokens, max_output=run.max_output_tokens)
