@@ -237,3 +237,40 @@ def test_a_topic_every_assessor_judged_links_no_groups(study: dict, tmp_path: Pa
     assert groups == [["A", "B", "primary"], ["C", "D", "primary"]]
     cd = next(g for g in res["groups"] if "C" in g["with_primary"]["members"])
     assert cd["without_primary"]["topics"] == 4          # q3-q5 and the shared q0
+
+
+def test_significance_against_scipy_and_statsmodels(study: dict) -> None:
+    """Score changes (ttest_rel, Bonferroni / Holm by multipletests) and rank changes
+    (wilcoxon) recomputed directly from score_qrels' per-query values."""
+    from statsmodels.stats.multitest import multipletests
+
+    res = rcp_data.agree(qrels=study["files"]["primary"],
+                         labels={n: study["files"][n] for n in "ABCD"},
+                         runs=study["runs"], draws=20).to_json()["systems"]
+    sig = res["significance"]
+    assert set(sig) == {"A", "B", "C", "D"}
+    prim = score_qrels(study["files"]["primary"], study["runs"], k=10, compare=False)
+    lab = score_qrels(study["files"]["A"], study["runs"], k=10, compare=False)
+    topics = list(lab.queries)                                  # A judged q0-q2
+    assert sig["A"]["topics"] == len(topics) == 3
+    pv = {q: i for i, q in enumerate(prim.queries)}
+    ref = np.array([[prim.per_query[r][prim.measures[0]][pv[q]] for q in topics]
+                    for r in prim.runs])
+    oth = np.array([lab.per_query[r][lab.measures[0]] for r in lab.runs])
+    p = np.array([stats.ttest_rel(oth[i], ref[i]).pvalue for i in range(len(ref))])
+    got = sig["A"]["systems"]
+    assert [g["p_t"] for g in got] == pytest.approx(p, abs=1e-12)
+    assert [g["p_bonferroni"] for g in got] == pytest.approx(
+        multipletests(p, method="bonferroni")[1], abs=1e-12)
+    assert [g["p_holm"] for g in got] == pytest.approx(
+        multipletests(p, method="holm")[1], abs=1e-12)
+    r_ref, r_oth = stats.rankdata(-ref, axis=0), stats.rankdata(-oth, axis=0)
+    for i, g in enumerate(got):
+        if np.any(r_ref[i] != r_oth[i]):
+            assert g["p_wilcoxon"] == pytest.approx(stats.wilcoxon(r_oth[i], r_ref[i]).pvalue)
+        else:
+            assert g["p_wilcoxon"] is None
+    # C copies the primary: no score moves, no rank moves
+    assert all(g["p_wilcoxon"] is None and not g["changed_holm"]
+               for g in sig["C"]["systems"])
+    assert sig["C"]["changed_bonferroni"] == 0 and sig["C"]["rank_changed_wilcoxon"] == 0

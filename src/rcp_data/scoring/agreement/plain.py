@@ -35,6 +35,7 @@ from rcp_data.runs.runs_in import run_names
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement import raters
 from rcp_data.scoring.agreement.labelsets import LabelSet, read_label_set
+from rcp_data.scoring.agreement.significance import collection_changes
 from rcp_data.scoring.agreement.variation import DRAWS, SEED, label_variation
 from rcp_data.scoring.qrels_score import score_qrels
 
@@ -241,7 +242,9 @@ def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Mea
                          if rbo_p < 1.0 else None,
                          "rbo_package": rk.rbo_package(rk.order(b), ref_order, rbo_p)})
     out = {"measure": measure_name, "systems": names, "queries": len(queries),
-           "leaderboards": {n: b.tolist() for n, b in boards.items()}, "against_primary": compared}
+           "leaderboards": {n: b.tolist() for n, b in boards.items()}, "against_primary": compared,
+           "significance": {ls.name: collection_changes(values[0], values[a], names)
+                            for a, ls in enumerate(sets) if a}}
     pool = values if draw_primary else values[1:]
     available = ~np.isnan(pool).all(axis=1)
     if len(names) >= 2 and pool.shape[0] >= 1 and available.any(axis=0).all() and draws > 0:
@@ -325,6 +328,10 @@ def _f(x) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
+def sig_alpha(s: dict) -> str:
+    return next((f"{x['alpha']:g}" for x in s["significance"].values()), "–")
+
+
 def render(d: dict) -> str:
     """The readable tables, one per section (every cell escaped)."""
     e = escape_cell
@@ -374,6 +381,13 @@ def render(d: dict) -> str:
         lines += [f"| {e(c['labels'])} | {_f(c['kendall'])} | {_f(c['spearman'])} | "
                   f"{_f(c['rbo_extrapolated'])} | {_f(c['rbo_package'])} |"
                   for c in s["against_primary"]]
+        lines += ["", "score and rank changes against the primary (per collection, over the "
+                  "topics both score; paired t-test, Bonferroni / Holm over its systems; "
+                  f"Wilcoxon on per-topic ranks; alpha {sig_alpha(s)}):",
+                  "| labels | topics | scores changed (Bonferroni) | (Holm) | ranks changed "
+                  "(Wilcoxon) |", "|---|---|---|---|---|"]
+        lines += [f"| {e(n)} | {x['topics']} | {x['changed_bonferroni']} | {x['changed_holm']} | "
+                  f"{x['rank_changed_wilcoxon']} |" for n, x in s["significance"].items()]
         v = s["variation"]
         if v:
             lines += ["", f"label variation: {v['draws']} draws of one label set per topic "
