@@ -221,8 +221,10 @@ def test_pictures(study: dict, tmp_path: Path) -> None:
                        "50", "--pictures", str(tmp_path / "pics"), *map(str, study["runs"])])
     assert rc == 0, err
     got = sorted(p.name for p in (tmp_path / "pics").iterdir())
-    assert got == ["ceilings.png", "kappa_per_group.png", "swap_probabilities.png"]
+    assert got == ["ceilings.png", "kappa_per_group.png", "rank_changes.png",
+                   "swap_probabilities.png"]
     assert png_size(tmp_path / "pics" / "ceilings.png") == (800, 480)
+    assert png_size(tmp_path / "pics" / "rank_changes.png") == (800, 480)
 
 
 def test_a_topic_every_assessor_judged_links_no_groups(study: dict, tmp_path: Path) -> None:
@@ -274,3 +276,23 @@ def test_significance_against_scipy_and_statsmodels(study: dict) -> None:
     assert all(g["p_wilcoxon"] is None and not g["changed_holm"]
                for g in sig["C"]["systems"])
     assert sig["C"]["changed_bonferroni"] == 0 and sig["C"]["rank_changed_wilcoxon"] == 0
+
+
+@pytest.mark.parametrize("p", [0.9, 0.5])
+def test_rbo_against_the_rbo_package(study: dict, p: float) -> None:
+    """Each leaderboard's RBO against the primary's, both variants, equals the PyPI rbo
+    package's on the same system orders (names, best first)."""
+    import rbo
+
+    s = rcp_data.agree(qrels=study["files"]["primary"],
+                       labels={n: study["files"][n] for n in "ABCD"}, runs=study["runs"],
+                       draws=20, rbo_p=p).to_json()["systems"]
+    def names(board: list[float]) -> list[str]:
+        return [s["systems"][i] for i in np.argsort(-np.array(board), kind="stable")]
+    ref = names(s["leaderboards"]["primary"])
+    assert s["against_primary"]
+    for c in s["against_primary"]:
+        mine = names(s["leaderboards"][c["labels"]])
+        sim = rbo.RankingSimilarity(mine, ref)
+        assert c["rbo_package"] == pytest.approx(sim.rbo(p=p), abs=1e-9)
+        assert c["rbo_extrapolated"] == pytest.approx(sim.rbo_ext(p=p), abs=1e-9)

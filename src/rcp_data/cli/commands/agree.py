@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="label variation also draws the primary assessor (default: secondary "
                    "assessors only, the study's natural combinations)")
     f.add_argument("--pictures", metavar="DIR", default=None,
-                   help="also draw kappa per group, swap probabilities and ceilings (PNG)")
+                   help="also draw kappa per group, swap probabilities, rank changes and "
+                   "ceilings (PNG)")
     f.add_argument("--no-all-zero", action="store_true",
                    help="never draw an assessor who graded a topic all 0 (default: drawn, "
                    "the topic then scores 0, as in the study)")
