@@ -296,3 +296,52 @@ def test_rbo_against_the_rbo_package(study: dict, p: float) -> None:
         sim = rbo.RankingSimilarity(mine, ref)
         assert c["rbo_package"] == pytest.approx(sim.rbo(p=p), abs=1e-9)
         assert c["rbo_extrapolated"] == pytest.approx(sim.rbo_ext(p=p), abs=1e-9)
+
+
+def test_kappa_method_study_is_the_mean_over_topics(study: dict) -> None:
+    """SYNTHETIC: --kappa-method study gives per group the mean over topics of statsmodels'
+    Fleiss kappa on each topic's documents (primary included), per pair the mean of per-topic
+    Cohen's kappa and the mean per-topic share of equal grades; textbook pools the documents."""
+    labels = {n: study["files"][n] for n in "ABCD"}
+    st = rcp_data.agree(qrels=study["files"]["primary"], labels=labels,
+                        plain={"kappa_method": "study"}).to_json()
+    tb = rcp_data.agree(qrels=study["files"]["primary"], labels=labels).to_json()
+    assert st["kappa_method"] == "study" and tb["kappa_method"] == "textbook"
+    prim = {(q, d): g for q, d, g in study["prim"]}
+    a = {(q, d): g for q, d, g in study["lab"]["A"]}
+    b = {(q, d): g for q, d, g in study["lab"]["B"]}
+    per_topic, pooled = [], []
+    for t in ("q0", "q1"):                                   # the topics A and B both judged
+        keys = [k for k in b if k[0] == t]
+        r = np.array([[prim[k], a[k], b[k]] for k in keys])
+        per_topic.append(ir.fleiss_kappa(ir.aggregate_raters(r)[0]))
+        pooled.append(r)
+    ab = next(g["with_primary"] for g in st["groups"] if "A" in g["with_primary"]["members"])
+    assert ab["fleiss_kappa"] == pytest.approx(np.mean(per_topic), abs=1e-12)
+    assert ab["undefined_topics"] == 0
+    ab_tb = next(g["with_primary"] for g in tb["groups"] if "A" in g["with_primary"]["members"])
+    assert ab_tb["fleiss_kappa"] == pytest.approx(
+        ir.fleiss_kappa(ir.aggregate_raters(np.vstack(pooled))[0]), abs=1e-12)
+    assert ab_tb["fleiss_kappa"] != pytest.approx(ab["fleiss_kappa"], abs=1e-6)
+    pair = next(p for p in st["pairs"] if (p["a"], p["b"]) == ("A", "B"))
+    same = [np.mean([a[k] == b[k] for k in b if k[0] == t]) for t in ("q0", "q1")]
+    assert pair["overlap"] == pytest.approx(np.mean(same), abs=1e-12)
+    cohen = []
+    for t in ("q0", "q1"):
+        keys = [k for k in b if k[0] == t]
+        table = np.zeros((4, 4))
+        np.add.at(table, ([a[k] for k in keys], [b[k] for k in keys]), 1)
+        cohen.append(ir.cohens_kappa(table).kappa)
+    assert pair["cohen_kappa"] == pytest.approx(np.mean(cohen), abs=1e-12)
+    # D graded topic q5 all 0 and C copies the primary: binarized C+D+primary on q5 still varies
+    # only if the primary does; a topic where every rater gave one grade is counted, not averaged
+    cd = next(g["without_primary"] for g in st["groups"] if "C" in g["without_primary"]["members"])
+    assert cd["topics"] == 3 and cd["undefined_topics"] == 0
+
+
+def test_kappa_method_unknown_is_a_usage_error(study: dict) -> None:
+    from rcp_data.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="--kappa-method must be one of textbook, study"):
+        rcp_data.agree(qrels=study["files"]["primary"], labels={"A": study["files"]["A"]},
+                       plain={"kappa_method": "pooled"})

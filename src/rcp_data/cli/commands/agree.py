@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--groups", action="append", default=None, metavar="A,B,...",
                    help="a group of assessors (label set names) for Fleiss' kappa; repeat per "
                    "group (default: assessors linked by a topic not every assessor judged)")
+    f.add_argument("--kappa-method", choices=("textbook", "study"), default="textbook",
+                   help="textbook (default): one kappa / overlap pooled over every document "
+                   "the raters compared, as the statistics are defined; study: one per topic, "
+                   "averaged over topics, overlap = share of documents given the same grade "
+                   "(how Parry et al.'s notebooks computed their published numbers)")
     f.add_argument("--draw-primary", action="store_true",
                    help="label variation also draws the primary assessor (default: secondary "
                    "assessors only, the study's natural combinations)")
@@ -114,7 +119,8 @@ def _plain(args: argparse.Namespace) -> int:
     result = agree_files(args.qrels, dict(args.labels), args.path, measure=args.measure,
                          threshold=2 if args.threshold is None else args.threshold,
                          groups=groups, draws=args.draws, seed=args.seed, rbo_p=args.rbo_p,
-                         draw_primary=args.draw_primary, draw_zero=not args.no_all_zero)
+                         draw_primary=args.draw_primary, draw_zero=not args.no_all_zero,
+                         kappa_method=args.kappa_method)
     if args.pictures:
         from rcp_data.documents.agree_pictures import agreement_pictures
 

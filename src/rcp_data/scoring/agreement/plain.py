@@ -41,6 +41,13 @@ from rcp_data.scoring.qrels_score import score_qrels
 
 PRIMARY = "primary"
 THRESHOLD = 2
+KAPPA_METHODS = ("textbook", "study")
+"""How kappa and overlap are aggregated: ``textbook`` pools every document the raters all
+judged into one statistic (the statistics' definitions; the default); ``study`` computes one
+statistic per topic and averages over the topics (Parry et al.'s notebooks: Fleiss' kappa per
+topic and group, primary included, Cohen's kappa per topic, and as overlap the per-topic share of
+documents given the same grade); a topic whose statistic is undefined (every rater gave one
+grade) is left out of the mean and counted."""
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f|]")
 _NDCG = re.compile(r"^nDCG@(\d+)$")
 
@@ -134,25 +141,63 @@ def _groups(wide: pd.DataFrame, names: Sequence[str]) -> list[list[str]]:
     return list(out.values())
 
 
-def _pair(wide: pd.DataFrame, a: str, b: str, threshold: float) -> dict:
+def _topic_mean(frame: pd.DataFrame, stat: Callable[[np.ndarray], float]) -> tuple[float, int]:
+    """The mean over topics of ``stat`` on each topic's ``(documents, raters)`` grades, topics
+    where every rater gave one grade (kappa undefined) left out; and how many were left out."""
+    values, undefined = [], 0
+    for _, block in frame.groupby(level=0, sort=False):
+        r = block.to_numpy()
+        if len(np.unique(r)) < 2:
+            undefined += 1
+            continue
+        values.append(stat(r))
+    return (float(np.mean(values)) if values else float("nan")), undefined
+
+
+def _same_grade(r: np.ndarray) -> float:
+    return float((r[:, 0] == r[:, 1]).mean())
+
+
+def _pair(wide: pd.DataFrame, a: str, b: str, threshold: float, method: str) -> dict:
     both = wide[[a, b]].dropna()
     x, y = both[a].to_numpy(), both[b].to_numpy()
     bx, by = (x >= threshold).astype(float), (y >= threshold).astype(float)
-    return {"a": a, "b": b, "documents": len(both),
-            "topics": int(both.index.get_level_values(0).nunique()),
-            "cohen_kappa": raters.cohen_kappa(x, y),
-            "cohen_kappa_binary": raters.cohen_kappa(bx, by),
-            "overlap": raters.overlap(x, y, 1, exact=True),
-            "overlap_binary": raters.overlap(x, y, threshold)}
+    out = {"a": a, "b": b, "documents": len(both),
+           "topics": int(both.index.get_level_values(0).nunique())}
+    if method == "study":
+        binary = (both >= threshold).astype(float)
+        def cohen(r: np.ndarray) -> float:
+            return raters.cohen_kappa(r[:, 0], r[:, 1])
+        out["cohen_kappa"], out["undefined_topics"] = _topic_mean(both, cohen)
+        out["cohen_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(binary, cohen)
+        # the notebooks' per-document Jaccard of {grade} sets: 1 for the same grade, else 0
+        out["overlap"] = _topic_mean_all(both, _same_grade)
+        out["overlap_binary"] = _topic_mean_all(binary, _same_grade)
+        return out
+    out.update(cohen_kappa=raters.cohen_kappa(x, y), cohen_kappa_binary=raters.cohen_kappa(bx, by),
+               overlap=raters.overlap(x, y, 1, exact=True),
+               overlap_binary=raters.overlap(x, y, threshold))
+    return out
 
 
-def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float) -> dict:
+def _topic_mean_all(frame: pd.DataFrame, stat: Callable[[np.ndarray], float]) -> float:
+    values = [stat(b.to_numpy()) for _, b in frame.groupby(level=0, sort=False)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float, method: str) -> dict:
     every = wide[list(members)].dropna()
     r = every.to_numpy()
     topics = sorted(set(every.index.get_level_values(0)))
-    return {"members": list(members), "topics": len(topics), "documents": len(every),
-            "fleiss_kappa": raters.fleiss_kappa(r),
-            "fleiss_kappa_binary": raters.fleiss_kappa((r >= threshold).astype(float))}
+    out = {"members": list(members), "topics": len(topics), "documents": len(every)}
+    if method == "study":
+        out["fleiss_kappa"], out["undefined_topics"] = _topic_mean(every, raters.fleiss_kappa)
+        out["fleiss_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(
+            (every >= threshold).astype(float), raters.fleiss_kappa)
+        return out
+    out.update(fleiss_kappa=raters.fleiss_kappa(r),
+               fleiss_kappa_binary=raters.fleiss_kappa((r >= threshold).astype(float)))
+    return out
 
 
 def _coverage(wide: pd.DataFrame, names: Sequence[str]) -> list[dict]:
@@ -269,10 +314,11 @@ def agree_files(qrels: str | Path | pd.DataFrame,
                 names: Sequence[str] | None = None, measure: str = "nDCG@10",
                 threshold: float = THRESHOLD, groups: Sequence[Sequence[str]] | None = None,
                 draws: int = DRAWS, seed: int = SEED, rbo_p: float = rk.RBO_P,
-                draw_primary: bool = False, draw_zero: bool = True, ceiling_k: int = 10
-                ) -> PlainAgreement:
+                draw_primary: bool = False, draw_zero: bool = True, ceiling_k: int = 10,
+                kappa_method: str = "textbook") -> PlainAgreement:
     """The agreement of assessors on plain qrels files (see the module); ``groups``: groups of
-    label set names (default: found from shared topics). Raises
+    label set names (default: found from shared topics); ``kappa_method``: one of
+    :data:`KAPPA_METHODS`. Raises
     :class:`~rcp_data.core.errors.UsageError` or :class:`~rcp_data.core.errors.InputError`."""
     if not labels:
         raise UsageError("give at least one --labels NAME=QRELS beside --qrels")
@@ -280,6 +326,9 @@ def agree_files(qrels: str | Path | pd.DataFrame,
         raise UsageError(f"{PRIMARY!r} names the --qrels file; name the label sets otherwise")
     if not 0.0 < rbo_p <= 1.0:
         raise UsageError(f"--rbo-p must be in (0, 1], got {rbo_p}")
+    if kappa_method not in KAPPA_METHODS:
+        raise UsageError(f"--kappa-method must be one of {', '.join(KAPPA_METHODS)}, "
+                         f"got {kappa_method!r}")
     fn = measure_of(measure)
     sets = [_read(PRIMARY, qrels)] + [_read(n, s) for n, s in labels.items()]
     wide = _grades(sets)
@@ -296,10 +345,11 @@ def agree_files(qrels: str | Path | pd.DataFrame,
         unknown = sorted({n for g in found for n in g} - set(secondary))
         if unknown:
             raise UsageError(f"--groups names an unknown label set: {unknown[0]!r}")
-    pairs = [_pair(wide, a, b, threshold) for a, b in combinations([PRIMARY, *secondary], 2)]
+    pairs = [_pair(wide, a, b, threshold, kappa_method) for a, b in combinations([PRIMARY, *secondary], 2)]
     pairs = [p for p in pairs if p["documents"]]
-    grp = [{"without_primary": _group(wide, g, threshold) if len(g) >= 2 else None,
-            "with_primary": _group(wide, [PRIMARY, *g], threshold)} for g in found]
+    grp = [{"without_primary": _group(wide, g, threshold, kappa_method) if len(g) >= 2
+            else None, "with_primary": _group(wide, [PRIMARY, *g], threshold, kappa_method)}
+           for g in found]
     trans = {}
     for n in secondary:
         both = wide[[PRIMARY, n]].dropna()
@@ -310,7 +360,7 @@ def agree_files(qrels: str | Path | pd.DataFrame,
     oth = pd.concat([b[b.notna() & a.notna()] for a, b in stacked]).to_numpy()
     trans_all = raters.transitions(ref, oth).to_json()
     data = {"primary": sets[0].source, "labels": {ls.name: ls.source for ls in sets[1:]},
-            "threshold": threshold, "coverage": _coverage(wide, [PRIMARY, *secondary]),
+            "threshold": threshold, "kappa_method": kappa_method, "coverage": _coverage(wide, [PRIMARY, *secondary]),
             "pairs": pairs, "groups": grp, "transitions": trans,
             "transitions_all": trans_all, "systems": None,
             "ceilings": _ceilings(wide, secondary, ceiling_k)}
@@ -328,6 +378,11 @@ def _f(x) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
+_METHOD_NOTE = {"textbook": "pooled over the documents compared (textbook)",
+                "study": "one per topic, mean over topics; overlap = share of same grades "
+                         "(study)"}
+
+
 def sig_alpha(s: dict) -> str:
     return next((f"{x['alpha']:g}" for x in s["significance"].values()), "–")
 
@@ -336,7 +391,8 @@ def render(d: dict) -> str:
     """The readable tables, one per section (every cell escaped)."""
     e = escape_cell
     lines = [f"primary assessor: {e(d['primary'], markdown=False)}; relevant at grade >= "
-             f"{d['threshold']:g} for the binarized statistics", "",
+             f"{d['threshold']:g} for the binarized statistics; kappa and overlap: "
+             f"{_METHOD_NOTE[d['kappa_method']]}", "",
              "coverage (documents a rater did not judge are left out of its comparisons):",
              "| labels | rows | topics | shared with primary | not judged by primary |",
              "|---|---|---|---|---|"]
@@ -404,5 +460,5 @@ def render(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Measure", "PlainAgreement", "agree_files", "check_label_name",
+__all__ = ["KAPPA_METHODS", "Measure", "PlainAgreement", "agree_files", "check_label_name",
            "measure_of", "render"]
