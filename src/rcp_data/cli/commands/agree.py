@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--kappa-method", choices=("textbook", "study"), default="textbook",
                    help="textbook (default): one kappa / overlap pooled over every document "
                    "the raters compared, as the statistics are defined; study: one per topic, "
-                   "averaged over topics, overlap = share of documents given the same grade "
+                   "averaged over topics, the primary counted once per secondary assessor in "
+                   "Fleiss' kappa, overlap = share of documents given the same grade "
                    "(how Parry et al.'s notebooks computed their published numbers)")
     f.add_argument("--draw-primary", action="store_true",
                    help="label variation also draws the primary assessor (default: secondary "

@@ -45,7 +45,7 @@ KAPPA_METHODS = ("textbook", "study")
 """How kappa and overlap are aggregated: ``textbook`` pools every document the raters all
 judged into one statistic (the statistics' definitions; the default); ``study`` computes one
 statistic per topic and averages over the topics (Parry et al.'s notebooks: Fleiss' kappa per
-topic and group, primary included, Cohen's kappa per topic, and as overlap the per-topic share of
+topic and group, the primary's grade counted once per secondary member, Cohen's kappa per topic, and as overlap the per-topic share of
 documents given the same grade); a topic whose statistic is undefined (every rater gave one
 grade) is left out of the mean and counted."""
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f|]")
@@ -191,9 +191,13 @@ def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float, method:
     topics = sorted(set(every.index.get_level_values(0)))
     out = {"members": list(members), "topics": len(topics), "documents": len(every)}
     if method == "study":
-        out["fleiss_kappa"], out["undefined_topics"] = _topic_mean(every, raters.fleiss_kappa)
+        # the notebooks join the primary's grade onto each secondary rating of a document, so
+        # the primary counts once per secondary member
+        cols = [m for m in members if m != PRIMARY]
+        rated = every[[PRIMARY] * len(cols) + cols] if PRIMARY in members else every
+        out["fleiss_kappa"], out["undefined_topics"] = _topic_mean(rated, raters.fleiss_kappa)
         out["fleiss_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(
-            (every >= threshold).astype(float), raters.fleiss_kappa)
+            (rated >= threshold).astype(float), raters.fleiss_kappa)
         return out
     out.update(fleiss_kappa=raters.fleiss_kappa(r),
                fleiss_kappa_binary=raters.fleiss_kappa((r >= threshold).astype(float)))
