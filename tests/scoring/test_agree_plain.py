@@ -346,3 +346,18 @@ def test_kappa_method_unknown_is_a_usage_error(study: dict) -> None:
     with pytest.raises(UsageError, match="--kappa-method must be one of textbook, study"):
         rcp_data.agree(qrels=study["files"]["primary"], labels={"A": study["files"]["A"]},
                        plain={"kappa_method": "pooled"})
+
+
+def test_several_measures_in_one_pass_equal_one_at_a_time(study: dict) -> None:
+    labels = {n: study["files"][n] for n in "ABCD"}
+    both = rcp_data.agree(qrels=study["files"]["primary"], labels=labels, runs=study["runs"],
+                          draws=30, plain={"measure": ["nDCG@5", "nDCG@20"]}).to_json()
+    assert list(both["systems_by_measure"]) == ["nDCG@5", "nDCG@20"]
+    assert both["systems"] == both["systems_by_measure"]["nDCG@5"]
+    one = rcp_data.agree(qrels=study["files"]["primary"], labels=labels, runs=study["runs"],
+                         draws=30, plain={"measure": "nDCG@20"}).to_json()["systems"]
+    assert both["systems_by_measure"]["nDCG@20"] == one
+    assert one["leaderboards"]["primary"] != both["systems"]["leaderboards"]["primary"]
+    rc, out, _ = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study), "--draws",
+                       "30", "--measure", "nDCG@5,nDCG@20", *map(str, study["runs"])])
+    assert rc == 0 and "systems under nDCG@5" in out and "systems under nDCG@20" in out

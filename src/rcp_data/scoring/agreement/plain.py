@@ -65,6 +65,25 @@ def _ndcg(k: int) -> Measure:
     return measure
 
 
+def score_measures(names: Sequence[str], qrels: pd.DataFrame, runs: Mapping[str, ReadRun]
+                   ) -> dict[str, Mapping[str, pd.Series]]:
+    """Per measure name, per run, its per-query values on ``qrels``; the nDCG cutoffs share
+    one scoring pass (the qrels indexed and each run ranked once), other measures plug in by
+    :func:`measure_of`."""
+    cutoffs = {n: int(m.group(1)) for n in names if (m := _NDCG.match(n)) and int(m.group(1))}
+    out: dict[str, Mapping[str, pd.Series]] = {}
+    if cutoffs:
+        s = score_qrels(qrels, runs, k=list(cutoffs.values()), compare=False)
+        index = list(s.queries)
+        for n, k in cutoffs.items():
+            name = s.measures[list(dict.fromkeys(cutoffs.values())).index(k)]
+            out[n] = {r: pd.Series(s.per_query[r][name], index=index) for r in runs}
+    for n in names:
+        if n not in out:
+            out[n] = measure_of(n)(qrels, runs)
+    return out
+
+
 def measure_of(name: str) -> Measure:
     """The measure named ``name`` (ir-measures names). Now ``nDCG@k``; further measures plug in
     here, by name."""
@@ -260,19 +279,20 @@ def _clean(x):
     return x
 
 
-def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Measure,
-             measure_name: str, *, draws: int, seed: int, rbo_p: float,
-             draw_primary: bool, draw_zero: bool) -> dict:
+def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun],
+             per: Sequence[Mapping[str, pd.Series]], measure_name: str, *, draws: int,
+             seed: int, rbo_p: float, draw_primary: bool, draw_zero: bool) -> dict:
+    """The systems' section under one measure; ``per``: per label set, per run, its
+    per-query values."""
     names = list(runs)
-    per = [measure(ls.frame, runs) for ls in sets]
     queries = list(per[0][names[0]].index)             # the primary's kept queries
     values = np.full((len(sets), len(names), len(queries)), np.nan)
     for a, (ls, by_run) in enumerate(zip(sets, per, strict=True)):
-        judged = set(ls.frame["query-id"])
+        judged = np.isin(queries, ls.frame["query-id"].unique())
         for s, r in enumerate(names):
             v = by_run[r].reindex(queries).to_numpy(np.float64)
             if draw_zero:                                   # judged, nothing relevant: 0
-                v = np.where(np.isnan(v) & np.isin(queries, list(judged)), 0.0, v)
+                v = np.where(np.isnan(v) & judged, 0.0, v)
             values[a, s] = v
     boards = {}
     for a, ls in enumerate(sets):
@@ -315,13 +335,14 @@ def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Mea
 def agree_files(qrels: str | Path | pd.DataFrame,
                 labels: Mapping[str, str | Path | pd.DataFrame],
                 runs: Sequence[str | Path] | Mapping[str, str | Path | pd.DataFrame] = (), *,
-                names: Sequence[str] | None = None, measure: str = "nDCG@10",
+                names: Sequence[str] | None = None, measure: str | Sequence[str] = "nDCG@10",
                 threshold: float = THRESHOLD, groups: Sequence[Sequence[str]] | None = None,
                 draws: int = DRAWS, seed: int = SEED, rbo_p: float = rk.RBO_P,
                 draw_primary: bool = False, draw_zero: bool = True, ceiling_k: int = 10,
                 kappa_method: str = "textbook") -> PlainAgreement:
     """The agreement of assessors on plain qrels files (see the module); ``groups``: groups of
-    label set names (default: found from shared topics); ``kappa_method``: one of
+    label set names (default: found from shared topics); ``measure``: one name or several
+    (``systems`` holds the first, ``systems_by_measure`` every one); ``kappa_method``: one of
     :data:`KAPPA_METHODS`. Raises
     :class:`~rcp_data.core.errors.UsageError` or :class:`~rcp_data.core.errors.InputError`."""
     if not labels:
@@ -333,7 +354,11 @@ def agree_files(qrels: str | Path | pd.DataFrame,
     if kappa_method not in KAPPA_METHODS:
         raise UsageError(f"--kappa-method must be one of {', '.join(KAPPA_METHODS)}, "
                          f"got {kappa_method!r}")
-    fn = measure_of(measure)
+    wanted = [measure] if isinstance(measure, str) else list(dict.fromkeys(measure))
+    if not wanted:
+        raise UsageError("give at least one --measure")
+    for m in wanted:
+        measure_of(m)
     sets = [_read(PRIMARY, qrels)] + [_read(n, s) for n, s in labels.items()]
     wide = _grades(sets)
     secondary = [ls.name for ls in sets[1:]]
@@ -373,8 +398,13 @@ def agree_files(qrels: str | Path | pd.DataFrame,
             zip(run_names(list(runs), names), runs, strict=True))
         read = {n: r if isinstance(r, ReadRun) else read_run(r, str(r)) for n, r in
                 named.items()}
-        data["systems"] = _systems(sets, read, fn, measure, draws=draws, seed=seed,
-                                   rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
+        per = [score_measures(wanted, ls.frame, read) for ls in sets]
+        by_measure = {m: _systems(sets, read, [p[m] for p in per], m, draws=draws, seed=seed,
+                                  rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
+                      for m in wanted}
+        data["systems"] = by_measure[wanted[0]]
+        if len(wanted) > 1:
+            data["systems_by_measure"] = by_measure
     return PlainAgreement(_clean(data))
 
 
@@ -432,8 +462,9 @@ def render(d: dict) -> str:
               "| run | mean | +- | topics |", "|---|---|---|---|"]
     lines += [f"| {e(n)} | {_f(x['mean'])} | {_f(x['half_width'])} | {x['topics']} |"
               for n, x in c["runs"].items()]
-    s = d["systems"]
-    if s:
+    for s in (d.get("systems_by_measure") or {"": d["systems"]}).values():
+        if not s:
+            continue
         lines += ["", f"systems under {s['measure']} ({s['queries']} primary topics), "
                   "leaderboards against the primary's:",
                   "| labels | Kendall tau-b | Spearman rho | RBO extrapolated | RBO package |",
