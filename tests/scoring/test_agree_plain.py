@@ -221,8 +221,10 @@ def test_pictures(study: dict, tmp_path: Path) -> None:
                        "50", "--pictures", str(tmp_path / "pics"), *map(str, study["runs"])])
     assert rc == 0, err
     got = sorted(p.name for p in (tmp_path / "pics").iterdir())
-    assert got == ["ceilings.png", "kappa_per_group.png", "swap_probabilities.png"]
+    assert got == ["ceilings.png", "kappa_per_group.png", "rank_changes.png",
+                   "swap_probabilities.png"]
     assert png_size(tmp_path / "pics" / "ceilings.png") == (800, 480)
+    assert png_size(tmp_path / "pics" / "rank_changes.png") == (800, 480)
 
 
 def test_a_topic_every_assessor_judged_links_no_groups(study: dict, tmp_path: Path) -> None:
@@ -237,3 +239,125 @@ def test_a_topic_every_assessor_judged_links_no_groups(study: dict, tmp_path: Pa
     assert groups == [["A", "B", "primary"], ["C", "D", "primary"]]
     cd = next(g for g in res["groups"] if "C" in g["with_primary"]["members"])
     assert cd["without_primary"]["topics"] == 4          # q3-q5 and the shared q0
+
+
+def test_significance_against_scipy_and_statsmodels(study: dict) -> None:
+    """Score changes (ttest_rel, Bonferroni / Holm by multipletests) and rank changes
+    (wilcoxon) recomputed directly from score_qrels' per-query values."""
+    from statsmodels.stats.multitest import multipletests
+
+    res = rcp_data.agree(qrels=study["files"]["primary"],
+                         labels={n: study["files"][n] for n in "ABCD"},
+                         runs=study["runs"], draws=20).to_json()["systems"]
+    sig = res["significance"]
+    assert set(sig) == {"A", "B", "C", "D"}
+    prim = score_qrels(study["files"]["primary"], study["runs"], k=10, compare=False)
+    lab = score_qrels(study["files"]["A"], study["runs"], k=10, compare=False)
+    topics = list(lab.queries)                                  # A judged q0-q2
+    assert sig["A"]["topics"] == len(topics) == 3
+    pv = {q: i for i, q in enumerate(prim.queries)}
+    ref = np.array([[prim.per_query[r][prim.measures[0]][pv[q]] for q in topics]
+                    for r in prim.runs])
+    oth = np.array([lab.per_query[r][lab.measures[0]] for r in lab.runs])
+    p = np.array([stats.ttest_rel(oth[i], ref[i]).pvalue for i in range(len(ref))])
+    got = sig["A"]["systems"]
+    assert [g["p_t"] for g in got] == pytest.approx(p, abs=1e-12)
+    assert [g["p_bonferroni"] for g in got] == pytest.approx(
+        multipletests(p, method="bonferroni")[1], abs=1e-12)
+    assert [g["p_holm"] for g in got] == pytest.approx(
+        multipletests(p, method="holm")[1], abs=1e-12)
+    r_ref, r_oth = stats.rankdata(-ref, axis=0), stats.rankdata(-oth, axis=0)
+    for i, g in enumerate(got):
+        if np.any(r_ref[i] != r_oth[i]):
+            assert g["p_wilcoxon"] == pytest.approx(stats.wilcoxon(r_oth[i], r_ref[i]).pvalue)
+        else:
+            assert g["p_wilcoxon"] is None
+    # C copies the primary: no score moves, no rank moves
+    assert all(g["p_wilcoxon"] is None and not g["changed_holm"]
+               for g in sig["C"]["systems"])
+    assert sig["C"]["changed_bonferroni"] == 0 and sig["C"]["rank_changed_wilcoxon"] == 0
+
+
+@pytest.mark.parametrize("p", [0.9, 0.5])
+def test_rbo_against_the_rbo_package(study: dict, p: float) -> None:
+    """Each leaderboard's RBO against the primary's, both variants, equals the PyPI rbo
+    package's on the same system orders (names, best first)."""
+    import rbo
+
+    s = rcp_data.agree(qrels=study["files"]["primary"],
+                       labels={n: study["files"][n] for n in "ABCD"}, runs=study["runs"],
+                       draws=20, rbo_p=p).to_json()["systems"]
+    def names(board: list[float]) -> list[str]:
+        return [s["systems"][i] for i in np.argsort(-np.array(board), kind="stable")]
+    ref = names(s["leaderboards"]["primary"])
+    assert s["against_primary"]
+    for c in s["against_primary"]:
+        mine = names(s["leaderboards"][c["labels"]])
+        sim = rbo.RankingSimilarity(mine, ref)
+        assert c["rbo_package"] == pytest.approx(sim.rbo(p=p), abs=1e-9)
+        assert c["rbo_extrapolated"] == pytest.approx(sim.rbo_ext(p=p), abs=1e-9)
+
+
+def test_kappa_method_study_is_the_mean_over_topics(study: dict) -> None:
+    """SYNTHETIC: --kappa-method study gives per group the mean over topics of statsmodels'
+    Fleiss kappa on each topic's documents (the primary counted once per secondary member, as
+    the study's join does), per pair the mean of per-topic
+    Cohen's kappa and the mean per-topic share of equal grades; textbook pools the documents."""
+    labels = {n: study["files"][n] for n in "ABCD"}
+    st = rcp_data.agree(qrels=study["files"]["primary"], labels=labels,
+                        plain={"kappa_method": "study"}).to_json()
+    tb = rcp_data.agree(qrels=study["files"]["primary"], labels=labels).to_json()
+    assert st["kappa_method"] == "study" and tb["kappa_method"] == "textbook"
+    prim = {(q, d): g for q, d, g in study["prim"]}
+    a = {(q, d): g for q, d, g in study["lab"]["A"]}
+    b = {(q, d): g for q, d, g in study["lab"]["B"]}
+    per_topic, pooled = [], []
+    for t in ("q0", "q1"):                                   # the topics A and B both judged
+        keys = [k for k in b if k[0] == t]
+        r = np.array([[prim[k], prim[k], a[k], b[k]] for k in keys])   # primary per member
+        per_topic.append(ir.fleiss_kappa(ir.aggregate_raters(r)[0]))
+        pooled.append(r)
+    ab = next(g["with_primary"] for g in st["groups"] if "A" in g["with_primary"]["members"])
+    assert ab["fleiss_kappa"] == pytest.approx(np.mean(per_topic), abs=1e-12)
+    assert ab["undefined_topics"] == 0
+    ab_tb = next(g["with_primary"] for g in tb["groups"] if "A" in g["with_primary"]["members"])
+    assert ab_tb["fleiss_kappa"] == pytest.approx(
+        ir.fleiss_kappa(ir.aggregate_raters(np.vstack(pooled)[:, 1:])[0]), abs=1e-12)
+    assert ab_tb["fleiss_kappa"] != pytest.approx(ab["fleiss_kappa"], abs=1e-6)
+    pair = next(p for p in st["pairs"] if (p["a"], p["b"]) == ("A", "B"))
+    same = [np.mean([a[k] == b[k] for k in b if k[0] == t]) for t in ("q0", "q1")]
+    assert pair["overlap"] == pytest.approx(np.mean(same), abs=1e-12)
+    cohen = []
+    for t in ("q0", "q1"):
+        keys = [k for k in b if k[0] == t]
+        table = np.zeros((4, 4))
+        np.add.at(table, ([a[k] for k in keys], [b[k] for k in keys]), 1)
+        cohen.append(ir.cohens_kappa(table).kappa)
+    assert pair["cohen_kappa"] == pytest.approx(np.mean(cohen), abs=1e-12)
+    # D graded topic q5 all 0 and C copies the primary: binarized C+D+primary on q5 still varies
+    # only if the primary does; a topic where every rater gave one grade is counted, not averaged
+    cd = next(g["without_primary"] for g in st["groups"] if "C" in g["without_primary"]["members"])
+    assert cd["topics"] == 3 and cd["undefined_topics"] == 0
+
+
+def test_kappa_method_unknown_is_a_usage_error(study: dict) -> None:
+    from rcp_data.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="--kappa-method must be one of textbook, study"):
+        rcp_data.agree(qrels=study["files"]["primary"], labels={"A": study["files"]["A"]},
+                       plain={"kappa_method": "pooled"})
+
+
+def test_several_measures_in_one_pass_equal_one_at_a_time(study: dict) -> None:
+    labels = {n: study["files"][n] for n in "ABCD"}
+    both = rcp_data.agree(qrels=study["files"]["primary"], labels=labels, runs=study["runs"],
+                          draws=30, plain={"measure": ["nDCG@5", "nDCG@20"]}).to_json()
+    assert list(both["systems_by_measure"]) == ["nDCG@5", "nDCG@20"]
+    assert both["systems"] == both["systems_by_measure"]["nDCG@5"]
+    one = rcp_data.agree(qrels=study["files"]["primary"], labels=labels, runs=study["runs"],
+                         draws=30, plain={"measure": "nDCG@20"}).to_json()["systems"]
+    assert both["systems_by_measure"]["nDCG@20"] == one
+    assert one["leaderboards"]["primary"] != both["systems"]["leaderboards"]["primary"]
+    rc, out, _ = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study), "--draws",
+                       "30", "--measure", "nDCG@5,nDCG@20", *map(str, study["runs"])])
+    assert rc == 0 and "systems under nDCG@5" in out and "systems under nDCG@20" in out

@@ -4,6 +4,8 @@ drawn from the analysis' JSON (:class:`~rcp_data.scoring.agreement.plain.PlainAg
 - ``kappa_per_group.png``: Fleiss' kappa per group, four-grade and binarized, with and without
   the primary assessor;
 - ``swap_probabilities.png``: each system pair's swap probability under label variation;
+- ``rank_changes.png``: each system's leaderboard rank under every assessor's collection
+  against its rank under the primary (off the diagonal: the system moved);
 - ``ceilings.png``: each assessor's (and aggregate's) grade order scored on the primary, mean
   and 95% t-interval.
 
@@ -54,6 +56,23 @@ def _swaps(data: dict, path: Path) -> None:
     _save(plt, fig, path)
 
 
+def _rank_changes(data: dict, path: Path) -> None:
+    plt, fig, ax = _figure()
+    top = 1.0
+    for name, x in data["systems"]["significance"].items():
+        rows = [r for r in x["systems"] if r.get("rank_primary") is not None]
+        if not rows:
+            continue
+        ax.plot([r["rank_primary"] for r in rows], [r["rank_collection"] for r in rows], "o",
+                alpha=0.7, label=name)
+        top = max(top, *(r["rank_primary"] for r in rows))
+    ax.plot([1, top], [1, top], color="grey", linewidth=0.8)
+    ax.set_xlabel("rank under the primary")
+    ax.set_ylabel("rank under the collection")
+    ax.legend(fontsize=7)
+    _save(plt, fig, path)
+
+
 def _ceilings(data: dict, path: Path) -> None:
     plt, fig, ax = _figure()
     runs = data["ceilings"]["runs"]
@@ -75,9 +94,12 @@ def agreement_pictures(data: dict, folder: str | Path) -> list[Path]:
         names = ["kappa_per_group.png", "ceilings.png"]
         _kappa(data, tmp / names[0])
         _ceilings(data, tmp / names[1])
+        if data.get("systems") and data["systems"].get("significance"):
+            names.append("rank_changes.png")
+            _rank_changes(data, tmp / names[-1])
         if data.get("systems") and data["systems"].get("variation"):
             names.append("swap_probabilities.png")
-            _swaps(data, tmp / names[2])
+            _swaps(data, tmp / names[-1])
         folder.mkdir(exist_ok=True)
         for n in names:
             os.replace(tmp / n, folder / n)

@@ -37,15 +37,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the primary assessor's qrels; with --labels NAME=QRELS per secondary "
                    "assessor. Statistics on the documents the raters compared both judged")
     f.add_argument("--measure", default="nDCG@10",
-                   help="measure of the runs under each label set (default nDCG@10)")
+                   help="measure of the runs under each label set (default nDCG@10); several "
+                   "comma-separated (nDCG@5,nDCG@10) share one scoring pass")
     f.add_argument("--groups", action="append", default=None, metavar="A,B,...",
                    help="a group of assessors (label set names) for Fleiss' kappa; repeat per "
                    "group (default: assessors linked by a topic not every assessor judged)")
+    f.add_argument("--kappa-method", choices=("textbook", "study"), default="textbook",
+                   help="textbook (default): one kappa / overlap pooled over every document "
+                   "the raters compared, as the statistics are defined; study: one per topic, "
+                   "averaged over topics, the primary counted once per secondary assessor in "
+                   "Fleiss' kappa, overlap = share of documents given the same grade "
+                   "(how Parry et al.'s notebooks computed their published numbers)")
     f.add_argument("--draw-primary", action="store_true",
                    help="label variation also draws the primary assessor (default: secondary "
                    "assessors only, the study's natural combinations)")
     f.add_argument("--pictures", metavar="DIR", default=None,
-                   help="also draw kappa per group, swap probabilities and ceilings (PNG)")
+                   help="also draw kappa per group, swap probabilities, rank changes and "
+                   "ceilings (PNG)")
     f.add_argument("--no-all-zero", action="store_true",
                    help="never draw an assessor who graded a topic all 0 (default: drawn, "
                    "the topic then scores 0, as in the study)")
@@ -110,10 +118,12 @@ def _plain(args: argparse.Namespace) -> int:
         check_label_name(name)
     groups = None if args.groups is None else [
         [n.strip() for n in g.split(",") if n.strip()] for g in args.groups]
-    result = agree_files(args.qrels, dict(args.labels), args.path, measure=args.measure,
+    result = agree_files(args.qrels, dict(args.labels), args.path,
+                         measure=[m.strip() for m in args.measure.split(",") if m.strip()],
                          threshold=2 if args.threshold is None else args.threshold,
                          groups=groups, draws=args.draws, seed=args.seed, rbo_p=args.rbo_p,
-                         draw_primary=args.draw_primary, draw_zero=not args.no_all_zero)
+                         draw_primary=args.draw_primary, draw_zero=not args.no_all_zero,
+                         kappa_method=args.kappa_method)
     if args.pictures:
         from rcp_data.documents.agree_pictures import agreement_pictures
 

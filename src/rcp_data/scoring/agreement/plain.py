@@ -35,11 +35,19 @@ from rcp_data.runs.runs_in import run_names
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement import raters
 from rcp_data.scoring.agreement.labelsets import LabelSet, read_label_set
+from rcp_data.scoring.agreement.significance import collection_changes
 from rcp_data.scoring.agreement.variation import DRAWS, SEED, label_variation
 from rcp_data.scoring.qrels_score import score_qrels
 
 PRIMARY = "primary"
 THRESHOLD = 2
+KAPPA_METHODS = ("textbook", "study")
+"""How kappa and overlap are aggregated: ``textbook`` pools every document the raters all
+judged into one statistic (the statistics' definitions; the default); ``study`` computes one
+statistic per topic and averages over the topics (Parry et al.'s notebooks: Fleiss' kappa per
+topic and group, the primary's grade counted once per secondary member, Cohen's kappa per topic, and as overlap the per-topic share of
+documents given the same grade); a topic whose statistic is undefined (every rater gave one
+grade) is left out of the mean and counted."""
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f|]")
 _NDCG = re.compile(r"^nDCG@(\d+)$")
 
@@ -55,6 +63,25 @@ def _ndcg(k: int) -> Measure:
         index = list(s.queries)
         return {r: pd.Series(s.per_query[r][s.measures[0]], index=index) for r in runs}
     return measure
+
+
+def score_measures(names: Sequence[str], qrels: pd.DataFrame, runs: Mapping[str, ReadRun]
+                   ) -> dict[str, Mapping[str, pd.Series]]:
+    """Per measure name, per run, its per-query values on ``qrels``; the nDCG cutoffs share
+    one scoring pass (the qrels indexed and each run ranked once), other measures plug in by
+    :func:`measure_of`."""
+    cutoffs = {n: int(m.group(1)) for n in names if (m := _NDCG.match(n)) and int(m.group(1))}
+    out: dict[str, Mapping[str, pd.Series]] = {}
+    if cutoffs:
+        s = score_qrels(qrels, runs, k=list(cutoffs.values()), compare=False)
+        index = list(s.queries)
+        for n, k in cutoffs.items():
+            name = s.measures[list(dict.fromkeys(cutoffs.values())).index(k)]
+            out[n] = {r: pd.Series(s.per_query[r][name], index=index) for r in runs}
+    for n in names:
+        if n not in out:
+            out[n] = measure_of(n)(qrels, runs)
+    return out
 
 
 def measure_of(name: str) -> Measure:
@@ -133,25 +160,67 @@ def _groups(wide: pd.DataFrame, names: Sequence[str]) -> list[list[str]]:
     return list(out.values())
 
 
-def _pair(wide: pd.DataFrame, a: str, b: str, threshold: float) -> dict:
+def _topic_mean(frame: pd.DataFrame, stat: Callable[[np.ndarray], float]) -> tuple[float, int]:
+    """The mean over topics of ``stat`` on each topic's ``(documents, raters)`` grades, topics
+    where every rater gave one grade (kappa undefined) left out; and how many were left out."""
+    values, undefined = [], 0
+    for _, block in frame.groupby(level=0, sort=False):
+        r = block.to_numpy()
+        if len(np.unique(r)) < 2:
+            undefined += 1
+            continue
+        values.append(stat(r))
+    return (float(np.mean(values)) if values else float("nan")), undefined
+
+
+def _same_grade(r: np.ndarray) -> float:
+    return float((r[:, 0] == r[:, 1]).mean())
+
+
+def _pair(wide: pd.DataFrame, a: str, b: str, threshold: float, method: str) -> dict:
     both = wide[[a, b]].dropna()
     x, y = both[a].to_numpy(), both[b].to_numpy()
     bx, by = (x >= threshold).astype(float), (y >= threshold).astype(float)
-    return {"a": a, "b": b, "documents": len(both),
-            "topics": int(both.index.get_level_values(0).nunique()),
-            "cohen_kappa": raters.cohen_kappa(x, y),
-            "cohen_kappa_binary": raters.cohen_kappa(bx, by),
-            "overlap": raters.overlap(x, y, 1, exact=True),
-            "overlap_binary": raters.overlap(x, y, threshold)}
+    out = {"a": a, "b": b, "documents": len(both),
+           "topics": int(both.index.get_level_values(0).nunique())}
+    if method == "study":
+        binary = (both >= threshold).astype(float)
+        def cohen(r: np.ndarray) -> float:
+            return raters.cohen_kappa(r[:, 0], r[:, 1])
+        out["cohen_kappa"], out["undefined_topics"] = _topic_mean(both, cohen)
+        out["cohen_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(binary, cohen)
+        # the notebooks' per-document Jaccard of {grade} sets: 1 for the same grade, else 0
+        out["overlap"] = _topic_mean_all(both, _same_grade)
+        out["overlap_binary"] = _topic_mean_all(binary, _same_grade)
+        return out
+    out.update(cohen_kappa=raters.cohen_kappa(x, y), cohen_kappa_binary=raters.cohen_kappa(bx, by),
+               overlap=raters.overlap(x, y, 1, exact=True),
+               overlap_binary=raters.overlap(x, y, threshold))
+    return out
 
 
-def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float) -> dict:
+def _topic_mean_all(frame: pd.DataFrame, stat: Callable[[np.ndarray], float]) -> float:
+    values = [stat(b.to_numpy()) for _, b in frame.groupby(level=0, sort=False)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float, method: str) -> dict:
     every = wide[list(members)].dropna()
     r = every.to_numpy()
     topics = sorted(set(every.index.get_level_values(0)))
-    return {"members": list(members), "topics": len(topics), "documents": len(every),
-            "fleiss_kappa": raters.fleiss_kappa(r),
-            "fleiss_kappa_binary": raters.fleiss_kappa((r >= threshold).astype(float))}
+    out = {"members": list(members), "topics": len(topics), "documents": len(every)}
+    if method == "study":
+        # the notebooks join the primary's grade onto each secondary rating of a document, so
+        # the primary counts once per secondary member
+        cols = [m for m in members if m != PRIMARY]
+        rated = every[[PRIMARY] * len(cols) + cols] if PRIMARY in members else every
+        out["fleiss_kappa"], out["undefined_topics"] = _topic_mean(rated, raters.fleiss_kappa)
+        out["fleiss_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(
+            (rated >= threshold).astype(float), raters.fleiss_kappa)
+        return out
+    out.update(fleiss_kappa=raters.fleiss_kappa(r),
+               fleiss_kappa_binary=raters.fleiss_kappa((r >= threshold).astype(float)))
+    return out
 
 
 def _coverage(wide: pd.DataFrame, names: Sequence[str]) -> list[dict]:
@@ -210,19 +279,20 @@ def _clean(x):
     return x
 
 
-def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Measure,
-             measure_name: str, *, draws: int, seed: int, rbo_p: float,
-             draw_primary: bool, draw_zero: bool) -> dict:
+def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun],
+             per: Sequence[Mapping[str, pd.Series]], measure_name: str, *, draws: int,
+             seed: int, rbo_p: float, draw_primary: bool, draw_zero: bool) -> dict:
+    """The systems' section under one measure; ``per``: per label set, per run, its
+    per-query values."""
     names = list(runs)
-    per = [measure(ls.frame, runs) for ls in sets]
     queries = list(per[0][names[0]].index)             # the primary's kept queries
     values = np.full((len(sets), len(names), len(queries)), np.nan)
     for a, (ls, by_run) in enumerate(zip(sets, per, strict=True)):
-        judged = set(ls.frame["query-id"])
+        judged = np.isin(queries, ls.frame["query-id"].unique())
         for s, r in enumerate(names):
             v = by_run[r].reindex(queries).to_numpy(np.float64)
             if draw_zero:                                   # judged, nothing relevant: 0
-                v = np.where(np.isnan(v) & np.isin(queries, list(judged)), 0.0, v)
+                v = np.where(np.isnan(v) & judged, 0.0, v)
             values[a, s] = v
     boards = {}
     for a, ls in enumerate(sets):
@@ -241,7 +311,9 @@ def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Mea
                          if rbo_p < 1.0 else None,
                          "rbo_package": rk.rbo_package(rk.order(b), ref_order, rbo_p)})
     out = {"measure": measure_name, "systems": names, "queries": len(queries),
-           "leaderboards": {n: b.tolist() for n, b in boards.items()}, "against_primary": compared}
+           "leaderboards": {n: b.tolist() for n, b in boards.items()}, "against_primary": compared,
+           "significance": {ls.name: collection_changes(values[0], values[a], names)
+                            for a, ls in enumerate(sets) if a}}
     pool = values if draw_primary else values[1:]
     available = ~np.isnan(pool).all(axis=1)
     if len(names) >= 2 and pool.shape[0] >= 1 and available.any(axis=0).all() and draws > 0:
@@ -263,13 +335,15 @@ def _systems(sets: Sequence[LabelSet], runs: Mapping[str, ReadRun], measure: Mea
 def agree_files(qrels: str | Path | pd.DataFrame,
                 labels: Mapping[str, str | Path | pd.DataFrame],
                 runs: Sequence[str | Path] | Mapping[str, str | Path | pd.DataFrame] = (), *,
-                names: Sequence[str] | None = None, measure: str = "nDCG@10",
+                names: Sequence[str] | None = None, measure: str | Sequence[str] = "nDCG@10",
                 threshold: float = THRESHOLD, groups: Sequence[Sequence[str]] | None = None,
                 draws: int = DRAWS, seed: int = SEED, rbo_p: float = rk.RBO_P,
-                draw_primary: bool = False, draw_zero: bool = True, ceiling_k: int = 10
-                ) -> PlainAgreement:
+                draw_primary: bool = False, draw_zero: bool = True, ceiling_k: int = 10,
+                kappa_method: str = "textbook") -> PlainAgreement:
     """The agreement of assessors on plain qrels files (see the module); ``groups``: groups of
-    label set names (default: found from shared topics). Raises
+    label set names (default: found from shared topics); ``measure``: one name or several
+    (``systems`` holds the first, ``systems_by_measure`` every one); ``kappa_method``: one of
+    :data:`KAPPA_METHODS`. Raises
     :class:`~rcp_data.core.errors.UsageError` or :class:`~rcp_data.core.errors.InputError`."""
     if not labels:
         raise UsageError("give at least one --labels NAME=QRELS beside --qrels")
@@ -277,7 +351,14 @@ def agree_files(qrels: str | Path | pd.DataFrame,
         raise UsageError(f"{PRIMARY!r} names the --qrels file; name the label sets otherwise")
     if not 0.0 < rbo_p <= 1.0:
         raise UsageError(f"--rbo-p must be in (0, 1], got {rbo_p}")
-    fn = measure_of(measure)
+    if kappa_method not in KAPPA_METHODS:
+        raise UsageError(f"--kappa-method must be one of {', '.join(KAPPA_METHODS)}, "
+                         f"got {kappa_method!r}")
+    wanted = [measure] if isinstance(measure, str) else list(dict.fromkeys(measure))
+    if not wanted:
+        raise UsageError("give at least one --measure")
+    for m in wanted:
+        measure_of(m)
     sets = [_read(PRIMARY, qrels)] + [_read(n, s) for n, s in labels.items()]
     wide = _grades(sets)
     secondary = [ls.name for ls in sets[1:]]
@@ -293,10 +374,11 @@ def agree_files(qrels: str | Path | pd.DataFrame,
         unknown = sorted({n for g in found for n in g} - set(secondary))
         if unknown:
             raise UsageError(f"--groups names an unknown label set: {unknown[0]!r}")
-    pairs = [_pair(wide, a, b, threshold) for a, b in combinations([PRIMARY, *secondary], 2)]
+    pairs = [_pair(wide, a, b, threshold, kappa_method) for a, b in combinations([PRIMARY, *secondary], 2)]
     pairs = [p for p in pairs if p["documents"]]
-    grp = [{"without_primary": _group(wide, g, threshold) if len(g) >= 2 else None,
-            "with_primary": _group(wide, [PRIMARY, *g], threshold)} for g in found]
+    grp = [{"without_primary": _group(wide, g, threshold, kappa_method) if len(g) >= 2
+            else None, "with_primary": _group(wide, [PRIMARY, *g], threshold, kappa_method)}
+           for g in found]
     trans = {}
     for n in secondary:
         both = wide[[PRIMARY, n]].dropna()
@@ -307,7 +389,7 @@ def agree_files(qrels: str | Path | pd.DataFrame,
     oth = pd.concat([b[b.notna() & a.notna()] for a, b in stacked]).to_numpy()
     trans_all = raters.transitions(ref, oth).to_json()
     data = {"primary": sets[0].source, "labels": {ls.name: ls.source for ls in sets[1:]},
-            "threshold": threshold, "coverage": _coverage(wide, [PRIMARY, *secondary]),
+            "threshold": threshold, "kappa_method": kappa_method, "coverage": _coverage(wide, [PRIMARY, *secondary]),
             "pairs": pairs, "groups": grp, "transitions": trans,
             "transitions_all": trans_all, "systems": None,
             "ceilings": _ceilings(wide, secondary, ceiling_k)}
@@ -316,8 +398,13 @@ def agree_files(qrels: str | Path | pd.DataFrame,
             zip(run_names(list(runs), names), runs, strict=True))
         read = {n: r if isinstance(r, ReadRun) else read_run(r, str(r)) for n, r in
                 named.items()}
-        data["systems"] = _systems(sets, read, fn, measure, draws=draws, seed=seed,
-                                   rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
+        per = [score_measures(wanted, ls.frame, read) for ls in sets]
+        by_measure = {m: _systems(sets, read, [p[m] for p in per], m, draws=draws, seed=seed,
+                                  rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
+                      for m in wanted}
+        data["systems"] = by_measure[wanted[0]]
+        if len(wanted) > 1:
+            data["systems_by_measure"] = by_measure
     return PlainAgreement(_clean(data))
 
 
@@ -325,11 +412,21 @@ def _f(x) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
+_METHOD_NOTE = {"textbook": "pooled over the documents compared (textbook)",
+                "study": "one per topic, mean over topics; overlap = share of same grades "
+                         "(study)"}
+
+
+def sig_alpha(s: dict) -> str:
+    return next((f"{x['alpha']:g}" for x in s["significance"].values()), "–")
+
+
 def render(d: dict) -> str:
     """The readable tables, one per section (every cell escaped)."""
     e = escape_cell
     lines = [f"primary assessor: {e(d['primary'], markdown=False)}; relevant at grade >= "
-             f"{d['threshold']:g} for the binarized statistics", "",
+             f"{d['threshold']:g} for the binarized statistics; kappa and overlap: "
+             f"{_METHOD_NOTE[d['kappa_method']]}", "",
              "coverage (documents a rater did not judge are left out of its comparisons):",
              "| labels | rows | topics | shared with primary | not judged by primary |",
              "|---|---|---|---|---|"]
@@ -365,8 +462,9 @@ def render(d: dict) -> str:
               "| run | mean | +- | topics |", "|---|---|---|---|"]
     lines += [f"| {e(n)} | {_f(x['mean'])} | {_f(x['half_width'])} | {x['topics']} |"
               for n, x in c["runs"].items()]
-    s = d["systems"]
-    if s:
+    for s in (d.get("systems_by_measure") or {"": d["systems"]}).values():
+        if not s:
+            continue
         lines += ["", f"systems under {s['measure']} ({s['queries']} primary topics), "
                   "leaderboards against the primary's:",
                   "| labels | Kendall tau-b | Spearman rho | RBO extrapolated | RBO package |",
@@ -374,6 +472,13 @@ def render(d: dict) -> str:
         lines += [f"| {e(c['labels'])} | {_f(c['kendall'])} | {_f(c['spearman'])} | "
                   f"{_f(c['rbo_extrapolated'])} | {_f(c['rbo_package'])} |"
                   for c in s["against_primary"]]
+        lines += ["", "score and rank changes against the primary (per collection, over the "
+                  "topics both score; paired t-test, Bonferroni / Holm over its systems; "
+                  f"Wilcoxon on per-topic ranks; alpha {sig_alpha(s)}):",
+                  "| labels | topics | scores changed (Bonferroni) | (Holm) | ranks changed "
+                  "(Wilcoxon) |", "|---|---|---|---|---|"]
+        lines += [f"| {e(n)} | {x['topics']} | {x['changed_bonferroni']} | {x['changed_holm']} | "
+                  f"{x['rank_changed_wilcoxon']} |" for n, x in s["significance"].items()]
         v = s["variation"]
         if v:
             lines += ["", f"label variation: {v['draws']} draws of one label set per topic "
@@ -390,5 +495,5 @@ def render(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Measure", "PlainAgreement", "agree_files", "check_label_name",
+__all__ = ["KAPPA_METHODS", "Measure", "PlainAgreement", "agree_files", "check_label_name",
            "measure_of", "render"]
