@@ -272,7 +272,7 @@ def test_dense_names_one_model_per_retriever(small_suite, tmp_path, capsys):
                         str(small_suite / "inputs"), "--out", str(tmp_path / "r"),
                         "--dense", "other=/no/such/model")
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "/no/such/model" in err and "cannot load the sentence-transformers model" in err
+    assert "/no/such/model" in err and "neither a local folder nor a Hub model id" in err
     assert not (tmp_path / "r").exists()
 
 
