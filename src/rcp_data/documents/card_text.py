@@ -31,6 +31,16 @@ def _setting(value: float) -> str:
     return f"{value:g}"
 
 
+def _interval(bounds, queries: int | None) -> str:
+    """A leaderboard interval in points (``[lo, hi]``, or ``n too small (n=K)`` from fewer
+    queries than the rule allows; ``queries`` None: a record from before the count)."""
+    from rcp_data.scoring.agreement.bootstrap import MIN_QUERIES, interval_text
+
+    lo, hi = bounds
+    return interval_text(lo, hi, MIN_QUERIES if queries is None else int(queries),
+                         lambda v: f"{100 * v:.1f}")
+
+
 def _paragraph(text: str) -> str:
     """One line of the card from a block of the template wrapped over several lines."""
     return re.sub(r"\s*\n\s*", " ", text.strip())
@@ -40,7 +50,8 @@ def _paragraph(text: str) -> str:
 def card_environment():
     """The Jinja environment of ``templates/card.md.j2``: strict, no escaping; the filters
     ``n`` (``1,234``), ``fmt`` (a format spec), ``setting`` (a fit setting) and
-    ``paragraph`` (a wrapped block as one line), and ``span`` (``low–high``); it loads the
+    ``paragraph`` (a wrapped block as one line), ``interval`` (a leaderboard interval or
+    "n too small"), and ``span`` (``low–high``); it loads the
     packaged templates by name (``card.md.j2`` imports its sentences from
     ``card_prose.md.j2``). One environment per process, so that each template is compiled
     once (the packaged templates do not change while it runs)."""
@@ -48,7 +59,8 @@ def card_environment():
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False, loader=jinja2.FunctionLoader(template_text))
-    env.filters.update(n=_n, fmt=format, setting=_setting, paragraph=_paragraph)
+    env.filters.update(n=_n, fmt=format, setting=_setting, paragraph=_paragraph,
+                       interval=_interval)
     env.globals.update(span=_span, metric_label=metric_label)
     return env
 

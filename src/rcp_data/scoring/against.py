@@ -41,10 +41,12 @@ class PairedDiff:
     p: float | None
     ci95: tuple[float, float]
     queries: int
+    interval_queries: int          # the interval's smallest subset (queries resampled within)
 
     def to_json(self) -> dict:
         return {"diff": self.diff, "t": self.t, "p": self.p, "ci95": list(self.ci95),
-                "queries": self.queries, "separated": self.p is not None and self.p < ALPHA}
+                "queries": self.queries, "interval_queries": self.interval_queries,
+                "separated": self.p is not None and self.p < ALPHA}
 
 
 def paired_test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float | None]:
@@ -101,7 +103,7 @@ def compare_run(run_pq: pd.DataFrame, ref_pq: pd.DataFrame, spec: SuiteSpec, run
             draws = rng.integers(0, len(d), size=(resamples, len(d)))
             boot[subset] = d[draws].mean(axis=1)
         cells: dict[str, PairedDiff] = {}
-        col_boot, col_diff = [], []
+        col_boot, col_diff, col_n = [], [], []
         for key, _label, members in columns:
             present = [m for m in members if m in diffs and len(diffs[m])]
             if not present:
@@ -111,15 +113,18 @@ def compare_run(run_pq: pd.DataFrame, ref_pq: pd.DataFrame, spec: SuiteSpec, run
             t, p = paired_test(a, b)
             diff = float(np.mean([diffs[m].mean() for m in present]))
             draws = np.mean([boot[m] for m in present], axis=0)
-            cells[key] = PairedDiff(diff, t, p, _interval(draws), len(a))
+            fewest = min(len(diffs[m]) for m in present)
+            cells[key] = PairedDiff(diff, t, p, _interval(draws), len(a), fewest)
             col_diff.append(diff)
             col_boot.append(draws)
+            col_n.append(fewest)
         if cells:
             a = joined["a"].to_numpy()
             b = joined["b"].to_numpy()
             t, p = paired_test(a, b)
             cells["mean"] = PairedDiff(float(np.mean(col_diff)), t, p,
-                                       _interval(np.mean(col_boot, axis=0)), len(a))
+                                       _interval(np.mean(col_boot, axis=0)), len(a),
+                                       min(col_n))
         out[metric] = cells
     return out
 
@@ -127,6 +132,10 @@ def compare_run(run_pq: pd.DataFrame, ref_pq: pd.DataFrame, spec: SuiteSpec, run
 def _interval(draws: np.ndarray) -> tuple[float, float]:
     lo, hi = np.percentile(draws, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def _points(v: float) -> str:
+    return f"{100 * v:+.2f}"
 
 
 def against_json(results: dict[str, dict[str, dict[str, dict[str, PairedDiff]]]],
@@ -142,6 +151,7 @@ def against_markdown(results: dict[str, dict[str, dict[str, dict[str, PairedDiff
                      spec: SuiteSpec, *, resamples: int = RESAMPLES, seed: int = SEED) -> str:
     """One table per metric: run vs reranker on the Mean column (points, CI, p)."""
     from rcp_data.model.card_format import METRIC_TITLES, escape_cell
+    from rcp_data.scoring.agreement.bootstrap import interval_text
 
     parts = []
     for metric in METRICS:
@@ -159,7 +169,8 @@ def against_markdown(results: dict[str, dict[str, dict[str, dict[str, PairedDiff
                 sep = "yes" if cell.p is not None and cell.p < ALPHA else "no"
                 lines.append(f"| {escape_cell(run)} | {escape_cell(spec.short_name(model))} | "
                              f"{100 * cell.diff:+.2f} | "
-                             f"[{100 * cell.ci95[0]:+.2f}, {100 * cell.ci95[1]:+.2f}] | {p} | "
+                             f"{interval_text(*cell.ci95, cell.interval_queries, _points)}"
+                             f" | {p} | "
                              f"{sep} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"

@@ -49,6 +49,7 @@ from rcp_data.runs.qrels_files import read_qrels
 from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
 from rcp_data.runs.runs_in import check_run_name, run_names
 from rcp_data.scoring.against import RESAMPLES, SEED
+from rcp_data.scoring.agreement.bootstrap import interval_text
 from rcp_data.scoring.measures import Measure, compute, parse_measure, parse_needs_cutoff
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
 
@@ -214,8 +215,8 @@ class QrelsScore:
                 p = "–" if c.p is None else f"{c.p:.3g}"
                 pa_ = "" if not self.correction else (
                     "  p_adj –" if c.p_adjusted is None else f"  p_adj {c.p_adjusted:.3g}")
-                lines.append(f"{c.measure}  {c.a} - {c.b}: {c.diff:+.4f} "
-                             f"[{c.ci95[0]:+.4f}, {c.ci95[1]:+.4f}]  p {p}{pa_}")
+                ci = interval_text(*c.ci95, c.queries, "{:+.4f}".format)
+                lines.append(f"{c.measure}  {c.a} - {c.b}: {c.diff:+.4f} {ci}  p {p}{pa_}")
         ignored = {r: n for r, n in self.ignored_rows.items() if n}
         if ignored:
             lines += ["", "rows of queries without a qrels entry, ignored: " +

@@ -114,6 +114,9 @@ class ReleaseDiagnostics:
     sensitivity: dict[str, float | None]
     failure_modes: FailureModes
     reliability: Reliability | None = None
+    #: metric -> the fewest queries of a subset its intervals resampled (below MIN_QUERIES:
+    #: the card shows "n too small")
+    interval_queries: dict[str, int] = field(default_factory=dict)
     # the data behind the pictures (not in the JSON)
     graded: pd.DataFrame = field(default_factory=pd.DataFrame, compare=False, repr=False)
     pool_theta: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False,
@@ -128,7 +131,8 @@ class ReleaseDiagnostics:
                "intervals": {m: {k: list(v) for k, v in by.items()}
                              for m, by in self.intervals.items()},
                "kendall_rcp_qrel": self.kendall_rcp_qrel, "sensitivity": self.sensitivity,
-               "failure_modes": self.failure_modes.to_json()}
+               "failure_modes": self.failure_modes.to_json(),
+               "interval_queries": self.interval_queries}
         if self.reliability is not None:
             out["reliability"] = {"weight": list(self.reliability.weight),
                                   "predicted": list(self.reliability.predicted),
@@ -219,12 +223,14 @@ def _reliability(rows: pd.DataFrame) -> Reliability | None:
                        expected_calibration_error(pred, counts.passes[i], counts.n[i], ECE_BINS))
 
 
-def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, FailureModes]:
+def _ranking(data, tie_rule: str
+             ) -> tuple[dict, dict, float | None, dict, FailureModes, dict[str, int]]:
     from rcp_data.scoring.replay import replay_loaded
 
     result = replay_loaded(data, tie_rule=tie_rule)
     pq_ = result.per_query
     boards, intervals, sens = {}, {}, {}
+    fewest: dict[str, int] = {}
     models = result.models
     for metric, table in result.tables.items():
         boards[metric] = {m: float(table.at[m, "mean"]) for m in models}
@@ -238,6 +244,7 @@ def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, Failu
                 if len(sep.separated):
                     per_subset.append(rk.sensitivity(sep).value)
         ci = rk.leaderboard_intervals(strata)
+        fewest[metric] = min((len(v) for v in strata), default=0)
         intervals[metric] = {m: (float(ci[i, 0]), float(ci[i, 1])) for i, m in
                              enumerate(models)} if len(ci) else {}
         sens[metric] = float(np.mean(per_subset)) if per_subset else None
@@ -247,7 +254,7 @@ def _ranking(data, tie_rule: str) -> tuple[dict, dict, float | None, dict, Failu
             for _, part in pq_.groupby("subset", sort=False)]
     qrel = [w.loc[:, w.notna().all(axis=0)].to_numpy().T for w in qrel]
     fm = failure_modes(np.concatenate(qrel) if qrel else np.zeros((0, len(models))))
-    return boards, intervals, tau, sens, fm
+    return boards, intervals, tau, sens, fm, fewest
 
 
 def _label_layer(rows: pd.DataFrame, threshold: int) -> dict[str, LabelAgreement]:
@@ -290,12 +297,12 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     label = _label_layer(rows, threshold)
     rule = tie_rule or default_tie_rule(spec, known)
     data = load_release(root, spec, known=known)
-    boards, intervals, tau, sens, fm = _ranking(data, rule)
+    boards, intervals, tau, sens, fm, fewest = _ranking(data, rule)
     pool_theta = rows["theta"].to_numpy()
     return ReleaseDiagnostics(
         auc_threshold=threshold, tie_rule=rule, label=label, leaderboards=boards,
         intervals=intervals, kendall_rcp_qrel=tau, sensitivity=sens, failure_modes=fm,
-        reliability=_reliability(rows), graded=rows, pool_theta=pool_theta,
+        interval_queries=fewest, reliability=_reliability(rows), graded=rows, pool_theta=pool_theta,
         item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
 
 

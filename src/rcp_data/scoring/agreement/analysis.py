@@ -35,7 +35,13 @@ from rcp_data.model.card_format import CARD_K
 from rcp_data.model.release import Release
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
-from rcp_data.scoring.agreement.bootstrap import RESAMPLES, SEED, query_weights
+from rcp_data.scoring.agreement.bootstrap import (
+    MIN_QUERIES,
+    RESAMPLES,
+    SEED,
+    interval_text,
+    query_weights,
+)
 from rcp_data.scoring.agreement.labelsets import (
     RELEASE_LABELS,
     LabelSet,
@@ -539,13 +545,14 @@ def _pooled(parts: list[dict], resamples: int, seed: int) -> dict:
 
 
 # -- the table -----------------------------------------------------------------------------------
-def _iv(d: dict | None, pct: bool = False) -> str:
+def _iv(d: dict | None, queries: int, pct: bool = False) -> str:
+    """A value and its interval from ``queries`` (the smallest subset resampled)."""
     if not d or d.get("value") is None:
         return "-"
     f = (lambda x: f"{100 * x:.1f}%") if pct else (lambda x: f"{x:.3f}")
-    if d.get("lo") is None:
+    if d.get("lo") is None and queries >= MIN_QUERIES:
         return f(d["value"])
-    return f"{f(d['value'])} [{f(d['lo'])}, {f(d['hi'])}]"
+    return f"{f(d['value'])} {interval_text(d.get('lo'), d.get('hi'), queries, f)}"
 
 
 def render_table(doc: dict) -> str:
@@ -555,18 +562,20 @@ def render_table(doc: dict) -> str:
              f"query bootstrap intervals ({doc['bootstrap']['resamples']} resamples, seed "
              f"{doc['bootstrap']['seed']}); RBO p = {doc['rbo']['p']}"]
     for s, d in doc["subsets"].items():
+        n = int(d["queries"])
         lines += ["", f"== {s}: {d['queries']} queries, {len(d['systems'])} systems =="]
         lines.append(f"Label layer (score vs grade): concordance | AUC grade>="
                      f"{doc['grade_threshold']} | pooled Spearman (ceiling, floor)")
         for name, scores in d["labels"].items():
             for sc, v in scores.items():
                 rho = v["spearman"]
-                rho_s = "-" if rho is None else (f"{_iv(rho['observed'])} ({rho['ceiling']:.3f}, "
+                rho_s = "-" if rho is None else (f"{_iv(rho['observed'], n)} "
+                                                 f"({rho['ceiling']:.3f}, "
                                                  f"{rho['floor']:.3f})")
-                lines.append(f"  {name:<14} {sc:<10} {_iv(v['concordance'])} | "
-                             f"{_iv(v['auc'])} | {rho_s}")
+                lines.append(f"  {name:<14} {sc:<10} {_iv(v['concordance'], n)} | "
+                             f"{_iv(v['auc'], n)} | {rho_s}")
         for name, v in d["labels_vs_reference"].items():
-            lines.append(f"  {name} grades vs {doc['reference']}: concordance {_iv(v)}")
+            lines.append(f"  {name} grades vs {doc['reference']}: concordance {_iv(v, n)}")
         lines.append("Leaderboards (mean nDCG, %):")
         metrics = list(d["leaderboards"])
         lines.append("  " + f"{'system':<36}" + "".join(f"{m[:12]:>13}" for m in metrics))
@@ -577,17 +586,17 @@ def render_table(doc: dict) -> str:
                      "(saturates, floors, compresses, any):")
         for m in metrics:
             sv, fm = d["sensitivity"][m], d["failure_modes"][m]
-            lines.append(f"  {m:<14} {sv['separated']}/{sv['pairs']} {_iv(sv, True)} | "
-                         + ", ".join(_iv(fm[x], True) for x in (*rk.FAILURE_MODES, "any")))
+            lines.append(f"  {m:<14} {sv['separated']}/{sv['pairs']} {_iv(sv, n, True)} | "
+                         + ", ".join(_iv(fm[x], n, True) for x in (*rk.FAILURE_MODES, "any")))
         lines.append("Leaderboard agreement: Kendall tau-b | Spearman rho | RBO extrapolated "
                      "(Webber 2010) | RBO package .rbo(p) | swapped pairs")
         for c in d["comparisons"]:
-            lines.append(f"  {c['a']} vs {c['b']}: {_iv(c['kendall_tau_b'])} | "
-                         f"{_iv(c['spearman_rho'])} | {_iv(c['rbo_extrapolated'])} | "
-                         f"{_iv(c['rbo_package'])} | {100 * (c['swapped_pairs'] or 0):.1f}%")
+            lines.append(f"  {c['a']} vs {c['b']}: {_iv(c['kendall_tau_b'], n)} | "
+                         f"{_iv(c['spearman_rho'], n)} | {_iv(c['rbo_extrapolated'], n)} | "
+                         f"{_iv(c['rbo_package'], n)} | {100 * (c['swapped_pairs'] or 0):.1f}%")
         for c in d["decisive"]:
             lines.append(f"  decisive pairs of {c['reference']}: {c['metric']} agrees on "
-                         f"{c['agree']}/{c['decisive']} {_iv(c['rate'], True)}")
+                         f"{c['agree']}/{c['decisive']} {_iv(c['rate'], n, True)}")
         if "variation" in d:
             v = d["variation"]
             lines.append(f"Label variation over {', '.join(v['assessors'])} ({v['draws']} draws, "
@@ -598,10 +607,11 @@ def render_table(doc: dict) -> str:
                          f"{v['swap_max']:.3f}")
     pooled = doc["pooled"]
     if pooled:
+        n = min(int(d["queries"]) for d in doc["subsets"].values())
         fm = pooled["failure_modes_reference"]
         lines += ["", "All subsets: failure modes of the reference's nDCG (any) "
-                  f"{_iv(fm['any'], True)}; RCP concordance with the reference "
-                  f"{_iv(pooled.get('concordance_rcp_theta_reference'))}"]
+                  f"{_iv(fm['any'], n, True)}; RCP concordance with the reference "
+                  f"{_iv(pooled.get('concordance_rcp_theta_reference'), n)}"]
     return "\n".join(lines) + "\n"
 
 

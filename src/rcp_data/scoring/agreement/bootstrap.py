@@ -8,6 +8,7 @@ independently, each keeping its own number of queries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,9 @@ import numpy as np
 RESAMPLES = 2000
 SEED = 0
 LEVEL = 0.95
+#: The fewest queries an interval is shown from; below it a bootstrap over queries has too few
+#: distinct resamples to mean anything (one query gives ``[x, x]``).
+MIN_QUERIES = 5
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,18 @@ def interval(value: float, samples: np.ndarray | None, level: float = LEVEL) -> 
     return Interval(float(value), *percentile(samples, level))
 
 
+def interval_text(lo: float | None, hi: float | None, queries: int,
+                  fmt: Callable[[float], str] = "{:.3f}".format) -> str:
+    """How an interval is shown: ``[lo, hi]`` with ``fmt``, or ``n too small (n=K)`` when it
+    was computed from fewer than :data:`MIN_QUERIES` queries (per stratum: the smallest);
+    ``–`` for a missing bound."""
+    if queries < MIN_QUERIES:
+        return f"n too small (n={queries})"
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return "[–, –]"
+    return f"[{fmt(lo)}, {fmt(hi)}]"
+
+
 def ratio_of_sums(num: np.ndarray, den: np.ndarray, weights: np.ndarray | None = None,
                   level: float = LEVEL) -> Interval:
     """``sum(num) / sum(den)`` over queries, with its interval from ``weights``
@@ -84,5 +100,5 @@ def ratio_of_sums(num: np.ndarray, den: np.ndarray, weights: np.ndarray | None =
     return interval(value, samples, level)
 
 
-__all__ = ["LEVEL", "RESAMPLES", "SEED", "Interval", "interval", "percentile", "query_weights",
-           "ratio_of_sums"]
+__all__ = ["LEVEL", "MIN_QUERIES", "RESAMPLES", "SEED", "Interval", "interval", "interval_text",
+           "percentile", "query_weights", "ratio_of_sums"]
