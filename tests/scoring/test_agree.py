@@ -165,3 +165,26 @@ def test_python_api(demo_release_v1, assessors):
     res = rcp_data.agree(demo_release_v1, {"copy": assessors["copy"]}, resamples=20)
     doc = res.to_json()
     assert doc["label_sets"] == ["qrels", "copy"] and doc["bootstrap"]["resamples"] == 20
+
+
+def test_names_in_the_table_cannot_forge_rows(result):
+    """A release, subset or system name holding a newline, '|' or ESC (a release's runs name
+    their systems) is one escaped cell: the table has the rows it had, none added."""
+    from rcp_data.scoring.agreement.analysis import render_table
+
+    forged = "sys\n| forged | 99.9\x1b[2J"
+    doc = json.loads(json.dumps(result))
+    first = next(iter(doc["subsets"]))
+    sub = doc["subsets"][first]
+    old = sub["systems"][0]
+    sub["systems"][0] = forged
+    for board in sub["leaderboards"].values():
+        board[forged] = board.pop(old)
+    doc["release"] = "rel\r\n== fake =="
+    doc["subsets"] = {"sub\n| x": sub, **{s: d for s, d in doc["subsets"].items() if s != first}}
+    before, after = render_table(result), render_table(doc)
+    assert len(after.splitlines()) == len(before.splitlines())
+    assert "\x1b" not in after and "\r" not in after
+    assert "  sys\\n\\| forged \\| 99.9\\x1b[2J" in after
+    assert after.startswith("Agreement of rel\\r\\n== fake == (suite ")
+    assert "== sub\\n\\| x: " in after
