@@ -374,3 +374,48 @@ def test_verify_against_a_hub_answering_html_is_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("rcp-data verify: error: could not run: "), done.stderr
     assert "answered with a body that is not JSON" in done.stderr, done.stderr
+
+
+# -- a failed fast read leaves no native thread behind ------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("fields", [5, 7])
+def test_a_run_of_other_than_six_fields_exits_2_every_time(tmp_path, fields):
+    """The Arrow reader that tries such a run first fails; its workers once outlived the error
+    and the exit aborted (SIGABRT, exit 134) in about one run in fifteen. Fifteen processes a
+    shape, three at a time: each prints its one line and exits 2."""
+    import os
+    import subprocess
+    import sys
+
+    qrels, run = tmp_path / "qrels.txt", tmp_path / f"run{fields}.txt"
+    qrels.write_text("".join(f"q{q} 0 d{q}_{d} {d % 4}\n" for q in range(1000)
+                             for d in range(5)), encoding="utf-8")
+    tail = {5: "", 7: " t x"}[fields]
+    run.write_text("".join(f"q{q} Q0 d{q}_{r} {r + 1} {100 - r}{tail}\n" for q in range(1000)
+                           for r in range(100)), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    argv = [sys.executable, "-m", "rcp_data", "score", "--qrels", str(qrels), str(run)]
+    line = (f"rcp-data score: error: {run}, row 1: expected 6 fields 'qid Q0 docid rank score "
+            f"tag', got {fields}: {('q0 Q0 d0_0 1 100' + tail)!r}")
+    results = []
+    for _ in range(5):
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env) for _ in range(3)]
+        results += [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    assert results == [(2, "", line + "\n")] * 15
+
+
+# -- issue 39 item 5: a name in a table is one escaped cell ---------------------------------------
+def test_a_qrels_file_name_cannot_forge_score_rows(demo_release_v1, tmp_path, capsys):
+    """``score --qrels`` names its qrels file in the table's first line: a newline, '|' or ESC
+    in that name is shown escaped, so the table has its rows and no terminal control."""
+    qrels = tmp_path / "q\nrun  1.0000\x1b[2J|x.txt"
+    qrels.write_text("alpha-q000 0 alpha-d0034 2\n", encoding="utf-8")
+    run = _demo_run(tmp_path, demo_release_v1)
+    code = main(["-q", "score", "--qrels", str(qrels), str(run), "--name", "r"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"qrels {tmp_path}/q\\nrun  1.0000\\x1b[2J|x.txt: 1 queries ")
+    assert [line.split()[0] for line in lines[2:4]] == ["run", "r"], out
+    assert "\x1b" not in out

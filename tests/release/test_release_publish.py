@@ -624,3 +624,18 @@ def test_releases_json_naming_another_link_is_refused_by_verify_and_publish(
     assert _state(api, hub_repo) == before
     assert _publish_cli(v1, hub_repo) == 1
     assert _state(api, hub_repo) == before
+
+
+def test_a_listing_row_cannot_be_forged_by_a_hub_name():
+    """A tag, revision or flag the Hub returns with a newline, '|' or ESC is one escaped cell
+    of ``release list``'s table: no row added, no terminal control sent."""
+    from rcp_data.release.refs import Listing, ReleaseRow, render_listing
+
+    row = ReleaseRow("v1\nv9  9  published", release=1, status="published",
+                     hub_revision="abc\x1b[2J|def", flags=["tag no release names\r\nok"])
+    text = render_listing(Listing("o/r", "main", "f" * 40, [row], ["moved\x1b[0m"]))
+    assert text.splitlines() == [
+        f"o/r (branch main at {'f' * 40})", "",
+        "release  tag                   status     releases.json revision  Hub tag -> commit",
+        "1        v1\\nv9  9  published  published  (this commit)           abc\\x1b[2J|def",
+        "", "! moved\\x1b[0m", "! v1\\nv9  9  published: tag no release names\\r\\nok"]

@@ -177,3 +177,26 @@ def test_label_set_lacking_a_subsets_rows_does_not_crash(demo_release_v1, tmp_pa
     subs = json.loads(out)["subsets"]
     assert subs["alpha"]["labels_vs_reference"]["alpha_only"]["value"] == 1.0
     assert subs["alpha"]["leaderboards"]["alpha_only"] == subs["alpha"]["leaderboards"]["qrels"]
+
+
+def test_names_in_the_table_cannot_forge_rows(result):
+    """A release, subset or system name holding a newline, '|' or ESC (a release's runs name
+    their systems) is one escaped cell: the table has the rows it had, none added."""
+    from rcp_data.scoring.agreement.analysis import render_table
+
+    forged = "sys\n| forged | 99.9\x1b[2J"
+    doc = json.loads(json.dumps(result))
+    first = next(iter(doc["subsets"]))
+    sub = doc["subsets"][first]
+    old = sub["systems"][0]
+    sub["systems"][0] = forged
+    for board in sub["leaderboards"].values():
+        board[forged] = board.pop(old)
+    doc["release"] = "rel\r\n== fake =="
+    doc["subsets"] = {"sub\n| x": sub, **{s: d for s, d in doc["subsets"].items() if s != first}}
+    before, after = render_table(result), render_table(doc)
+    assert len(after.splitlines()) == len(before.splitlines())
+    assert "\x1b" not in after and "\r" not in after
+    assert "  sys\\n\\| forged \\| 99.9\\x1b[2J" in after
+    assert after.startswith("Agreement of rel\\r\\n== fake == (suite ")
+    assert "== sub\\n\\| x: " in after

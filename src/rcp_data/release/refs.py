@@ -14,6 +14,7 @@ from pathlib import Path
 from rcp_data.core.errors import InputError
 from rcp_data.core.hub_client import REPO_TYPE, HubClient, HubNotFound
 from rcp_data.core.io import loads_json
+from rcp_data.model.card_format import escape_cell
 from rcp_data.model.history import History, loads_history, same_commit
 from rcp_data.model.layout import RELEASES_JSON
 from rcp_data.release.publish import check_repo_id
@@ -136,17 +137,18 @@ def list_releases(repo: str, *, branch: str = "main", client: HubClient | None =
 
 def render_listing(listing: Listing) -> str:
     """A plain-text table of the listing, disagreements marked ``!``."""
-    lines = [f"{listing.repo} (branch {listing.branch} at {listing.head or '-'})", ""]
+    lines = [escape_cell(f"{listing.repo} (branch {listing.branch} at {listing.head or '-'})",
+                         markdown=False), ""]
     header = ("release", "tag", "status", "releases.json revision", "Hub tag -> commit")
     table = [header]
     for r in listing.rows:
-        table.append((
-            str(r.release) if r.release is not None else "-",
+        table.append(tuple(escape_cell(str(cell), markdown=False) for cell in (
+            r.release if r.release is not None else "-",
             r.tag,
             r.status or "-",
             r.json_revision or ("(this commit)" if r.release is not None else "-"),
             r.hub_revision or "(no tag)",
-        ))
+        )))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -154,9 +156,9 @@ def render_listing(listing: Listing) -> str:
     if flagged or listing.problems:
         lines.append("")
         for p in listing.problems:
-            lines.append(f"! {p}")
+            lines.append(f"! {escape_cell(p, markdown=False)}")
         for r, f in flagged:
-            lines.append(f"! {r.tag}: {f}")
+            lines.append(f"! {escape_cell(f'{r.tag}: {f}', markdown=False)}")
     else:
         lines += ["", "tags and releases.json agree"]
     return "\n".join(lines) + "\n"

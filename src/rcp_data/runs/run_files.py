@@ -87,10 +87,13 @@ def read_fields_table(data: bytes, columns: tuple[str, ...], types: dict):
 
     if not data or not _plain_fields(data):
         return None
+    # One thread: the file is parsed in one block anyway, and a read that fails (a missing or
+    # an extra field) must leave no Arrow worker running when the error ends the process
+    # (one did, and the exit aborted: SIGABRT).
     try:                # a missing or an extra field: not len(columns) columns, refused
         return pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=list(columns),
+            read_options=pcsv.ReadOptions(column_names=list(columns), use_threads=False,
                                           block_size=min(len(data) + 1, _ONE_BLOCK)),
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False,
                                             ignore_empty_lines=False),

@@ -191,21 +191,22 @@ class QrelsScore:
         raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
     def table(self, *, per_query: bool = False) -> str:
-        lines = [f"qrels {self.qrels}: {len(self.queries)} queries with a positive grade; "
+        runs = {r: escape_cell(r, markdown=False) for r in self.runs}
+        lines = [f"qrels {escape_cell(str(self.qrels), markdown=False)}: {len(self.queries)} queries with a positive grade; "
                  f"gain {self.gain}{' (2^grade - 1)' if self.gain == 'exp' else ''}; "
                  f"tie rule {self.tie_rule}"
                  f"{'; judged documents only' if self.judged_only else ''}", ""]
-        width = max([len(r) for r in self.runs] + [3])
+        width = max([len(r) for r in runs.values()] + [3])
         cols = [max(len(m), 6) for m in self.measures]
         lines.append("  ".join(["run".ljust(width)] + [m.rjust(c) for m, c in
                                                        zip(self.measures, cols, strict=True)]))
         for run in self.runs:
-            lines.append("  ".join([run.ljust(width)] + [
+            lines.append("  ".join([runs[run].ljust(width)] + [
                 f"{self.mean(run, m):.4f}".rjust(c) for m, c in zip(self.measures, cols,
                                                                      strict=True)]))
         if per_query:
             lines += ["", "per query:"]
-            lines += [f"{r}  {m}  {escape_cell(q, markdown=False)}  {v:.4f}"
+            lines += [f"{runs[r]}  {m}  {escape_cell(q, markdown=False)}  {v:.4f}"
                       for r, m, q, v in self.rows(per_query=True) if q != MEAN_ID]
         if self.comparisons:
             adj = f", p adjusted ({self.correction})" if self.correction else ""
@@ -216,7 +217,8 @@ class QrelsScore:
                 pa_ = "" if not self.correction else (
                     "  p_adj –" if c.p_adjusted is None else f"  p_adj {c.p_adjusted:.3g}")
                 ci = interval_text(*c.ci95, c.queries, "{:+.4f}".format)
-                lines.append(f"{c.measure}  {c.a} - {c.b}: {c.diff:+.4f} {ci}  p {p}{pa_}")
+                lines.append(f"{c.measure}  {runs.get(c.a, c.a)} - {runs.get(c.b, c.b)}: "
+                             f"{c.diff:+.4f} {ci}  p {p}{pa_}")
         ignored = {r: n for r, n in self.ignored_rows.items() if n}
         if ignored:
             lines += ["", "rows of queries without a qrels entry, ignored: " +

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import TIE_RULES
-from rcp_data.model.card_format import CARD_K
+from rcp_data.model.card_format import CARD_K, escape_cell
 from rcp_data.model.release import Release
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
@@ -555,15 +555,20 @@ def _iv(d: dict | None, queries: int, pct: bool = False) -> str:
     return f"{f(d['value'])} {interval_text(d.get('lo'), d.get('hi'), queries, f)}"
 
 
+def _c(text: object) -> str:
+    """A name as one cell of the agreement tables (a newline, '|' or ESC shown escaped)."""
+    return escape_cell(str(text))
+
+
 def render_table(doc: dict) -> str:
     """The analysis as text tables (what ``rcp-data agree`` prints)."""
-    lines = [f"Agreement of {doc['release']} (suite {doc['suite']}): nDCG@{doc['k']}, tie rule "
-             f"{doc['tie_rule']}, {doc['gain']} gain, reference {doc['reference']!r}; 95% "
+    lines = [f"Agreement of {_c(doc['release'])} (suite {_c(doc['suite'])}): nDCG@{doc['k']}, "
+             f"tie rule {doc['tie_rule']}, {doc['gain']} gain, reference {doc['reference']!r}; 95% "
              f"query bootstrap intervals ({doc['bootstrap']['resamples']} resamples, seed "
              f"{doc['bootstrap']['seed']}); RBO p = {doc['rbo']['p']}"]
     for s, d in doc["subsets"].items():
         n = int(d["queries"])
-        lines += ["", f"== {s}: {d['queries']} queries, {len(d['systems'])} systems =="]
+        lines += ["", f"== {_c(s)}: {d['queries']} queries, {len(d['systems'])} systems =="]
         lines.append(f"Label layer (score vs grade): concordance | AUC grade>="
                      f"{doc['grade_threshold']} | pooled Spearman (ceiling, floor)")
         for name, scores in d["labels"].items():
@@ -572,15 +577,16 @@ def render_table(doc: dict) -> str:
                 rho_s = "-" if rho is None else (f"{_iv(rho['observed'], n)} "
                                                  f"({rho['ceiling']:.3f}, "
                                                  f"{rho['floor']:.3f})")
-                lines.append(f"  {name:<14} {sc:<10} {_iv(v['concordance'], n)} | "
+                lines.append(f"  {_c(name):<14} {_c(sc):<10} {_iv(v['concordance'], n)} | "
                              f"{_iv(v['auc'], n)} | {rho_s}")
         for name, v in d["labels_vs_reference"].items():
-            lines.append(f"  {name} grades vs {doc['reference']}: concordance {_iv(v, n)}")
+            lines.append(f"  {_c(name)} grades vs {_c(doc['reference'])}: "
+                         f"concordance {_iv(v, n)}")
         lines.append("Leaderboards (mean nDCG, %):")
         metrics = list(d["leaderboards"])
         lines.append("  " + f"{'system':<36}" + "".join(f"{m[:12]:>13}" for m in metrics))
         for sys_ in d["systems"]:
-            lines.append("  " + f"{sys_[:36]:<36}" + "".join(
+            lines.append("  " + f"{_c(sys_)[:36]:<36}" + "".join(
                 f"{100 * d['leaderboards'][m][sys_]:>13.1f}" for m in metrics))
         lines.append("Sensitivity (pairs separated, paired t-test 5%) | failure modes "
                      "(saturates, floors, compresses, any):")
@@ -591,15 +597,15 @@ def render_table(doc: dict) -> str:
         lines.append("Leaderboard agreement: Kendall tau-b | Spearman rho | RBO extrapolated "
                      "(Webber 2010) | RBO package .rbo(p) | swapped pairs")
         for c in d["comparisons"]:
-            lines.append(f"  {c['a']} vs {c['b']}: {_iv(c['kendall_tau_b'], n)} | "
+            lines.append(f"  {_c(c['a'])} vs {_c(c['b'])}: {_iv(c['kendall_tau_b'], n)} | "
                          f"{_iv(c['spearman_rho'], n)} | {_iv(c['rbo_extrapolated'], n)} | "
                          f"{_iv(c['rbo_package'], n)} | {100 * (c['swapped_pairs'] or 0):.1f}%")
         for c in d["decisive"]:
-            lines.append(f"  decisive pairs of {c['reference']}: {c['metric']} agrees on "
+            lines.append(f"  decisive pairs of {_c(c['reference'])}: {c['metric']} agrees on "
                          f"{c['agree']}/{c['decisive']} {_iv(c['rate'], n, True)}")
         if "variation" in d:
             v = d["variation"]
-            lines.append(f"Label variation over {', '.join(v['assessors'])} ({v['draws']} draws, "
+            lines.append(f"Label variation over {', '.join(map(_c, v['assessors']))} ({v['draws']} draws, "
                          f"{v['topics']} topics): Kendall {v['kendall']['mean']:.3f}, Spearman "
                          f"{v['spearman']['mean']:.3f}, RBO extrapolated "
                          f"{v['rbo_extrapolated']['mean']:.3f}, RBO package "
