@@ -18,13 +18,15 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import read_parquet, read_text
 from rcp_data.runs.compressed import read_bytes, without_suffix
 from rcp_data.runs.run_files import read_run_file, read_trec_run_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ["query-id", "corpus-id", "score"]
 PREDICTIONS_GLOB = "*_predictions.json"
@@ -114,6 +116,8 @@ def prediction_files(path: Path) -> list[Path]:
 
 def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
     """mteb's saved predictions: one row per (subset, query, document) of ``split``."""
+    import pandas as pd
+
     frames = []
     seen: dict[str, Path] = {}
     for file in prediction_files(Path(path)):
