@@ -46,3 +46,41 @@ def test_score_qrels_imports_no_heavy_module(tmp_path: Path) -> None:
     assert heavy == [], f"score --qrels imported {heavy} (imports took {total:.2f} s)"
     # the cumulative import time is stated, not asserted (a shared machine's speed varies)
     print(f"score --qrels imports: {total:.2f} s cumulative (-X importtime, top level)")
+
+
+def test_the_docs_qrels_command_runs_as_written(tmp_path: Path) -> None:
+    """The ``score --qrels`` command of docs/jobs/score.md, run exactly as written on SYNTHETIC
+    files of those names; its means equal pytrec_eval's."""
+    import shlex
+
+    import pytest
+
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "jobs" / "score.md").read_text()
+    command = next(line for line in page.splitlines() if line.startswith("rcp-data score --qrels"))
+    argv = shlex.split(command)
+    qrels = {f"q{q}": {f"d{d}": (q * d) % 4 for d in range(12)} for q in range(6)}
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items()
+                                                for d, g in docs.items()))
+    runs = {}
+    for r in (1, 2):
+        run = {f"q{q}": {f"d{d}": float((d * (r + 2) + q) % 5) for d in range(15)}
+               for q in range(6)}
+        runs[f"run{r}"] = run
+        with gzip.open(tmp_path / f"run{r}.gz", "wt") as fh:
+            fh.write("".join(f"{q}\tQ0\t{d}\t{i}\t{s}\tsynthetic{r}\n" for q, docs in run.items()
+                             for i, (d, s) in enumerate(docs.items())))
+    proc, _ = _importtime(*argv[1:], tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "run\tmeasure\tquery\tvalue" and len(lines) == 7
+    got = {(r, m): float(v) for r, m, _, v in (line.split("\t") for line in lines[1:])}
+    for name, run in runs.items():
+        ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
+        ev2 = pytrec_eval.RelevanceEvaluator(qrels, {"P_10", "map"}, relevance_level=2)
+        a, b = ev.evaluate(run), ev2.evaluate(run)
+        scored = [q for q, docs in qrels.items() if any(g > 0 for g in docs.values())]
+        for measure, res, key in (("nDCG@10", a, "ndcg_cut_10"), ("P(rel=2)@10", b, "P_10"),
+                                  ("AP(rel=2)", b, "map")):
+            want = sum(res[q][key] for q in scored) / len(scored)
+            assert abs(got[(name, measure)] - want) < 1e-12, (name, measure)

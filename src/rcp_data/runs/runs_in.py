@@ -198,7 +198,10 @@ def run_tag(path: str | Path) -> str | None:
     tag = fields[-1]
     body = data if data.endswith(b"\n") else data + b"\n"
     lines = body.count(b"\n")
-    if body.count(b" " + tag + b"\n") + body.count(b"\t" + tag + b"\n") != lines:
+    tagged = body.count(b"\t" + tag + b"\n")          # NIST's tabs first: one pass, mostly
+    if tagged != lines:
+        tagged += body.count(b" " + tag + b"\n")
+    if tagged != lines:
         tags = {parts[-1] if len(parts) >= 6 else None
                 for parts in (line.split() for line in body.splitlines()) if parts}
         if tags != {tag}:
