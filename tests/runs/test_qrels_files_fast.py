@@ -73,3 +73,37 @@ def test_real_qrels_and_spelled_out_outcomes(trecdl_data, tmp_path: Path,
     with pytest.raises(InputError) as err:
         read_qrels(twice)
     assert (err.value.row, err.value.field) == (3, "corpus-id")
+
+
+@pytest.mark.parametrize(("name", "data", "fast"), CASES, ids=[c[0] for c in CASES])
+def test_qrels_table_equals_frame(tmp_path: Path, name: str, data: bytes, fast: bool) -> None:
+    """``read_qrels_table`` (score --qrels, no pandas) holds what ``read_qrels`` reads, or
+    fails as it does (a pair judged twice is found by score --qrels: see below)."""
+    path = tmp_path / "qrels.txt"
+    path.write_bytes(data)
+    try:
+        want = read_qrels(path).to_dict("list")
+    except InputError as exc:
+        if name == "judged twice":
+            assert qrels_files.read_qrels_table(path).num_rows == 3
+            return
+        with pytest.raises(InputError) as got:
+            qrels_files.read_qrels_table(path)
+        assert str(got.value) == str(exc)
+        return
+    table = qrels_files.read_qrels_table(path)
+    assert table.column_names == ["query-id", "corpus-id", "grade"]
+    assert str(table.schema.field("grade").type) == "int64"
+    assert table.to_pydict() == want
+
+
+def test_score_qrels_names_a_pair_judged_twice(tmp_path: Path) -> None:
+    from rcp_data.scoring.qrels_score import score_qrels
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_bytes(b"q1 0 d1 2\nq1 0 d2 1\nq1 0 d1 0\n")
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 2.0 t\n")
+    with pytest.raises(InputError, match=r"'d1' is judged twice for query 'q1'") as exc:
+        score_qrels(qrels, run, measures=["P@1"])
+    assert "row 3" in str(exc.value) or ":3" in str(exc.value)

@@ -256,6 +256,19 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         _remove(old)
 
 
+def int_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An integer column without nulls as an int64 array, read from its Arrow buffers (as
+    :func:`float_values`: no pandas)."""
+    import numpy as np
+    import pyarrow as pa
+
+    a = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    a = a.cast(pa.int64())
+    if len(a) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(a.buffers()[1], dtype=np.int64, count=a.offset + len(a))[a.offset:].copy()
+
+
 # -- parquet -------------------------------------------------------------------------------------
 def types_compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
     """Whether a column of type ``actual`` serves where the layout expects ``expected``."""

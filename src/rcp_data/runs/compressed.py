@@ -8,6 +8,7 @@ import bz2
 import gzip
 import io
 import lzma
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,12 +52,27 @@ def open_binary(path: str | Path) -> BinaryIO:
 def read_bytes(path: str | Path) -> bytes:
     """The file's whole content, decompressed; a corrupt archive is an InputError."""
     try:
+        if compression_of(path) == "gzip":
+            return _gunzip(Path(path).read_bytes())
         with open_binary(path) as fh:
             return fh.read()
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
         raise InputError(f"cannot decompress: {exc}", path=str(path)) from None
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Every member of a gzip file, decompressed in one zlib call each (the header's and the
+    trailer's checks are zlib's); an EOFError where a member is cut short."""
+    out = []
+    while data:
+        inflate = zlib.decompressobj(wbits=31)
+        out.append(inflate.decompress(data))
+        if not inflate.eof:
+            raise EOFError("the gzip file ends inside a member (truncated)")
+        data = inflate.unused_data.lstrip(b"\x00")     # padding between members, as gzip
+    return b"".join(out) if len(out) != 1 else out[0]
 
 
 def without_suffix(name: str) -> str:

@@ -7,14 +7,18 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
-from rcp_data.core.io import TEXT_ENCODING, read_parquet
+from rcp_data.core.io import TEXT_ENCODING, int_values, read_parquet
 from rcp_data.runs.compressed import open_binary, read_bytes
 from rcp_data.runs.run_files import are_integers, read_fields_table, text_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 QRELS_COLUMNS = ("query-id", "corpus-id", "grade")
 GRADE_ALIASES = ("grade", "score", "relevance")
@@ -25,6 +29,8 @@ def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
     """``query-id, corpus-id`` (text) and ``grade`` (int64), one row per judged pair, in file
     order. A malformed row is an :class:`InputError` naming the file, row and field.
     ``keep_rows``: also a ``row`` column, each pair's row (line) in the file, for messages."""
+    import pandas as pd
+
     path = Path(path)
     if not path.is_file():
         raise NotFoundError("qrels file not found", path=str(path))
@@ -55,6 +61,26 @@ def _read_any(path: Path) -> pd.DataFrame:
     return _read_trec(path)
 
 
+def read_qrels_table(path: str | Path) -> pa.Table:
+    """The qrels :func:`read_qrels` reads, as an Arrow table ``query-id, corpus-id`` (string),
+    ``grade`` (int64); a canonical TREC qrels file is read without pandas (``score --qrels``)
+    and its pairs are not checked for repeats (the caller finds them: :func:`read_qrels` then
+    names the row), any other file as :func:`read_qrels` reads it (and names its errors)."""
+    import pyarrow as pa
+
+    path = Path(path)
+    if path.is_file() and path.suffix not in (".parquet", ".csv"):
+        try:
+            with _open_text(path) as fh:
+                head = fh.readline()
+        except (UnicodeDecodeError, OSError, EOFError):
+            head = "query-id"                           # read_qrels names the problem
+        table = None if head.startswith("query-id") else _trec_table(path)
+        if table is not None:           # a pair judged twice: the caller's check_unique
+            return table
+    return pa.Table.from_pandas(read_qrels(path), preserve_index=False)
+
+
 def _open_text(path: Path) -> io.TextIOWrapper:
     """A (possibly compressed) text file as UTF-8 text, newlines as written (for csv)."""
     return io.TextIOWrapper(open_binary(path), encoding=TEXT_ENCODING, newline="")
@@ -66,6 +92,8 @@ def _rows(frame: pd.DataFrame, keep: bool) -> pd.DataFrame:
 
 
 def _read_trec(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     fast = _read_trec_fields(path)
     if fast is not None:
         return _unique(fast, str(path))
@@ -85,10 +113,21 @@ def _read_trec(path: Path) -> pd.DataFrame:
 
 
 def _read_trec_fields(path: Path) -> pd.DataFrame | None:
+    """A canonical TREC qrels file (:func:`_trec_table`) as the frame the line loop builds;
+    None for every other file (the loop reads it, or names its bad line)."""
+    table = _trec_table(path)
+    if table is None:
+        return None
+    frame = table.select(["query-id", "corpus-id"]).to_pandas()   # pandas' text columns
+    frame["grade"] = int_values(table.column("grade"))
+    frame["_row"] = np.arange(1, len(frame) + 1, dtype=np.int64)
+    return frame
+
+
+def _trec_table(path: Path) -> pa.Table | None:
     """A canonical TREC qrels file (:func:`read_fields_table`: four fields joined by single
-    spaces, no blank line, so row = line) whose grades are all plain integers, read by Arrow
-    into the frame the line loop builds; None for every other file (the loop reads it, or
-    names its bad line)."""
+    spaces, no blank line, so row = line) whose grades are all plain integers, read by Arrow:
+    ``query-id, corpus-id, grade`` (int64); None for every other file."""
     import pyarrow as pa
 
     table = read_fields_table(read_bytes(path), _TREC_FIELDS,
@@ -97,13 +136,10 @@ def _read_trec_fields(path: Path) -> pd.DataFrame | None:
     if table is None or not are_integers(table.column("grade")):
         return None
     try:
-        grades = table.column("grade").cast(pa.int64()).to_numpy()
+        grades = table.column("grade").cast(pa.int64())
     except pa.ArrowInvalid:                              # beyond int64
         return None
-    frame = table.select(["query-id", "corpus-id"]).to_pandas()   # pandas' text columns
-    frame["grade"] = np.asarray(grades, dtype=np.int64)
-    frame["_row"] = np.arange(1, len(frame) + 1, dtype=np.int64)
-    return frame
+    return table.select(["query-id", "corpus-id"]).append_column("grade", grades)
 
 
 _INT64 = np.iinfo(np.int64)
@@ -139,6 +175,8 @@ def _from_table(frame: pd.DataFrame, path: str, *, first_row: int) -> pd.DataFra
         need = missing + ([] if grade_col else ["grade"])
         raise InputError(f"qrels table lacks column(s) {', '.join(need)} (has "
                          f"{', '.join(map(str, frame.columns))})", path=path)
+    import pandas as pd
+
     rows = np.arange(first_row, first_row + len(frame), dtype=np.int64)
     for col in ("query-id", "corpus-id", grade_col):
         null = frame[col].isna().to_numpy()
@@ -162,4 +200,4 @@ def _unique(frame: pd.DataFrame, path: str) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-__all__ = ["QRELS_COLUMNS", "read_qrels"]
+__all__ = ["QRELS_COLUMNS", "read_qrels", "read_qrels_table"]

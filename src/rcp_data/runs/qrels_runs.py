@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from rcp_data.core.errors import InputError
@@ -25,6 +25,9 @@ from rcp_data.runs.run_files import text_lines
 from rcp_data.runs.run_scan import QUERY_SALT, RunChecks, check_run
 from rcp_data.runs.runs_in import read_ranking_table
 from rcp_data.runs.trec_run_bytes import read_trec_run_spans
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, np.ndarray, IdSpans
 
 
 def _table(run: str | Path | pd.DataFrame) -> pa.Table:
-    if not isinstance(run, pd.DataFrame):
+    if isinstance(run, str | Path):
         return read_ranking_table(run, split="")
     frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]
     return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)

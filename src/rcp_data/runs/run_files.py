@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from rcp_data.core.errors import InputError, NotFoundError
 from rcp_data.core.io import read_parquet, without_bom
@@ -21,6 +22,16 @@ SPLIT_COLUMN = "split"
 # A TREC run line has exactly six fields (trec_eval's format); a line with more or fewer is
 # refused, not read by position: a shifted column would score the wrong field.
 TREC_RUN_FIELDS = 6
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def is_frame(obj: object) -> bool:
+    """Whether ``obj`` is a pandas DataFrame, without importing pandas (an object cannot be
+    one where pandas was never imported)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)
 
 
 def ids_as_text(frame: pd.DataFrame, columns: tuple[str, ...] = ("query-id", "corpus-id")
@@ -159,6 +170,8 @@ def read_run_file(path: Path) -> pd.DataFrame:
         frame = ids_as_text(frame[keep])
         frame["_line"] = np.arange(1, len(frame) + 1)
         return frame
+    import pandas as pd
+
     rows = []
     for n, line, parts in text_lines(path):
         if len(parts) != TREC_RUN_FIELDS:

@@ -19,13 +19,15 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import read_parquet, read_text
 from rcp_data.runs.compressed import read_bytes, without_suffix
 from rcp_data.runs.run_files import read_run_file, read_trec_run_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ["query-id", "corpus-id", "score"]
 PREDICTIONS_GLOB = "*_predictions.json"
@@ -115,6 +117,8 @@ def prediction_files(path: Path) -> list[Path]:
 
 def read_mteb_predictions(path: Path, *, split: str) -> pd.DataFrame:
     """mteb's saved predictions: one row per (subset, query, document) of ``split``."""
+    import pandas as pd
+
     frames = []
     seen: dict[str, Path] = {}
     for file in prediction_files(Path(path)):
@@ -205,7 +209,10 @@ def run_tag(path: str | Path) -> str | None:
     tag = fields[-1]
     body = data if data.endswith(b"\n") else data + b"\n"
     lines = body.count(b"\n")
-    if body.count(b" " + tag + b"\n") + body.count(b"\t" + tag + b"\n") != lines:
+    tagged = body.count(b"\t" + tag + b"\n")          # NIST's tabs first: one pass, mostly
+    if tagged != lines:
+        tagged += body.count(b" " + tag + b"\n")
+    if tagged != lines:
         tags = {parts[-1] if len(parts) >= 6 else None
                 for parts in (line.split() for line in body.splitlines()) if parts}
         if tags != {tag}:

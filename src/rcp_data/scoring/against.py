@@ -26,9 +26,8 @@ from scipy import stats
 from rcp_data.core.errors import UsageError
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.scoring.replay import METRICS, model_order
+from rcp_data.scoring.resampling import RESAMPLES, SEED
 
-RESAMPLES = 2000
-SEED = 0
 ALPHA = 0.05
 
 

@@ -35,23 +35,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, UsageError
+from rcp_data.core.io import int_values
 from rcp_data.core.specs import TIE_RULES
 from rcp_data.model.card_format import escape_cell
 from rcp_data.runs.id_spans import IdSpans
-from rcp_data.runs.qrels_files import read_qrels
+from rcp_data.runs.qrels_files import read_qrels, read_qrels_table
 from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
+from rcp_data.runs.run_files import is_frame
 from rcp_data.runs.runs_in import check_run_name, run_names
-from rcp_data.scoring.against import RESAMPLES, SEED
 from rcp_data.scoring.agreement.bootstrap import interval_text
 from rcp_data.scoring.measures import Measure, compute, parse_measure, parse_needs_cutoff
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
+from rcp_data.scoring.resampling import RESAMPLES, SEED
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
@@ -260,15 +265,17 @@ class _Judged:
     ideals: dict = field(default_factory=dict, compare=False, repr=False)   # (gain, k) -> IDCG
 
     @classmethod
-    def of(cls, frame: pd.DataFrame) -> _Judged:
-        queries = pa.array(frame["query-id"], type=pa.string())
-        order = pc.sort_indices(queries).to_numpy()      # stable, byte-wise (code points)
-        enc = pc.dictionary_encode(queries.take(order))  # first appearance: sorted order
-        qpos = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    def of(cls, table: pa.Table) -> _Judged:
+        """From a table ``query-id, corpus-id`` (string) and ``grade`` (integers)."""
+        queries = table.column("query-id").combine_chunks()
+        by_query = pc.sort_indices(queries)              # stable, byte-wise (code points)
+        order = int_values(by_query)
+        enc = pc.dictionary_encode(queries.take(by_query))   # first appearance: sorted order
+        qpos = int_values(enc.indices)
         qids = np.array(enc.dictionary.to_pylist(), dtype=str)
         offsets = np.concatenate([[0], np.cumsum(np.bincount(qpos, minlength=len(qids)))])
-        grades = frame["grade"].to_numpy(dtype=np.int64)[order]
-        docs = IdSpans.from_arrow(pa.array(frame["corpus-id"], type=pa.string()).take(order))
+        grades = int_values(table.column("grade"))[order]
+        docs = IdSpans.from_arrow(table.column("corpus-id").combine_chunks().take(by_query))
         words = docs.words()
         keys = pair_keys(docs.fingerprint(words), qpos)
         by_key = np.argsort(keys, kind="stable")
@@ -418,7 +425,7 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                 measures: Sequence[str] | None = None) -> QrelsScore:
     """Score runs (TREC run files, parquet tables, mteb prediction folders, frames with
     ``query-id, corpus-id, score``, or runs :func:`~rcp_data.runs.qrels_runs.read_run` read)
-    on graded ``qrels`` (a file :func:`read_qrels` reads, or a
+    on graded ``qrels`` (a file :func:`~rcp_data.runs.qrels_files.read_qrels` reads, or a
     frame with ``query-id, corpus-id, grade``). ``k``: one cutoff or several. With two runs
     or more, every pair is compared on every measure (``compare=False``: none).
     ``measures``: ir-measures names (:mod:`rcp_data.scoring.measures`: ``P(rel=2)@10``,
@@ -438,10 +445,13 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
     if correction is not None and correction not in CORRECTIONS:
         raise UsageError(f"unknown correction {correction!r}; choose one of "
                          f"{', '.join(CORRECTIONS)}")
-    source = "<frame>" if isinstance(qrels, pd.DataFrame) else str(qrels)
-    frame = qrels if isinstance(qrels, pd.DataFrame) else read_qrels(qrels)
-    frame = frame.astype({"query-id": str, "corpus-id": str})
-    judged = _Judged.of(frame)
+    source = "<frame>" if is_frame(qrels) else str(qrels)
+    try:
+        judged = _Judged.of(_frame_table(qrels) if is_frame(qrels) else read_qrels_table(qrels))
+    except InputError:                      # one fingerprint: a pair judged twice, named
+        if not is_frame(qrels):
+            read_qrels(qrels)
+        raise
     named = _named_runs(runs, names)
     if measures is not None:
         return _score_measures(judged, named, source, _measures(measures, ks, gain, judged_only,
@@ -478,6 +488,14 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                       per_query=per_query, gain=gain, judged_only=judged_only,
                       tie_rule=tie_rule, correction=correction, comparisons=comparisons,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
+
+
+def _frame_table(frame: pd.DataFrame) -> pa.Table:
+    """A qrels frame ``query-id, corpus-id, grade`` as the table :class:`_Judged` reads."""
+    frame = frame.astype({"query-id": str, "corpus-id": str})
+    return pa.table({"query-id": pa.array(frame["query-id"].to_numpy(), type=pa.string()),
+                     "corpus-id": pa.array(frame["corpus-id"].to_numpy(), type=pa.string()),
+                     "grade": frame["grade"].to_numpy(dtype=np.int64)})
 
 
 def _measures(names: Sequence[str], ks: Sequence[int], gain: str, judged_only: bool,

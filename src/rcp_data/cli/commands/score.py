@@ -151,7 +151,7 @@ def run_qrels(args: argparse.Namespace, ks: list[int]) -> int:
     result = score_qrels(args.qrels, args.runs, names=args.name, k=ks, gain=args.gain,
                          judged_only=args.judged_only,
                          tie_rule=args.tie_rule or DEFAULT_TIE_RULE, correction=args.correction,
-                         measures=args.measure)
+                         measures=args.measure, compare=chosen(args) in ("table", "json"))
     fmt = chosen(args)
     sys.stdout.write(result.render(fmt, per_query=args.per_query, header=not args.no_header))
     return 0
