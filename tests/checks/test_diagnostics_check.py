@@ -1,5 +1,5 @@
-"""``card render`` writes the release's pictures and Diagnostics numbers as listed files, and
-``verify`` recomputes every number and plotted array (SYNTHETIC demo release)."""
+"""``build`` and ``card render`` write the release's pictures and Diagnostics numbers as listed
+files, and ``verify`` recomputes every number and plotted array (SYNTHETIC demo release)."""
 
 from __future__ import annotations
 
@@ -85,6 +85,40 @@ def test_differences_walks_json():
     assert differences({"a": None}, {"a": 0.5}) == ["a: stored None, recomputed 0.5"]
 
 
-def test_a_release_without_diagnostics_is_absent_not_failed(demo_data: Path):
-    checks = check_diagnostics(demo_data / "release", load_spec("demo"))
+def test_the_build_writes_listed_and_verified_diagnostics(demo_data: Path):
+    """``build`` (here the demo's) writes the pictures and numbers, listed in the manifest,
+    equal to what ``verify`` recomputes, each picture marked SYNTHETIC."""
+    from PIL import Image
+
+    from rcp_data.documents.pictures import SYNTHETIC_MARK
+
+    root = demo_data / "release"
+    listed = {f["path"] for f in json.loads(
+        (root / "provenance/build_manifest.json").read_text())["files"]}
+    assert {DIAGNOSTICS_FILE, *PICTURE_FILES.values()} <= listed
+    assert [c.status for c in check_diagnostics(root, load_spec("demo"))] == ["ok", "ok"]
+    for rel in PICTURE_FILES.values():
+        with Image.open(root / rel) as png:
+            assert png.size == SIZE
+            assert png.text.get("Description") == SYNTHETIC_MARK
+    record = json.loads((root / DIAGNOSTICS_FILE).read_text())
+    systems = record["pictures"]["leaderboards"]["data"]["systems"]
+    assert systems == ["demo/alpha-reranker", "demo/beta-reranker", "demo/gamma-reranker",
+                       "demo/coarse-reranker"]
+    # the leaderboard picture names them as the card's tables do (the spec's short names)
+    from rcp_data.documents.diagnostics_files import system_names
+    from rcp_data.scoring.release_diagnostics import release_diagnostics
+
+    names = system_names(release_diagnostics(root, "demo"), load_spec("demo"))
+    assert [names[s] for s in systems] == ["Alpha-RR", "Beta-RR", "Gamma-RR", "Coarse-RR"]
+
+
+
+def test_a_release_without_diagnostics_is_absent_not_failed(demo_data: Path, tmp_path: Path):
+    import shutil
+
+    root = copy_demo(demo_data, tmp_path / "release")
+    (root / DIAGNOSTICS_FILE).unlink()
+    shutil.rmtree(root / "provenance/pictures")
+    checks = check_diagnostics(root, load_spec("demo"))
     assert [c.status for c in checks] == ["absent"]

@@ -66,7 +66,11 @@ def test_a_recalibration_records_its_new_files(release, tmp_path):
     before = {f["path"]: f["sha256"] for f in _manifest(release)["files"]}
     after = {f["path"]: f["sha256"] for f in _manifest(v2)["files"]}
     assert set(before) == set(after)
-    changed = sorted(p for p in after if before[p] != after[p])
+    changed = sorted(p for p in after if before[p] != after[p]
+                     and not p.startswith(("provenance/diagnostics.json", "provenance/pictures/")))
+    # the Diagnostics of the new labels are written anew
+    assert "provenance/diagnostics.json" in after
+    assert before["provenance/diagnostics.json"] != after["provenance/diagnostics.json"]
     # new gains: the qrels and the gains tables derived from them
     assert changed == ["alpha/gains.parquet", "alpha/qrels.parquet", "beta/gains.parquet",
                        "beta/qrels.parquet", "provenance/item_params.synth.json"]

@@ -55,8 +55,14 @@ def _calibration(root: Path) -> dict:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc})", path=str(path)) from exc
+        if not isinstance(data, dict):
+            raise InputError(f"expected a JSON object, found {type(data).__name__}",
+                             path=str(path))
         if rel == RELEASES_JSON:
-            current = [r for r in data.get("releases", []) if r.get("status") == "current"]
+            releases = data.get("releases", [])
+            if not isinstance(releases, list) or not all(isinstance(r, dict) for r in releases):
+                raise InputError("field 'releases' must be a list of objects", path=str(path))
+            current = [r for r in releases if r.get("status") == "current"]
             if current and isinstance(current[-1].get("calibration"), dict):
                 return current[-1]["calibration"]
         elif isinstance(data.get("calibration"), dict):

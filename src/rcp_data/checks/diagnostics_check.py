@@ -57,9 +57,21 @@ def check_diagnostics(root: Path, spec: SuiteSpec) -> list[Check]:
         return [Check.failed(NAME, WHAT, "readable JSON", exc.message, DIAGNOSTICS_FILE)]
     if stored is None:
         return [Check(NAME, True, WHAT, found="absent: the release has no Diagnostics "
-                      "(card render writes them)", where=DIAGNOSTICS_FILE, status="absent")]
+                      "(build writes them; card render adds them)", where=DIAGNOSTICS_FILE,
+                  status="absent")]
+    if not isinstance(stored, dict):
+        return [Check.failed(NAME, WHAT, "a JSON object", type(stored).__name__,
+                             DIAGNOSTICS_FILE)]
     checks = []
-    diffs = differences(stored, expected_record(root, spec))
+    try:
+        expected = expected_record(root, spec)
+    except InputError as exc:
+        where = Path(exc.path) if exc.path else None
+        if where is not None and where.is_relative_to(root):
+            where = where.relative_to(root)
+        return [Check.failed(NAME, WHAT, "the release's data readable", exc.message,
+                             where.as_posix() if where is not None else DIAGNOSTICS_FILE)]
+    diffs = differences(stored, expected)
     checks.append(Check.failed(NAME, WHAT, "equal to the release's data", f"{len(diffs)} "
                                "values differ", DIAGNOSTICS_FILE, diffs) if diffs else
                   Check.passed(NAME, WHAT, found="every value recomputed",

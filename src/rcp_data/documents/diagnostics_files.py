@@ -53,17 +53,40 @@ def expected_record(root: Path, spec: SuiteSpec | None = None) -> dict:
     return diagnostics_record(diag, picture_data(diag))
 
 
+def _synthetic(root: Path) -> bool:
+    """Whether the release at ``root`` was built from SYNTHETIC data (its build manifest)."""
+    from rcp_data.model.manifest import load_manifest
+
+    manifest = load_manifest(root)
+    return bool(manifest is not None and manifest.synthetic)
+
+
+def system_names(diag, spec: SuiteSpec) -> dict[str, str]:
+    """The systems of the leaderboards as the card's tables name them (the spec's short
+    names; an unmapped system by its id)."""
+    return {s: spec.short_name(s) for s in diag.leaderboards.get("rcp_ndcg", {})}
+
+
 def write_diagnostics(root: Path, spec: SuiteSpec | None = None, *,
-                      labels: dict[str, str] | None = None) -> list[Path]:
+                      labels: dict[str, str] | None = None,
+                      synthetic: bool | None = None) -> list[Path]:
     """Compute, draw and write the pictures and ``provenance/diagnostics.json`` into the
-    release ``root`` (each file moved in whole at the end); returns the paths written."""
+    release ``root`` (each file moved in whole at the end); returns the paths written.
+
+    The systems are named as the card's tables name them (the spec's short names) unless
+    ``labels`` says otherwise; ``synthetic`` (default: the build manifest's flag) marks every
+    picture SYNTHETIC."""
+    from rcp_data.model.suite import suite_spec
     from rcp_data.scoring.release_diagnostics import release_diagnostics
 
     root = Path(root)
     diag = release_diagnostics(root, spec)
+    names = system_names(diag, suite_spec(root, spec, adhoc=True)[0])
+    synthetic = _synthetic(root) if synthetic is None else synthetic
     written = []
     with tempfile.TemporaryDirectory(prefix=".rcp-pictures-", dir=root) as tmp:
-        drawn = release_pictures(diag, Path(tmp), labels=labels)
+        drawn = release_pictures(diag, Path(tmp), labels={**names, **(labels or {})},
+                                 synthetic=synthetic)
         for name in drawn:
             target = root / PICTURE_FILES[name]
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +131,7 @@ def diagnostics_card(record: dict, *, metric_titles: dict[str, str],
 
 def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
     """The card's Diagnostics facts of the release at ``root`` (None when it has no
-    ``provenance/diagnostics.json``: ``card render`` writes it)."""
+    ``provenance/diagnostics.json``: ``build`` and ``card render`` write it)."""
     from rcp_data.model.card_format import METRIC_TITLES
 
     record = read_record(root)
@@ -120,4 +143,5 @@ def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
 
 
 __all__ = ["DIAGNOSTICS_FILE", "SCHEMA", "DiagnosticsCard", "card_section", "diagnostics_card",
-           "diagnostics_record", "expected_record", "read_record", "write_diagnostics"]
+           "diagnostics_record", "expected_record", "read_record", "system_names",
+           "write_diagnostics"]

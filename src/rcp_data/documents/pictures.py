@@ -45,11 +45,21 @@ def _figure():
     return plt, fig, ax
 
 
-def _save(plt, fig, path: Path) -> None:
+#: The mark every picture drawn from SYNTHETIC data carries, across its middle.
+SYNTHETIC_MARK = "SYNTHETIC DATA"
+
+
+def _save(plt, fig, path: Path, *, synthetic: bool = False) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    if synthetic:
+        fig.text(0.5, 0.5, SYNTHETIC_MARK, ha="center", va="center", rotation=20,
+                 fontsize=44, color="red", alpha=0.25, fontweight="bold", zorder=10)
+    # the mark is also in the PNG's text (``Description``), for tools that read no pixels
+    fig.savefig(path, format="png", dpi=DPI,
+                metadata={"Software": None, **({"Description": SYNTHETIC_MARK}
+                                               if synthetic else {})})
     plt.close(fig)
 
 
@@ -73,7 +83,8 @@ def gain_curve_data(params: ItemParams, pool_theta: np.ndarray, link: str) -> Ga
                      tuple(params.beta), tuple(edges.tolist()), tuple(int(c) for c in counts))
 
 
-def gain_curve(params: ItemParams, pool_theta: np.ndarray, link: str, path: Path) -> GainCurve:
+def gain_curve(params: ItemParams, pool_theta: np.ndarray, link: str, path: Path, *,
+        synthetic: bool = False) -> GainCurve:
     data = gain_curve_data(params, pool_theta, link)
     plt, fig, ax = _figure()
     edges = np.asarray(data.hist_edges)
@@ -91,7 +102,7 @@ def gain_curve(params: ItemParams, pool_theta: np.ndarray, link: str, path: Path
     ax.set_xlabel("calibrated theta")
     ax.set_ylabel("gain")
     ax.set_title("Gain of theta (Eq. 4), criterion difficulties dotted")
-    _save(plt, fig, path)
+    _save(plt, fig, path, synthetic=synthetic)
     return data
 
 
@@ -110,7 +121,8 @@ def theta_by_grade_data(grade: np.ndarray, theta: np.ndarray) -> ThetaByGrade:
                                              for g in levels))
 
 
-def theta_by_grade(grade: np.ndarray, theta: np.ndarray, path: Path) -> ThetaByGrade:
+def theta_by_grade(grade: np.ndarray, theta: np.ndarray, path: Path, *,
+        synthetic: bool = False) -> ThetaByGrade:
     data = theta_by_grade_data(grade, theta)
     plt, fig, ax = _figure()
     if data.grades:
@@ -118,7 +130,7 @@ def theta_by_grade(grade: np.ndarray, theta: np.ndarray, path: Path) -> ThetaByG
     ax.set_xlabel("human grade (qrels)")
     ax.set_ylabel("calibrated theta")
     ax.set_title("Calibrated theta of the judged pool documents by grade")
-    _save(plt, fig, path)
+    _save(plt, fig, path, synthetic=synthetic)
     return data
 
 
@@ -137,7 +149,8 @@ def reliability_data(weight, predicted, observed, ece: float) -> ReliabilityData
                            tuple(float(weight[i]) for i in used), float(ece))
 
 
-def reliability_diagram(weight, predicted, observed, ece: float, path: Path) -> ReliabilityData:
+def reliability_diagram(weight, predicted, observed, ece: float, path: Path, *,
+        synthetic: bool = False) -> ReliabilityData:
     data = reliability_data(weight, predicted, observed, ece)
     plt, fig, ax = _figure()
     ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect")
@@ -151,7 +164,7 @@ def reliability_diagram(weight, predicted, observed, ece: float, path: Path) -> 
     ax.set_ylabel("observed pass rate (Stage B answers)")
     ax.set_title(f"Reliability of the calibration, ECE {data.ece:.3f}")
     ax.legend(loc="upper left")
-    _save(plt, fig, path)
+    _save(plt, fig, path, synthetic=synthetic)
     return data
 
 
@@ -175,7 +188,8 @@ def leaderboard_data(systems, boards: dict, intervals: dict,
 
 def leaderboard_chart(systems, boards: dict, intervals: dict, path: Path, *,
                       labels: dict[str, str] | None = None,
-                      metrics=("rcp_ndcg", "qrel_ndcg")) -> LeaderboardData:
+                      metrics=("rcp_ndcg", "qrel_ndcg"),
+                      synthetic: bool = False) -> LeaderboardData:
     data = leaderboard_data(systems, boards, intervals, metrics)
     labels = labels or {}
     plt, fig, ax = _figure()
@@ -191,15 +205,20 @@ def leaderboard_chart(systems, boards: dict, intervals: dict, path: Path, *,
     ax.invert_yaxis()
     ax.set_xlabel("nDCG@10 (%), 95% query-bootstrap interval")
     ax.set_title("Leaderboards: RCP-nDCG@10 beside qrel-nDCG@10")
-    ax.legend(loc="lower left", framealpha=0.9)
-    _save(plt, fig, path)
+    # the legend sits below the axes, where it cannot cover a bar
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=len(data.metrics),
+              frameon=False)
+    _save(plt, fig, path, synthetic=synthetic)
     return data
 
 
-def release_pictures(diag, root: Path, *, labels: dict[str, str] | None = None) -> dict:
+def release_pictures(diag, root: Path, *, labels: dict[str, str] | None = None,
+                     synthetic: bool = False) -> dict:
     """Write every picture the release's numbers allow under ``root`` (:data:`PICTURE_FILES`);
-    ``diag`` is a :class:`~rcp_data.scoring.release_diagnostics.ReleaseDiagnostics`. Returns
-    ``{name: plotted data}`` of the pictures written."""
+    ``diag`` is a :class:`~rcp_data.scoring.release_diagnostics.ReleaseDiagnostics`;
+    ``labels``: the names shown for metrics and systems (a system's default: its id);
+    ``synthetic``: mark every picture :data:`SYNTHETIC_MARK`. Returns ``{name: plotted data}``
+    of the pictures written."""
     from rcp_data.model.card_format import METRIC_TITLES
 
     root = Path(root)
@@ -207,22 +226,22 @@ def release_pictures(diag, root: Path, *, labels: dict[str, str] | None = None) 
     out: dict = {}
     if diag.item_params is not None:
         out["gain_curve"] = gain_curve(diag.item_params, diag.pool_theta, diag.link,
-                                       root / PICTURE_FILES["gain_curve"])
+                                       root / PICTURE_FILES["gain_curve"], synthetic=synthetic)
     if len(diag.graded):
         out["theta_by_grade"] = theta_by_grade(diag.graded["grade"].to_numpy(),
                                                diag.graded["theta"].to_numpy(),
-                                               root / PICTURE_FILES["theta_by_grade"])
+                                               root / PICTURE_FILES["theta_by_grade"], synthetic=synthetic)
     if diag.reliability is not None:
         r = diag.reliability
         out["reliability"] = reliability_diagram(
             r.weight, [np.nan if v is None else v for v in r.predicted],
             [np.nan if v is None else v for v in r.observed], r.ece,
-            root / PICTURE_FILES["reliability"])
+            root / PICTURE_FILES["reliability"], synthetic=synthetic)
     systems = list(diag.leaderboards.get("rcp_ndcg", {}))
     if systems and "qrel_ndcg" in diag.leaderboards:
         out["leaderboards"] = leaderboard_chart(systems, diag.leaderboards, diag.intervals,
                                                 root / PICTURE_FILES["leaderboards"],
-                                                labels=labels)
+                                                labels=labels, synthetic=synthetic)
     return out
 
 
@@ -254,6 +273,6 @@ def png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-__all__ = ["PICTURE_FILES", "SIZE", "GainCurve", "LeaderboardData", "ReliabilityData",
+__all__ = ["PICTURE_FILES", "SIZE", "SYNTHETIC_MARK", "GainCurve", "LeaderboardData", "ReliabilityData",
            "ThetaByGrade", "gain_curve", "picture_data", "release_pictures", "leaderboard_chart", "png_size", "reliability_diagram",
            "theta_by_grade"]

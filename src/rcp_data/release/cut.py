@@ -3,7 +3,8 @@
 One function for everyone who builds (``rcp-data build``, the demo, the Python API):
 :func:`build_release_dir` reads the builder inputs and the suite's sources (its reader, named by
 the spec, :mod:`rcp_data.sources.registry`), builds the data and provenance
-(:func:`rcp_data.building.build.build_release`) and, unless ``prepare`` is False, adds
+(:func:`rcp_data.building.build.build_release`), its pictures and Diagnostics numbers
+(:func:`write_release_diagnostics`) and, unless ``prepare`` is False, adds
 ``provenance/releases.json`` (the repo's history with this release appended as current), the
 mteb task file and the card (:func:`rcp_data.release.prepare.prepare_release`). All of it is
 written to a temporary folder beside ``out`` and moved into place only when complete.
@@ -77,6 +78,18 @@ def build_totals(manifest: BuildManifest) -> dict[str, int]:
             for k in TOTALS}
 
 
+def write_release_diagnostics(root: Path, spec: SuiteSpec) -> list[Path]:
+    """Write the pictures and ``provenance/diagnostics.json`` of the built release ``root``
+    (:func:`rcp_data.documents.diagnostics_files.write_diagnostics`) and list them in its
+    build manifest; returns the paths written."""
+    from rcp_data.documents.diagnostics_files import write_diagnostics
+    from rcp_data.model.manifest import record_content
+
+    written = write_diagnostics(root, spec)
+    record_content(root)
+    return written
+
+
 def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource | None = None,
                       source_options: dict | None = None, repo: str | None = None,
                       previous: History | Path | None = None, summary: str = "",
@@ -111,13 +124,14 @@ def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource
     prepared: list[History] = []
 
     def finish(tmp: Path) -> None:  # inside the temporary folder: nothing can fail after it
-        prepared.append(prepare_release(
-            tmp, spec, repo, previous=previous, summary=summary,
-            date=date or dt.date.today().isoformat(), previous_revision=previous_revision))
+        write_release_diagnostics(tmp, spec)
+        if prepare:
+            prepared.append(prepare_release(
+                tmp, spec, repo, previous=previous, summary=summary,
+                date=date or dt.date.today().isoformat(), previous_revision=previous_revision))
 
     manifest = build_release(spec, source, inputs, out, link=link or DEFAULT_LINK,
-                             parameters=parameters, force=force,
-                             finish=finish if prepare else None)
+                             parameters=parameters, force=force, finish=finish)
     history = prepared[0] if prepared else None
     current = history.current if history is not None else None
     return BuildResult(
@@ -127,4 +141,5 @@ def build_release_dir(spec: SuiteSpec, inputs, out: Path, *, source: SuiteSource
         repo=repo if current else None, history=history, manifest=manifest)
 
 
-__all__ = ["TOTALS", "BuildResult", "build_release_dir", "build_totals", "project_history"]
+__all__ = ["TOTALS", "BuildResult", "build_release_dir", "build_totals", "project_history",
+           "write_release_diagnostics"]

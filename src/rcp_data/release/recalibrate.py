@@ -124,6 +124,10 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
             manifest = replace(manifest, recalibration=recalibration, calibration=calibration)
             # new qrels and item parameters: the content list anew
             manifest.with_content(tmp).write(tmp)
+            # the pictures and Diagnostics of the new labels (release N's are stale)
+            from rcp_data.release.cut import write_release_diagnostics
+
+            write_release_diagnostics(tmp, spec)
         render_release_files(tmp, spec, new_history)
     log.info("wrote recalibration release %d of %s into %s", new_history.releases[-1].release,
              spec.name, out)
