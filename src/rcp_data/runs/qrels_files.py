@@ -29,7 +29,6 @@ def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
     """``query-id, corpus-id`` (text) and ``grade`` (int64), one row per judged pair, in file
     order. A malformed row is an :class:`InputError` naming the file, row and field.
     ``keep_rows``: also a ``row`` column, each pair's row (line) in the file, for messages."""
-    import pandas as pd
 
     path = Path(path)
     if not path.is_file():
