@@ -70,17 +70,23 @@ def test_answers_read_the_same_in_any_key_order_or_wrapping():
 
 
 def test_store_writes_each_line_at_once_each_id_once(tmp_path):
-    recs = [{"id": f"w{i}", "values": [i]} for i in range(3)]
-    with Store(tmp_path / "s", {"judge": "SIMULATED"}) as store:
+    def rec(i: int, values: list) -> dict:
+        return {"id": f"w{i}", "query": "q", "stage": "A", "phase": "random", "seq": i,
+                "docs": [f"d{j}" for j in range(len(values))], "status": "ok",
+                "usage": {}, "values": values}
+
+    ident = {"judge": {"model": "SIMULATED"}}
+    recs = [rec(i, [i]) for i in range(3)]
+    with Store(tmp_path / "s", ident) as store:
         for r in recs:
             store.append(r)
             assert read_records(tmp_path / "s")[-1] == r     # on disk before the next call
         store.append(recs[0])
         assert read_records(tmp_path / "s") == recs
         assert store.has("w2") and not store.has("w3")
-        store.append({"id": "w3", "values": []})
+        store.append(rec(3, []))
     assert [r["id"] for r in read_records(tmp_path / "s")] == ["w0", "w1", "w2", "w3"]
-    with Store(tmp_path / "s", {"judge": "SIMULATED"}) as store:
+    with Store(tmp_path / "s", ident) as store:
         assert store.has("w3") and store.records["w1"] == recs[1]
         store.append(recs[1])
     assert len(read_records(tmp_path / "s")) == 4

@@ -151,6 +151,9 @@ def test_adaptive_windows_stay_in_the_top_150_ranks_by_default():
         make_schedule("full", {"a.adaptive_depth": "5"})
 
 
+JUDGE = {"model": "SIMULATED"}
+
+
 def test_default_depth_keeps_the_schedule_identity_of_older_stores(tmp_path):
     """A store written before ``adaptive_depth`` existed (its identity.json holds the schedule
     without it) still resumes with the default; another depth is refused, named."""
@@ -162,12 +165,12 @@ def test_default_depth_keeps_the_schedule_identity_of_older_stores(tmp_path):
                           "adaptive_placements": 7 * 8 * 10 / 150, "adaptive_batches": 7,
                           "discount": 0.3},
               "stage_b": {"window": 10, "placements": 100 * 10 / 150, "balanced_share": 0.5}}
-    Store(tmp_path / "s", {"schedule": before}).close()
-    Store(tmp_path / "s", {"schedule": make_schedule("full").to_dict()}).close()
+    Store(tmp_path / "s", {"judge": JUDGE, "schedule": before}).close()
+    Store(tmp_path / "s", {"judge": JUDGE, "schedule": make_schedule("full").to_dict()}).close()
     deeper = make_schedule("full", {"a.adaptive_depth": "300"}).to_dict()
     assert deeper["stage_a"]["adaptive_depth"] == 300
     with pytest.raises(RcpDataError, match=r"schedule\.stage_a\.adaptive_depth"):
-        Store(tmp_path / "s", {"schedule": deeper})
+        Store(tmp_path / "s", {"judge": JUDGE, "schedule": deeper})
 
 
 def test_stage_b_bounds_hold_the_unshown_count_of_a_real_schedule():

@@ -141,6 +141,13 @@ class OutageError(RcpDataError, ConnectionError):
     exit_code = 1
 
 
+class IncompleteStore(RcpDataError):
+    """A judge store lacks planned windows: no tables are written from it (exit 1; a rerun
+    asks only what is missing)."""
+
+    exit_code = 1
+
+
 class MissingExtra(UsageError):
     """A command needs an optional extra that is not installed (exit 2)."""
 

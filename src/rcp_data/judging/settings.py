@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from dataclasses import dataclass, field
 
 from rcp_data.core.errors import UsageError
@@ -262,17 +263,23 @@ def stage_b_unshown(n_docs: int, schedule: Schedule) -> tuple[int, int]:
 
 
 def check_stage_b_coverage(sizes: list[int], schedule: Schedule) -> None:
-    """Refuse a schedule whose Stage B may leave a pool document never shown (a document
-    Stage B never saw has no criteria answers to calibrate): one line with the count."""
-    bad = [(n, *stage_b_unshown(n, schedule)) for n in sizes]
-    bad = [t for t in bad if t[2] > 0]
-    if not bad:
+    """Refuse a schedule whose Stage B surely leaves a pool document never shown (a document
+    Stage B never saw has no criteria answers to calibrate): one line with the count. A
+    schedule that only may leave some unshown (the windows' overlap decides) is warned about,
+    with the count."""
+    found = [(n, *stage_b_unshown(n, schedule)) for n in sizes]
+    maybe = [t for t in found if t[2] > 0]
+    if not maybe:
         return
-    n, low, high = max(bad, key=lambda t: (t[2], t[0]))
+    sure = [t for t in maybe if t[1] > 0]
+    n, low, high = max(sure or maybe, key=lambda t: (t[2], t[0]))
     p = plan_query(n, schedule)
     span = f"{high}" if low == high else f"{low} to {high}"
-    raise UsageError(
-        f"schedule leaves documents never shown to Stage B: {len(bad):,} of {len(sizes):,} "
-        f"queries; a pool of {n} gets {p.total_b} windows of {p.window_b} ({p.balanced} "
-        f"balanced, {p.grouped} grouped), which leave {span} of its {n} documents unshown; "
-        f"raise b.placements (now {schedule.stage_b.placements:g})")
+    text = (f"{len(sure or maybe):,} of {len(sizes):,} queries; a pool of {n} gets "
+            f"{p.total_b} windows of {p.window_b} ({p.balanced} balanced, {p.grouped} "
+            f"grouped), which leave {span} of its {n} documents unshown; raise b.placements "
+            f"(now {schedule.stage_b.placements:g})")
+    if sure:
+        raise UsageError(f"schedule leaves documents never shown to Stage B: {text}")
+    logging.getLogger(__name__).warning(
+        "schedule may leave documents never shown to Stage B: %s", text)

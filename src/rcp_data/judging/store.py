@@ -26,7 +26,7 @@ import math
 import os
 from pathlib import Path
 
-from rcp_data.core.errors import InputError, RcpDataError, RefusedError, UsageError
+from rcp_data.core.errors import InputError, RefusedError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,6 @@ try:  # orjson (the judge extra): the same JSON line, UTF-8, several times faste
 except ImportError:  # pragma: no cover - json is the fallback
     def _line(record: dict) -> bytes:
         return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-class IncompleteStore(RcpDataError):
-    """The store lacks planned windows: no tables are written from it."""
-
-    exit_code = 1
 
 
 def _finite_json(value: object, where: str) -> str:

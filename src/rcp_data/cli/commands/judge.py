@@ -281,7 +281,8 @@ def handle_run(args: argparse.Namespace) -> int:
 
 def _require_complete(store, summary) -> None:
     """Tables come only from a store that holds every planned window."""
-    from rcp_data.judging.store import IncompleteStore, read_records
+    from rcp_data.core.errors import IncompleteStore
+    from rcp_data.judging.store import read_records
 
     held = len({r["id"] for r in read_records(store)})
     missing = summary.windows_total - held
