@@ -17,12 +17,11 @@ import pandas as pd
 import pytest
 from support.judge import make_pool, run_simulated
 
-from rcp_data.core.errors import RcpDataError
+from rcp_data.core.errors import IncompleteStore, RcpDataError
 from rcp_data.demo.simulated_judge import SHAPES, FaultPlan, ServerThread, SimulatedJudge
 from rcp_data.judging.store import (
     QUARANTINE,
     WINDOWS,
-    IncompleteStore,
     Store,
     read_records,
     read_runs,
