@@ -42,8 +42,9 @@ def test_valid_release_passes(release_dir: Path):
     assert report.qrels_rows == rows > 0
     # subset tables (corpus, queries, qrels, gains, top_ranked) x 2, alpha's excluded, 6
     # provenance tables x 2 (no Stage A tables: see make_release_dir), item params,
-    # releases.json, build manifest, card, task file
-    assert len(report.files) == 2 * 5 + 1 + 2 * 4 + 5
+    # releases.json, build manifest, card, task file, and the Diagnostics every build writes
+    # (provenance/diagnostics.json and its 4 pictures)
+    assert len(report.files) == 2 * 5 + 1 + 2 * 4 + 5 + 1 + 4
     report.raise_if_failed()
 
 
@@ -130,7 +131,7 @@ def test_check_command_exit_codes(release_dir: Path, tmp_path: Path, capsys):
     assert main(["release", "check", str(release_dir)]) == 0
     rows = sum(pq.read_metadata(release_dir / s / "qrels.parquet").num_rows
                for s in ("alpha", "beta"))
-    assert (f"release check passed (24 files, {rows} qrels rows, suite demo)"
+    assert (f"release check passed (29 files, {rows} qrels rows, suite demo)"
             in capsys.readouterr().out)
     (release_dir / layout.TASK_FILE).unlink()
     assert main(["release", "check", str(release_dir)]) == 1

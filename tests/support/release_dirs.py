@@ -58,6 +58,7 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
     item parameters (same thetas in every release: only the gains change), its releases.json,
     card and task file."""
     from rcp_data.model.manifest import record_content
+    from rcp_data.release.cut import write_release_diagnostics
     from rcp_data.release.prepare import render_release_files
 
     spec = load_spec("demo")
@@ -75,6 +76,8 @@ def make_release_dir(out: Path, repo: str, *, release: int = 1, history: History
         write_parquet(qrels, path, SCHEMAS["qrels"])
         write_gains(qrels, out, sub.name)            # the gains config follows its qrels
     params.write(out / PARAMS_FILE)
+    # the Diagnostics follow the changed gains and the removed Stage A tables, as a build's do
+    write_release_diagnostics(out, spec)
     render_release_files(out, spec, history or first_history(repo))
     for rel, text in (extra_files or {}).items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ def read_qrels(path: str | Path, *, keep_rows: bool = False) -> pd.DataFrame:
 
 
 def _read_any(path: Path) -> pd.DataFrame:
+    import pandas as pd
     if path.suffix == ".parquet":
         table = read_parquet(path, what="qrels (query-id, corpus-id, grade)")
         frame = table.to_pandas()
