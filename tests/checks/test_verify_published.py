@@ -20,12 +20,25 @@ from rcp_data.release.prepare import prepare_release
 REPO = "rcp-test/published-before-policy"
 
 
+def _before_diagnostics(root: Path) -> Path:
+    """A release as published before the release policy: no Diagnostics either (a build writes
+    them now; their numbers need the release history that such a revision lacks)."""
+    import shutil
+
+    (root / "provenance/diagnostics.json").unlink()
+    shutil.rmtree(root / "provenance/pictures")
+    from rcp_data.model.manifest import record_content
+
+    record_content(root)  # the build manifest lists what is left
+    return root
+
+
 @pytest.fixture(scope="module")
 def published(local_hub, tmp_path_factory, demo_data):
     from huggingface_hub import HfApi
 
     work = tmp_path_factory.mktemp("published")
-    root = copy_demo(demo_data, work / "release")
+    root = _before_diagnostics(copy_demo(demo_data, work / "release"))
     history = prepare_release(root, load_spec("demo"), REPO, date="2026-11-29")
     (root / "provenance/releases.json").unlink()
     (root / "provenance/build_manifest.json").unlink()
@@ -75,7 +88,7 @@ def test_pre_policy_card_without_tables_is_absent_not_failed(local_hub, tmp_path
     """TREC-DL's published card prints no result tables: reported absent for such a repo."""
     from huggingface_hub import HfApi
 
-    root = copy_demo(demo_data, tmp_path / "release")
+    root = _before_diagnostics(copy_demo(demo_data, tmp_path / "release"))
     repo = "rcp-test/published-no-tables"
     history = prepare_release(root, load_spec("demo"), repo, date="2026-11-29")
     (root / "provenance/releases.json").unlink()
