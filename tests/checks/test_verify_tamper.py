@@ -157,6 +157,9 @@ def test_every_listed_file_changed_in_one_cell_is_named(hub):
         if path.endswith(".parquet"):
             changed, where = edit_one_cell(read_table_bytes(data))
             new = parquet_bytes(changed)
+        elif path.endswith(".png"):  # a Diagnostics picture: one byte of its pixel data
+            middle = len(data) // 2
+            new, where = data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1:], "a byte"
         else:
             new, where = edit_json(data), "a key added"
         sha = _tamper(hub, Path(path).stem, {path: new})

@@ -15,6 +15,7 @@ Each picture function writes one PNG of :data:`SIZE` pixels and returns the arra
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,8 @@ GRID = 201
 
 
 def _figure():
+    # matplotlib's own debug chatter (font lookups) is not this toolkit's log
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
     matplotlib.use("Agg", force=True)

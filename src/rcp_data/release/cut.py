@@ -13,6 +13,7 @@ written to a temporary folder beside ``out`` and moved into place only when comp
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +86,19 @@ def write_release_diagnostics(root: Path, spec: SuiteSpec) -> list[Path]:
     from rcp_data.documents.diagnostics_files import write_diagnostics
     from rcp_data.model.manifest import record_content
 
-    written = write_diagnostics(root, spec)
+    # the Diagnostics recompute steps the build has logged already (calibration verdicts, the
+    # replay): their INFO lines are not said a second time
+    quiet = [logging.getLogger(name) for name in ("rcp_data.calibration", "rcp_data.scoring")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(max(q.getEffectiveLevel(), logging.WARNING))
+    try:
+        written = write_diagnostics(root, spec)
+    finally:
+        for q, level in zip(quiet, levels, strict=True):
+            q.setLevel(level)
+    logging.getLogger(__name__).info("diagnostics: %d files written (%s)", len(written),
+                                     ", ".join(p.name for p in written))
     record_content(root)
     return written
 
