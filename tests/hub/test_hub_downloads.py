@@ -42,7 +42,8 @@ from rcp_data.release.prepare import prepare_release
 from rcp_data.release.publish import publish
 
 REPO = "rcp-test/big-corpus-demo"
-PAD_DOCS = 60_000    # per subset; ~270 random characters each: over 100x the rest of the release
+PAD_DOCS = 120_000   # per subset; ~270 random characters each: over 100x the rest of the
+#                      release (its Diagnostics pictures included)
 
 
 def _closed_port_url() -> str:
