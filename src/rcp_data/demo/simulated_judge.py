@@ -226,18 +226,14 @@ class SimulatedJudge:
             if self.latency:
                 await asyncio.sleep(self.latency)
             prompt = data["messages"][-1]["content"]
-            if "Passages:\n" not in prompt:  # a client's probe call
-                return web.Response(content_type="application/json", body=_dumps({
-                    "id": "SIMULATED", "object": "chat.completion", "model": self.model,
-                    "system_fingerprint": "SIMULATED",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": '{"ok": true}'}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
-            self.asked[_prompt_hash(prompt)] += 1
-            planned = self.plan.kind(prompt) if self.plan is not None else None
-            if planned is not None:
-                return self._planned_fault(request, planned, web)
-            text, finish = self.answer(prompt, int(data.get("seed") or 0))
+            if "Passages:\n" not in prompt:  # a client's probe call: not a window asked
+                text, finish = '{"ok": true}', "stop"
+            else:
+                self.asked[_prompt_hash(prompt)] += 1
+                planned = self.plan.kind(prompt) if self.plan is not None else None
+                if planned is not None:
+                    return self._planned_fault(request, planned, web)
+                text, finish = self.answer(prompt, int(data.get("seed") or 0))
             return web.Response(content_type="application/json", body=_dumps({
                 "id": "SIMULATED", "object": "chat.completion", "model": self.model,
                 "system_fingerprint": "SIMULATED",
