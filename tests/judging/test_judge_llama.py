@@ -59,10 +59,12 @@ def llama_server():
 def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_server,
                                                         tmp_path):
     # Stage A's random windows cover every document once (4 windows of 5, each reversed),
-    # so every document with verdicts has a Stage A score
+    # so every document with verdicts has a Stage A score; Stage B's 4 balanced windows of 5
+    # show each document once (a schedule that surely leaves documents unshown is refused)
     budget = ["--set", "a.window=5", "--set", "a.random_placements=1", "--set",
               "a.stratified_placements=0.25", "--set", "a.adaptive_placements=0.25", "--set",
-              "a.adaptive_batches=1", "--set", "b.window=2", "--set", "b.placements=0.3"]
+              "a.adaptive_batches=1", "--set", "b.window=5", "--set", "b.placements=1",
+              "--set", "b.balanced_share=1"]
     code = main(["-q", "judge", "run", "--pool", str(demo_release_v1), "--store",
                  str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--endpoint",
                  llama_server, "--model", ALIAS, "--judge-name", ALIAS, "--limit-queries",
@@ -76,10 +78,10 @@ def test_demo_pools_judged_by_llama_cpp_then_calibrated(demo_release_v1, llama_s
     c = pd.read_parquet(tmp_path / "out/judge/criteria.parquet")
     assert t["query-id"].nunique() == 2 and t.groupby("query-id")["call_index"].nunique(
     ).tolist() == [11, 11]
-    assert c.groupby("query-id")["call_index"].nunique().tolist() == [3, 3]
+    assert c.groupby("query-id")["call_index"].nunique().tolist() == [4, 4]
     rec = json.loads((tmp_path / "out/judge/judging.json").read_text())
     u = rec["usage"]
-    assert u["A"]["windows"] == 22 and u["B"]["windows"] == 6
+    assert u["A"]["windows"] == 22 and u["B"]["windows"] == 8
     assert u["A"]["input_tokens"] > 0 and u["A"]["output_tokens"] > 0  # the server's usage
     # every window is valid or counted invalid by category
     for stage in ("A", "B"):
