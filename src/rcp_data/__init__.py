@@ -11,8 +11,9 @@ The public Python API, flat::
 
 - :func:`open_release` opens a release directory or a pinned Hub revision once;
 - :func:`replay`, :func:`score`, :func:`compare` recompute and compare result tables;
-- :func:`verify` checks a release end to end; :func:`build` and :func:`publish` make one and
-  put it on the Hub;
+- :func:`verify` checks a release end to end; :func:`judge` and :func:`calibrate` judge a pool
+  and fit the calibration, :func:`build` and :func:`publish` make a release and put it on the
+  Hub;
 - the errors (:class:`RcpDataError` and its kinds) also inherit the matching built-in
   (:class:`InputError` is a ``ValueError``, :class:`NotFoundError` a ``FileNotFoundError``,
   ...), so they can be caught by meaning.
@@ -45,6 +46,10 @@ _EXPORTS = {
     "compare": "scoring.api",
     "verify": "checks.api",
     "build": "release.api",
+    "judge": "release.judge_run",
+    "JudgeResult": "release.judge_run",
+    "calibrate": "release.calibrate_run",
+    "CalibrateResult": "release.calibrate_run",
     "publish": "release.api",
     "ReplayResult": "scoring.replay",
     "ScoreResult": "scoring.score",
@@ -74,9 +79,10 @@ _EXPORTS = {
 # _EXPORTS is the one list of public names: __all__ (kept literal for linters) and the
 # TYPE_CHECKING block below are checked equal to it by tests/project/test_public_names.py
 __all__ = [
-    "__version__", "agree", "AgreeResult", "BranchMoved", "build", "BuildResult", "compare",
-    "Comparison", "EndpointError", "GitUnavailable", "HubClient", "HubConflict", "HubNotFound",
-    "HubUnavailable", "InputError", "NotFoundError", "open_release", "OutageError", "publish",
+    "__version__", "agree", "AgreeResult", "BranchMoved", "build", "BuildResult", "calibrate",
+    "CalibrateResult", "compare", "Comparison", "EndpointError", "GitUnavailable", "HubClient",
+    "HubConflict", "HubNotFound", "HubUnavailable", "InputError", "judge", "JudgeResult",
+    "NotFoundError", "open_release", "OutageError", "publish",
     "PublishResult", "QrelsScore", "RcpDataError", "RefusedError", "Release", "replay",
     "ReplayResult", "RunCoverage", "SchemaError", "score", "score_qrels", "ScoreResult",
     "UsageError", "VerificationFailed", "verify", "VerifyReport",
@@ -104,7 +110,9 @@ if TYPE_CHECKING:  # for type checkers; at run time each name is imported on fir
     from rcp_data.core.hub_client import HubClient
     from rcp_data.model.release import Release, open_release
     from rcp_data.release.api import build, publish
+    from rcp_data.release.calibrate_run import CalibrateResult, calibrate
     from rcp_data.release.cut import BuildResult
+    from rcp_data.release.judge_run import JudgeResult, judge
     from rcp_data.release.publish import PublishResult
     from rcp_data.scoring.agreement.analysis import AgreeResult, agree
     from rcp_data.scoring.api import compare, replay, score

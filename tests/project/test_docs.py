@@ -57,7 +57,8 @@ def test_the_cli_reference_holds_every_subcommand(site):
 
 def test_the_api_reference_documents_the_public_functions(site):
     page = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
-    for name in ("open_release", "replay", "score", "score_qrels", "verify", "build", "publish"):
+    for name in ("open_release", "replay", "score", "score_qrels", "verify", "judge", "calibrate",
+                 "build", "publish"):
         module = getattr(rcp_data, name).__module__
         assert f'id="{module}.{name}"' in page, name
 

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.building.contract import TOURNAMENT_FILE, BuildInputs
+from rcp_data.building.contract import THETAS_FILE, TOURNAMENT_FILE, BuildInputs, calibrated_file
 from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_build
 from rcp_data.building.judge import attach_gains, bt_rows, ingest_run, tournament_rows
 from rcp_data.building.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
@@ -152,7 +152,7 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
                        grade_positive=spec.grade_positive,
                        excluded=excluded_map, never_pool=never)
     thetas = inputs.thetas
-    theta_src = str(inputs.root / "judge" / "thetas.parquet") if inputs.root else "thetas"
+    theta_src = str(calibrated_file(inputs.root, THETAS_FILE)) if inputs.root else "thetas"
     qrels, pool = attach_gains(pool, qrels_up, thetas, inputs.item_params, link=link,
                                source=theta_src, query_ids=qids)
     top = pool[~pool["excluded"]].groupby("query-id", sort=False)["corpus-id"].agg(list)

@@ -11,6 +11,8 @@ inputs/judge/tournament.parquet    the Stage A answers (optional)
 inputs/first_stage/<retriever>.{parquet,trec}
 inputs/first_stage/first_stage.json   which runs rcp-data computed (suite first-stage; optional)
 inputs/runs/runs.json + one file per reranker run
+inputs/calibration/                 calibrate --inputs: item_params.json and thetas.parquet are
+                                    read from here when judge/ does not hold them
 ```
 """
 
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 JUDGE_DIR = "judge"
 FIRST_STAGE_DIR = "first_stage"
 RUNS_DIR = "runs"
+CALIBRATION_DIR = "calibration"  # written by rcp-data calibrate --inputs
 JUDGE_JSON = "judge.json"
 ITEM_PARAMS_JSON = "item_params.json"
 THETAS_FILE = "thetas.parquet"
@@ -87,11 +90,13 @@ def read_inputs(root: Path) -> BuildInputs:
         raise InputError("builder inputs folder not found", path=str(root))
     judge_dir = root / JUDGE_DIR
     judge = JudgeInfo.read(judge_dir / JUDGE_JSON)
-    params = ItemParams.read(judge_dir / ITEM_PARAMS_JSON)
-    thetas = _read_parquet(judge_dir / THETAS_FILE, ["query-id", "corpus-id", "theta"])
+    params_file, thetas_file = calibrated_file(root, ITEM_PARAMS_JSON), calibrated_file(
+        root, THETAS_FILE)
+    params = ItemParams.read(params_file)
+    thetas = _read_parquet(thetas_file, ["query-id", "corpus-id", "theta"])
     criteria = _read_parquet(judge_dir / CRITERIA_FILE, ["query-id", "call_index", "corpus-id"])
     criteria = check_verdicts(criteria, params, source=str(judge_dir / CRITERIA_FILE))
-    files = [judge_dir / n for n in (JUDGE_JSON, ITEM_PARAMS_JSON, THETAS_FILE, CRITERIA_FILE)]
+    files = [judge_dir / JUDGE_JSON, params_file, thetas_file, judge_dir / CRITERIA_FILE]
     tournament = None
     if (judge_dir / TOURNAMENT_FILE).exists():
         from rcp_data.calibration.tournament import load_tournament, read_tournament
@@ -129,6 +134,14 @@ def read_inputs(root: Path) -> BuildInputs:
              len(runs))
     return BuildInputs(judge, params, thetas, criteria, first_stage, runs, files, root,
                        tournament, judging, computed_runs)
+
+
+def calibrated_file(root: Path, name: str) -> Path:
+    """Where the builder inputs ``root`` hold the calibration's ``name`` (``item_params.json``,
+    ``thetas.parquet``): ``judge/``, else ``calibration/`` (``calibrate --inputs``)."""
+    given = Path(root) / JUDGE_DIR / name
+    written = Path(root) / CALIBRATION_DIR / name
+    return written if not given.exists() and written.exists() else given
 
 
 def write_computed_runs(records: list[FirstStageRecord], files: dict[str, Path],
@@ -197,8 +210,8 @@ def _read_parquet(path: Path, required: list[str]) -> pd.DataFrame:
     return ids_as_text(frame)
 
 
-__all__ = ["CRITERIA_FILE", "FIRST_STAGE_DIR", "FIRST_STAGE_JSON", "ITEM_PARAMS_JSON",
+__all__ = ["CALIBRATION_DIR", "CRITERIA_FILE", "FIRST_STAGE_DIR", "FIRST_STAGE_JSON", "ITEM_PARAMS_JSON",
            "JUDGE_DIR", "JUDGE_JSON", "JUDGING_FILE", "RUNS_DIR", "RUNS_JSON", "THETAS_FILE",
-           "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo", "RunSpec", "for_split",
+           "TOURNAMENT_FILE", "BuildInputs", "JudgeInfo", "RunSpec", "calibrated_file", "for_split",
            "read_computed_runs", "read_inputs", "read_runs_json", "run_file_name",
            "table_for_split", "write_builder_inputs", "write_computed_runs"]

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 from rcp_data.core.errors import UsageError
-
-log = logging.getLogger(__name__)
 
 # the reading rules of rcp_data.calibration.reading (not imported here: it needs torch)
 STAGE_A_RULES = ("complete", "hard-fallback")
@@ -32,8 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "stage_a_queries.parquet (with --tournament) and diagnostics.json into --out."
         ),
     )
-    p.add_argument("--criteria", required=True, type=Path,
-                   help="verdict table parquet: query-id, call_index, corpus-id, C1..Cn")
+    p.add_argument("--inputs", type=Path, metavar="DIR",
+                   help="a judge run's --out (builder inputs): read its judge/criteria.parquet "
+                        "and judge/tournament.parquet, write the calibration to "
+                        "DIR/calibration/, where build --inputs DIR reads it")
+    p.add_argument("--criteria", type=Path,
+                   help="verdict table parquet: query-id, call_index, corpus-id, C1..Cn "
+                        "(required without --inputs)")
     p.add_argument("--thetas", type=Path,
                    help="Stage A table parquet with query-id, corpus-id, theta_bt")
     p.add_argument("--tournament", type=Path,
@@ -44,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "enters only if every shown document has a score in [-5, 5] and a "
                         "rank; hard-fallback: also unreadable windows with a complete ranking, "
                         "as hard preferences)")
-    p.add_argument("--out", required=True, type=out_folder,
-                   help="output folder (new or empty; written atomically)")
+    p.add_argument("--out", type=out_folder,
+                   help="output folder (new or empty; written atomically; required without "
+                        "--inputs, default DIR/calibration with it)")
     p.add_argument("--force", action="store_true",
                    help="replace --out when it holds a calibration written earlier")
     p.add_argument("--rubric-only", action="store_true",
@@ -61,27 +64,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handler(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
+    if args.inputs is None and (args.criteria is None or args.out is None):
+        raise UsageError("give --criteria and --out (or --inputs, a judge run's --out)")
     require_extra("calibrate")
-    from rcp_data.calibration.pipeline import calibrate_files
-    from rcp_data.core.outputs import CALIBRATION, check_output_dir
+    from rcp_data.release.calibrate_run import calibrate
 
-    if args.thetas is None and args.tournament is None and not args.rubric_only:
-        raise UsageError("--thetas is required for the MAP fit (or --tournament to fit Stage A "
-                         "from the raw answers, or --rubric-only)")
-    # before the fit: a refused --out costs nothing
-    check_output_dir(args.out, CALIBRATION, force=args.force,
-                     inputs={"--criteria": args.criteria, "--thetas": args.thetas,
-                             "--tournament": args.tournament})
-    cal = calibrate_files(args.criteria, args.thetas, args.out, rubric_only=args.rubric_only,
-                          device=args.device, progress=not args.no_progress, force=args.force,
-                          tournament=args.tournament, rule=args.rule)
-    d = cal.diagnostics
+    cal = calibrate(args.criteria, args.out, inputs=args.inputs, thetas=args.thetas,
+                    tournament=args.tournament, rule=args.rule, rubric_only=args.rubric_only,
+                    device=args.device, force=args.force, progress=not args.no_progress)
     if args.json:
         from rcp_data.cli.formats import print_json
 
-        print_json({"out": str(args.out), "method": cal.method,
-                    "item_params": cal.params.to_dict(), "diagnostics": d})
+        print_json(cal.to_json())
         return 0
+    print_fit(cal)
+    say(args, f"wrote {cal.out}")
+    return 0
+
+
+def print_fit(cal) -> None:
+    """The fit's summary lines on stdout (``calibrate``, ``release cut``)."""
+    d = cal.diagnostics
     rr = d["reading_rule"]
     if "stage_a" in d:
         a = d["stage_a"]
@@ -102,5 +105,3 @@ def handler(args: argparse.Namespace) -> int:
     q3 = d["q3_mean_abs"]
     print(f"ECE {d['ece']:.4f}; mean |Q3| {q3 if q3 is None else round(q3, 4)} "
           f"({d['q3_pairs_over_0.2']} pairs over 0.2); converged: {d['fit']['converged']}")
-    say(args, f"wrote {args.out}")
-    return 0

@@ -66,13 +66,18 @@ def _temperature(text: str) -> float:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    schedule_options(p)
+    p.add_argument("--suite", help="the pool's suite (default: the one the release names)")
+
+
+def schedule_options(p: argparse.ArgumentParser) -> None:
+    """``--preset``, ``--set`` and ``--seed`` (``judge plan|run``, ``release cut``)."""
     p.add_argument("--preset", help="schedule preset: full, reduced, stage-b-only (default: the "
                    "suite spec's [judge] preset, else full)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a schedule setting, e.g. a.window=8, b.placements=5 "
                         "(a.: Stage A, b.: Stage B; repeatable)")
     p.add_argument("--seed", type=int, default=42, help="schedule seed (default 42)")
-    p.add_argument("--suite", help="the pool's suite (default: the one the release names)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -104,6 +109,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--store", required=True, type=Path, help="the run's store (append-only)")
     run.add_argument("--out", required=True, type=out_folder,
                      help="where judge/tournament.parquet etc. are written")
+    run_arguments(run)
+    _common(run)
+    run.set_defaults(func=handle_run)
+
+    st = sub.add_parser("status", help="count a store's windows by stage and status",
+                        description="Count a judging store's windows, invalid windows, "
+                        "calls and tokens by stage.")
+    st.add_argument("--store", required=True, type=Path, help="the run's store")
+    st.set_defaults(func=handle_status)
+
+    rp = sub.add_parser("reparse", help="re-read a store's raw answers (no judge call)",
+                        description="Parse a store's raw answers again (e.g. after a parser "
+                        "fix) into a new store; calls no judge.")
+    rp.add_argument("--store", required=True, type=Path, help="the run's store (read only)")
+    rp.add_argument("--out", required=True, type=out_folder, help="a new store for the re-read")
+    rp.set_defaults(func=handle_reparse)
+
+    im = sub.add_parser("import", help="turn a store of the authors' toolkit into the tables",
+                        description="Read a judgement store of the authors' toolkit "
+                        "(cohere-ai/rcp-ndcg: identity.json, tournament.jsonl, rubric.jsonl) "
+                        "and write judge/tournament.parquet, judge/criteria.parquet, "
+                        "judge.json and judging.json into --out; calls no judge.")
+    im.add_argument("store", type=Path, help="the rcp-ndcg judgement store folder")
+    im.add_argument("--out", required=True, type=Path,
+                    help="where judge/tournament.parquet etc. are written")
+    im.set_defaults(func=handle_import)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def run_arguments(run: argparse.ArgumentParser) -> None:
+    """The endpoint, model and call settings of ``judge run`` (``release cut`` shares them)."""
     run.add_argument("--endpoint", action="append", required=True, metavar="URL",
                      help="an OpenAI-compatible base URL (.../v1); repeat for replicas")
     run.add_argument("--model", required=True, help="the served model name")
@@ -143,62 +179,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="the stages to run (default AB)")
     run.add_argument("--limit-queries", type=_count, help="judge only the first N queries")
     run.add_argument("--no-progress", action="store_true", help="show no progress bar")
-    _common(run)
-    run.set_defaults(func=handle_run)
-
-    st = sub.add_parser("status", help="count a store's windows by stage and status",
-                        description="Count a judging store's windows, invalid windows, "
-                        "calls and tokens by stage.")
-    st.add_argument("--store", required=True, type=Path, help="the run's store")
-    st.set_defaults(func=handle_status)
-
-    rp = sub.add_parser("reparse", help="re-read a store's raw answers (no judge call)",
-                        description="Parse a store's raw answers again (e.g. after a parser "
-                        "fix) into a new store; calls no judge.")
-    rp.add_argument("--store", required=True, type=Path, help="the run's store (read only)")
-    rp.add_argument("--out", required=True, type=out_folder, help="a new store for the re-read")
-    rp.set_defaults(func=handle_reparse)
-
-    im = sub.add_parser("import", help="turn a store of the authors' toolkit into the tables",
-                        description="Read a judgement store of the authors' toolkit "
-                        "(cohere-ai/rcp-ndcg: identity.json, tournament.jsonl, rubric.jsonl) "
-                        "and write judge/tournament.parquet, judge/criteria.parquet, "
-                        "judge.json and judging.json into --out; calls no judge.")
-    im.add_argument("store", type=Path, help="the rcp-ndcg judgement store folder")
-    im.add_argument("--out", required=True, type=Path,
-                    help="where judge/tournament.parquet etc. are written")
-    im.set_defaults(func=handle_import)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-
-
-def _overrides(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise UsageError(f"--set {item!r}: expected KEY=VALUE")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
 
 
 def _schedule(args, spec):
-    from rcp_data.judging.settings import make_schedule, suite_preset
+    from rcp_data.release.judge_run import make_schedule, overrides
 
-    preset = args.preset or suite_preset(spec)
-    return make_schedule(preset, _overrides(args.set), seed=args.seed)
+    return make_schedule(spec, args.preset, overrides(args.set), args.seed)
 
 
 def _open_pool(ref: str, args):
-    from rcp_data.judging.pool_input import read_pool
-    from rcp_data.model.release import open_release
-    from rcp_data.release.pools_only import POOLS_ONLY
+    from rcp_data.release.judge_run import open_pool
 
-    suite = getattr(args, "suite", None)
-    marker = Path(ref) / POOLS_ONLY
-    if suite is None and not str(ref).startswith("hf://") and marker.exists():
-        suite = json.loads(marker.read_text(encoding="utf-8"))["suite"]  # a pools-only build
-    release = open_release(ref, suite=suite, client=getattr(args, "hub_client", None))
-    return release, read_pool(release)
+    return open_pool(ref, getattr(args, "suite", None), getattr(args, "hub_client", None))
 
 
 def handle_plan(args: argparse.Namespace) -> int:
@@ -219,98 +211,40 @@ def handle_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments of :func:`rcp_data.release.judge_run.judge` that ``judge run``'s
+    flags give (``release cut`` shares them)."""
+    from rcp_data.release.judge_run import overrides
+
+    return dict(endpoints=args.endpoint, model=args.model, judge_name=args.judge_name,
+                judge_revision=args.judge_revision, api_key_env=args.api_key_env,
+                preset=args.preset, settings=overrides(args.set), seed=args.seed,
+                concurrency=args.concurrency, max_calls=args.max_calls,
+                attempts=args.attempts, retries=args.retries, timeout=args.timeout,
+                outage_wait=args.outage_wait, temperature=args.temperature,
+                context_tokens=args.context_tokens, max_output_tokens=args.max_output_tokens,
+                tokenizer=args.tokenizer, prompt_a=args.prompt_a, prompt_b=args.prompt_b,
+                rubric=args.rubric, response_format=args.response_format,
+                score_values=args.score_values, stages=args.stages,
+                limit_queries=args.limit_queries, progress=not args.no_progress)
+
+
+def judged_line(result) -> str:
+    """The status line of a finished judge run."""
+    u = result.usage
+    return (f"judge run complete: {result.windows_new:,} windows asked now "
+            f"({result.calls:,} calls, {result.invalid_new:,} invalid), "
+            f"{result.windows_stored:,} already stored; Stage A {u['A']['windows']:,} windows, "
+            f"Stage B {u['B']['windows']:,}; wrote {result.tables}")
+
+
 def handle_run(args: argparse.Namespace) -> int:
-    from rcp_data.core.outputs import check_apart
-    from rcp_data.judging.budget import TokenCounter
-    from rcp_data.judging.client import ChatClient, ClientSettings
-    from rcp_data.judging.driver import RunSettings, judge_identity, judge_pool, run_async
-    from rcp_data.judging.prompts import load_prompts
-    from rcp_data.judging.tables import export_tables
-    from rcp_data.model.judge_name import judge_name
+    from rcp_data.release.judge_run import judge
 
-    name = judge_name(args.model, args.judge_name)  # before any call: a tag is for good
-    prompts = load_prompts(args.prompt_a, args.prompt_b, args.rubric,
-                           response_format=args.response_format, score_values=args.score_values)
-    release, pool = _open_pool(args.pool, args)
-    # the tables never go into (or around) the store, nor into a built release (verify would
-    # fail); a folder of pools only (build --until pools, suite first-stage) may take judge/
-    inputs = {"--store": args.store}
-    if release.pin is None and release.manifest is not None:
-        inputs["--pool"] = release.root
-    check_apart(args.out, inputs)
-    pool = pool.limit(args.limit_queries)
-    schedule = _schedule(args, release.spec)
-    if "B" in args.stages:
-        from rcp_data.judging.settings import check_stage_b_coverage
-
-        check_stage_b_coverage([len(q.doc_ids) for q in pool.queries], schedule)
-    run = RunSettings(concurrency=args.concurrency, max_calls=args.max_calls,
-                      attempts=args.attempts, context_tokens=args.context_tokens,
-                      max_output_tokens=args.max_output_tokens,
-                      show_progress=not args.no_progress, stages=tuple(args.stages))
-    counter = TokenCounter(args.tokenizer)
-    client = ChatClient(ClientSettings(
-        model=args.model, urls=args.endpoint, api_key_env=args.api_key_env,
-        timeout=args.timeout, retries=args.retries, outage_wait=args.outage_wait,
-        temperature=args.temperature, max_tokens=args.max_output_tokens))
-    _check_budgets(pool, prompts, schedule, counter, run)
-    identity = judge_identity(args.model, args.judge_revision, prompts, schedule, pool, run,
-                              args.temperature)
-    summary = run_async(judge_pool(pool, prompts, schedule, args.store, identity, client,
-                                   counter, run))
-    _require_complete(args.store, summary)
-    synthetic = "SIMULATED" in args.model or release.synthetic
-    judge = {"model": name, "revision": args.judge_revision,
-             "short": name.split("/")[-1][:24]}
-    if name != args.model:
-        judge["served_model"] = args.model
-    if synthetic:
-        judge["synthetic"] = True
-    record = export_tables(args.store, args.out, [q.key for q in pool.queries],
-                           with_split=pool.needs_split, judge=judge,
-                           extra={"tokens": counter.source, "complete": summary.complete,
-                                  "pool": pool.source})
-    u = record["usage"]
-    state = "complete"
-    say(args, f"judge run {state}: {summary.windows_new:,} windows asked now "
-        f"({summary.calls:,} calls, {summary.invalid_new:,} invalid), "
-        f"{summary.windows_stored:,} already stored; Stage A {u['A']['windows']:,} windows, "
-        f"Stage B {u['B']['windows']:,}; wrote {args.out / 'judge'}")
+    result = judge(args.pool, args.store, args.out, suite=args.suite,
+                   client=getattr(args, "hub_client", None), **run_options(args))
+    say(args, judged_line(result))
     return 0
-
-
-def _require_complete(store, summary) -> None:
-    """Tables come only from a store that holds every planned window."""
-    from rcp_data.core.errors import IncompleteStore
-    from rcp_data.judging.store import read_records
-
-    held = len({r["id"] for r in read_records(store)})
-    missing = summary.windows_total - held
-    if summary.complete and missing <= 0:
-        return
-    why = (f"{summary.unanswered:,} got no answer from the endpoint"
-           if summary.unanswered else "stopped at --max-calls")
-    raise IncompleteStore(f"the store {store} holds {held:,} of {summary.windows_total:,} "
-                          f"planned windows ({why}); no tables written: run again to ask "
-                          "only for what is missing")
-
-
-def _check_budgets(pool, prompts, schedule, counter, run) -> None:
-    """A context too small for one document, or an output cap too small for a window's
-    answer, is refused before anything is written."""
-    from rcp_data.judging.budget import min_output_tokens, per_document_budget
-
-    q = max(pool.queries, key=lambda x: len(x.text))
-    for stage, w in (("A", schedule.stage_a.window), ("B", schedule.stage_b.window)):
-        if stage not in run.stages:
-            continue
-        need = min_output_tokens(counter, prompts.longest_answer(stage, w))
-        if run.max_output_tokens < need:
-            raise UsageError(f"--max-output-tokens {run.max_output_tokens} cannot hold a Stage "
-                             f"{stage} answer of a window of {w}: give at least {need}")
-        render = prompts.render_a if stage == "A" else prompts.render_b
-        per_document_budget(counter, render(q.text, [""] * w), w,
-                            context=run.context_tokens, max_output=run.max_output_tokens)
 
 
 def handle_status(args: argparse.Namespace) -> int:
