@@ -600,3 +600,55 @@ def test_card_render_refuses_todo_markers_as_build_does(small_suite, tmp_path, c
         "spec still holds TODO "
         "markers, fill them in before preparing a release: suite.license"]
     assert not (tmp_path / "README.md").exists()
+
+
+def test_first_stage_output_is_judged_calibrated_and_built_as_written(small_suite, tmp_path,
+                                                                       capsys, judge_server):
+    """``suite first-stage`` writes what ``judge run --pool`` reads; the judge tables and the
+    calibration go into the same folder, which ``build --inputs`` takes as it is (only the
+    rerankers' runs are the user's to put there)."""
+    spec_file = small_suite / "small.toml"
+    work = tmp_path / "judge-run"
+    code, _, err = _run(capsys, "suite", "first-stage", "--spec", str(spec_file), "--out",
+                        str(work))
+    assert code == 0, err
+    # the pools a judge reads are the ones build --until pools makes from the same runs
+    pools = tmp_path / "pools"
+    code, _, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(work),
+                        "--out", str(pools), "--until", "pools")
+    assert code == 0, err
+    for path in sorted((pools / "provenance/pool").glob("*.parquet")):
+        pd.testing.assert_frame_equal(pd.read_parquet(work / "provenance/pool" / path.name),
+                                      pd.read_parquet(path))
+    first = pd.read_parquet(work / "pools.parquet")
+    mine = pd.concat([pd.read_parquet(p) for p in sorted(
+        (work / "provenance/pool").glob("*.parquet"))], ignore_index=True)
+    assert sorted(zip(first["query-id"], first["corpus-id"], strict=True)) == sorted(
+        zip(mine["query-id"], mine["corpus-id"], strict=True))
+    code, _, err = _run(capsys, "-q", "judge", "run", "--pool", str(work), "--store",
+                        str(tmp_path / "store"), "--out", str(work), "--endpoint",
+                        judge_server.url, "--model", "rcp-data/SIMULATED-judge",
+                        "--no-progress", "--context-tokens", "4096", "--preset", "reduced")
+    assert code == 0, err
+    code, _, err = _run(capsys, "-q", "calibrate", "--inputs", str(work), "--no-progress")
+    assert code == 0, err
+    # the rerankers' runs over the pools: the user's to put there
+    rng = np.random.default_rng(7)
+    (work / "runs").mkdir()
+    mine.assign(score=rng.normal(size=len(mine)))[["query-id", "corpus-id", "score"]].to_parquet(
+        work / "runs/reranker.parquet", index=False)
+    (work / "runs/runs.json").write_text(json.dumps(
+        [{"file": "reranker.parquet", "model": "rcp-test/SYNTHETIC-reranker", "short": "RR"}]))
+    code, out, err = _run(capsys, "build", "--spec", str(spec_file), "--inputs", str(work),
+                          "--out", str(tmp_path / "release"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["queries"] == 4
+    code, out, err = _run(capsys, "release", "check", str(tmp_path / "release"))
+    assert code == 0, err
+    thetas = pd.read_parquet(work / "calibration/thetas.parquet")
+    qrels = pd.concat([pd.read_parquet(p) for p in sorted(
+        (tmp_path / "release").glob("*/qrels.parquet"))], ignore_index=True)
+    judged = qrels[qrels["theta"].notna()]
+    merged = judged.merge(thetas, on=["query-id", "corpus-id"], suffixes=("", "_cal"))
+    assert len(merged) == len(judged) > 0
+    assert np.allclose(merged["theta"], merged["theta_cal"], rtol=0, atol=1e-9)

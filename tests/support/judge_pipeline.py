@@ -1,7 +1,13 @@
 """A judged demo release end to end on the local Hub: demo pools of one query per subset
 (``build --until pools --source-option queries=1``) -> ``judge run`` against an
 OpenAI-compatible endpoint -> ``calibrate`` -> ``build`` -> ``release publish --record-to``
--> ``verify --histories``. Each step's exit code is asserted 0 (with its stderr)."""
+-> ``verify --histories``. Each step's exit code is asserted 0 (with its stderr).
+
+The steps chain through one folder as the commands write it, nothing carried by hand: the
+pools folder holds the demo's first-stage and reranker runs, ``judge run --out`` it adds
+``judge/``, ``calibrate --inputs`` it adds ``calibration/``, and ``build --inputs`` reads it.
+:func:`judged_inputs` is the older hand-carried layout (tables and calibration copied into a
+copy of the demo's inputs), kept for the tests that judge a whole release."""
 
 from __future__ import annotations
 
@@ -43,17 +49,14 @@ def judged_release(demo_data: Path, work: Path, capsys, *, endpoint: str, model:
                    repo: str, run_args: tuple[str, ...] = (), calibrate_args: tuple[str, ...] = ()
                    ) -> dict:
     """Run the whole chain in ``work``; returns its folders, the build's JSON and the tag."""
-    pools = work / "pools"
+    pools = work / "inputs"
     _ok(capsys, "-q", "build", "demo", "--inputs", str(demo_data / "inputs"), "--out",
         str(pools), "--until", "pools", *SMALL)
     _ok(capsys, "-q", "judge", "run", "--pool", str(pools), "--store", str(work / "store"),
-        "--out", str(work / "run"), "--endpoint", endpoint, "--model", model, "--no-progress",
+        "--out", str(pools), "--endpoint", endpoint, "--model", model, "--no-progress",
         *run_args)
-    judge = work / "run/judge"
-    _ok(capsys, "-q", "calibrate", "--criteria", str(judge / "criteria.parquet"),
-        "--tournament", str(judge / "tournament.parquet"), "--out", str(work / "cal"),
-        "--no-progress", *calibrate_args)
-    inputs = judged_inputs(demo_data, judge, work / "cal", work / "inputs")
+    _ok(capsys, "-q", "calibrate", "--inputs", str(pools), "--no-progress", *calibrate_args)
+    judge, inputs = pools / "judge", pools
     release = work / "release"
     built = json.loads(_ok(capsys, "build", "demo", "--inputs", str(inputs), "--out",
                            str(release), "--repo", repo, "--json", *SMALL))

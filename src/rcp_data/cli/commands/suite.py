@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = actions.add_parser("first-stage", help="compute the first-stage runs and the pools",
                            description="Compute the runs the build computes (BM25, [pool] "
                            "dense) and the pools a judge is shown, into DIR/first_stage/ and "
-                           "DIR/pools.parquet (the builder-input layout).")
+                           "DIR/pools.parquet (the builder-input layout), and the pools as "
+                           "judge run --pool DIR reads them.")
     p.add_argument("--spec", type=Path, required=True, help="the suite's spec file")
     p.add_argument("--out", type=out_folder, required=True, help="builder inputs folder to write into")
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
@@ -191,6 +192,11 @@ def run_first_stage(args: argparse.Namespace) -> int:
     source = read_suite(spec, source_options(args))
     result = first_stage(spec, source)
     written = result.write(args.out)
+    # and the pools as a judge run reads them: judge run --pool OUT --out OUT
+    from rcp_data.release.pools_only import write_pools_folder
+
+    write_pools_folder(spec, source, {split: [frame.drop(columns="split")] for split, frame
+                                      in result.pools.groupby("split", sort=False)}, args.out)
     say(args, f"wrote the first stage of {spec.name} into {args.out}: "
         f"{', '.join(result.runs)} runs, {len(result.pools):,} pool pairs")
     if args.json:
