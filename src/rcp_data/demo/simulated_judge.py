@@ -305,3 +305,33 @@ class ServerThread:
         if self._stop:
             self._stop()
         self._thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rcp_data.demo.simulated_judge --port 8000``: serve the SIMULATED judge on
+    127.0.0.1 until interrupted (to try ``rcp-data judge run`` or ``release cut`` without a
+    language model)."""
+    import argparse
+    import sys
+    import time
+
+    parser = argparse.ArgumentParser(prog="python -m rcp_data.demo.simulated_judge",
+                                     description="Serve the SIMULATED judge (no language "
+                                     "model) behind the OpenAI chat API on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    args = parser.parse_args(argv)
+    with ServerThread(SimulatedJudge(), port=args.port) as server:
+        if not server.url:
+            print(f"could not serve on port {args.port}", file=sys.stderr)
+            return 2
+        print(f"SIMULATED judge {MODEL} at {server.url}", file=sys.stderr, flush=True)
+        try:
+            while server._thread.is_alive():
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the release directory (from 'rcp-data build')")
     p.set_defaults(func=_check)
 
+    _register_cut(sub)
+
     p = sub.add_parser("publish", help="check, commit (one commit) and tag a release directory",
                        description="Check a release directory, then upload it as ONE commit "
                        "on --branch and tag it with its release tag. Re-running is safe: a "
@@ -90,6 +92,98 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_table)
 
     parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _register_cut(sub: argparse._SubParsersAction) -> None:
+    from rcp_data.cli.commands.judge import run_arguments, schedule_options
+    from rcp_data.cli.options import add_source_option
+    from rcp_data.core.specs import shown_suites, suite_key
+
+    p = sub.add_parser(
+        "cut", help="pools -> judge -> calibrate -> build -> check, resumable",
+        description="Cut a judge release in one go, into one work folder: the pools of SUITE "
+        "(with the first-stage and reranker runs of --inputs), the judge run against the "
+        "endpoint, the calibration, the build (pictures and Diagnostics included) and "
+        "publish's release check. Each step is the command of its own name; a rerun with the "
+        "same --work continues where the last one stopped. Prints the release publish "
+        "command to run; publishes nothing.")
+    p.add_argument("suite", type=suite_key, nargs="?",
+                   help=f"suite name ({shown_suites()}, or a spec in $RCP_DATA_BUILDERS)")
+    p.add_argument("--spec", type=Path, metavar="FILE",
+                   help="the suite's spec file, instead of a suite name")
+    p.add_argument("--inputs", type=Path, required=True, metavar="DIR",
+                   help="the runs to carry: DIR/runs/ (runs.json and a file per reranker run) "
+                   "and DIR/first_stage/ (optional: BM25 is computed when absent)")
+    p.add_argument("--work", type=Path, required=True, metavar="DIR",
+                   help="the work folder: inputs/, store/, release/ (a rerun resumes here)")
+    p.add_argument("--repo", required=True, metavar="OWNER/NAME",
+                   help="the Hub repo the release is for")
+    p.add_argument("--history", metavar="FILE|hf://datasets/OWNER/NAME",
+                   help="the repo's release history, as for build (default: the project's "
+                   "release/<suite>.json when it tracks --repo; else a new history)")
+    p.add_argument("--previous-revision", metavar="SHA",
+                   help="commit sha of the repo's current release, as for build")
+    p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
+    p.add_argument("--summary", default="", help="one-line summary of the release")
+    p.add_argument("--rule", choices=("complete", "hard-fallback"), default="complete",
+                   help="calibrate's Stage A reading rule (default complete)")
+    add_source_option(p)
+    run_arguments(p)
+    schedule_options(p)
+    p.set_defaults(func=_cut)
+
+
+def _cut(args: argparse.Namespace) -> int:
+    from rcp_data.cli.commands.build import _history
+    from rcp_data.cli.commands.calibrate import print_fit
+    from rcp_data.cli.commands.judge import judged_line, run_options
+    from rcp_data.cli.extras import require_extra
+    from rcp_data.cli.options import source_options
+    from rcp_data.core.specs import check_no_todo
+    from rcp_data.release.cut import project_history
+    from rcp_data.release.cut_flow import cut_release
+
+    if (args.suite is None) == (args.spec is None):
+        raise UsageError("name a suite or give --spec FILE (one of the two)")
+    require_extra("build")
+    require_extra("judge")
+    require_extra("calibrate")
+    from rcp_data.core.specs import load_spec, load_spec_file
+
+    spec = load_spec_file(args.spec) if args.spec else load_spec(args.suite)
+    if spec.pool.dense:
+        require_extra("dense")
+    check_no_todo(spec, given=("suite.repo",))
+    previous = _history(args.history) if args.history else project_history(spec.name,
+                                                                            args.repo)
+    options = run_options(args)
+
+    def step(name: str, result) -> None:
+        if name == "pools":
+            say(args, f"pools: {result['queries']:,} queries, {result['pool_documents']:,} "
+                f"pool documents into {args.work / 'inputs'}")
+        elif name == "judge":
+            say(args, judged_line(result))
+        elif name == "calibrate":
+            print_fit(result)
+            say(args, f"wrote {result.out}")
+        elif name == "build":
+            say(args, f"built {result.suite} release {result.release} ({result.tag}) into "
+                f"{result.out}")
+        elif name == "check":
+            print(f"{args.work / 'release'}: release check passed ({len(result.files)} files, "
+                  f"{result.qrels_rows} qrels rows, suite {result.suite})")
+
+    result = cut_release(spec, args.work, args.inputs, repo=args.repo, judge_options=options,
+                         source_options=source_options(args), previous=previous,
+                         previous_revision=args.previous_revision, summary=args.summary,
+                         date=args.date, rule=args.rule, progress=options["progress"],
+                         step=step)
+    for name in result.skipped:
+        say(args, f"{name}: done in an earlier run, not run again")
+    print(f"release {result.tag} of {result.repo} is ready; publish it with:")
+    print(result.publish_command)
+    return 0
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
