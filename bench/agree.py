@@ -78,7 +78,7 @@ def analysis(tables: dict, resamples: int) -> dict:
     for i, (name, sub) in enumerate(built.items()):
         cand, scores, own = _inputs(sub, qrels[name], i)
         t = tick("inputs", t)
-        out, part = an.subset_stats(sub, cand, scores, [own], [], RELEASE_LABELS, excluded=set(),
+        out, part = an.subset_stats(sub, cand, scores, [own], [], RELEASE_LABELS, excluded=None,
                                     positive=1, k=10, rule="group-mean", gain="linear", thr=1,
                                     p=0.9, seed=i, resamples=resamples, draws=DRAWS)
         parts.append(part)

@@ -60,8 +60,16 @@ def test_gain_curve_data_is_eq4_over_the_pool(drawn):
 
 
 def test_theta_by_grade_data(drawn):
+    """The label layer's documents: those on a query's excluded list left out."""
     root, _, (_, data) = drawn
     q = _qrels(root).dropna(subset=["theta"])
+    gone = set()
+    for s in ("alpha", "beta"):
+        if (root / s / "excluded.parquet").exists():
+            ex = pd.read_parquet(root / s / "excluded.parquet").explode("excluded-corpus-ids")
+            gone |= set(zip(ex["query-id"], ex["excluded-corpus-ids"], strict=True))
+    assert gone
+    q = q[[k not in gone for k in zip(q["query-id"], q["corpus-id"], strict=True)]]
     by = data["theta_by_grade"]
     assert by.grades == tuple(sorted(q["score"].unique()))
     for grade, values in zip(by.grades, by.theta, strict=True):

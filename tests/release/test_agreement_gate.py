@@ -41,8 +41,18 @@ def pair(tmp_path_factory, demo_data) -> tuple[Path, Path]:
 
 
 def _pooled(root: Path) -> pd.DataFrame:
-    return pd.concat([pq.read_table(root / s / "qrels.parquet").to_pandas()
-                      for s in ("alpha", "beta")]).dropna(subset=["theta"])
+    """The judged qrels rows of both subsets, those on a query's excluded list left out (the
+    rule of every agreement figure)."""
+    parts = []
+    for s in ("alpha", "beta"):
+        q = pq.read_table(root / s / "qrels.parquet").to_pandas().dropna(subset=["theta"])
+        ex_file = root / s / "excluded.parquet"
+        if ex_file.exists():
+            ex = pd.read_parquet(ex_file).explode("excluded-corpus-ids")
+            gone = set(zip(ex["query-id"], ex["excluded-corpus-ids"], strict=True))
+            q = q[[k not in gone for k in zip(q["query-id"], q["corpus-id"], strict=True)]]
+        parts.append(q)
+    return pd.concat(parts)
 
 
 def test_gate_numbers_equal_scipy(pair):

@@ -19,9 +19,13 @@ revision to something the Hub cannot forge (``anchor``):
 4. nothing: every check may pass, but verify says "consistent, not anchored" and exits 3.
 
 The digest is of the release as its own commit holds it. Verifying a later commit (a card
-regeneration), the digest is computed from this revision's data and the card, task file and
-releases.json the release's commit holds (read from the Hub and hashed here): equal to the
-recorded digest only if this revision's data is the published data, byte for byte.
+regeneration), the digest is computed from this revision's data and the files a regeneration
+may write (:data:`LATER_FILES`: the card, task file and releases.json, and the build manifest
+and Diagnostics that ``card regenerate`` adds to a release published without them) as the
+release's commit holds them (read from the Hub and hashed here; a file that commit lacks left
+out): equal to the recorded digest only if this revision's data is the published data, byte for
+byte. The Diagnostics a later commit adds are proven by the ``diagnostics`` check (every number
+recomputed from that data) and its manifest by the content checks.
 """
 
 from __future__ import annotations
@@ -31,9 +35,15 @@ from collections.abc import Callable, Iterable, Mapping
 
 from rcp_data.checks.reports import NOT_ANCHORED, Check
 from rcp_data.core.files import HUB_HOUSEKEEPING, FileEntry
+from rcp_data.documents.diagnostics_files import DIAGNOSTICS_FILE
+from rcp_data.documents.pictures import PICTURE_FILES
 from rcp_data.model.history import History, ReleaseRecord, same_commit
-from rcp_data.model.layout import REGENERATED_FILES
+from rcp_data.model.layout import BUILD_MANIFEST, REGENERATED_FILES
 from rcp_data.model.manifest import release_digest
+
+#: What a commit after the release's may write (``card regenerate``): taken from the release's
+#: own commit when the digest of a later commit is computed.
+LATER_FILES = (*REGENERATED_FILES, BUILD_MANIFEST, DIAGNOSTICS_FILE, *PICTURE_FILES.values())
 
 WHAT = ("something outside the repository vouches for this revision (a pinned digest, a record, "
         "a pinned commit sha with --git)")
@@ -47,10 +57,11 @@ def release_entries(found: Mapping[str, FileEntry], *, at_release: Iterable[File
                     = None) -> list[FileEntry]:
     """The entries the release digest is taken over: the revision's files (``found``, hashed
     from the bytes), with the regenerated files replaced by those of the release's own commit
-    (``at_release``) when the revision is a later commit."""
+    (``at_release``) when the revision is a later commit (so are the rest of
+    :data:`LATER_FILES`: those the release's commit lacks are left out)."""
     entries = {p: e for p, e in found.items() if p not in HUB_HOUSEKEEPING}
     if at_release is not None:
-        entries = {p: e for p, e in entries.items() if p not in REGENERATED_FILES}
+        entries = {p: e for p, e in entries.items() if p not in LATER_FILES}
         entries.update({e.path: e for e in at_release})
     return list(entries.values())
 
@@ -66,13 +77,13 @@ def digest_of_release(found: Mapping[str, FileEntry], *, sha: str | None,
     if read_at is None:
         return None, f"not computed: the release's commit {release_commit} cannot be read here"
     at_release = []
-    for path in REGENERATED_FILES:
+    for path in LATER_FILES:
         data = read_at(path, release_commit)
         if data is not None:
             at_release.append(entry_of(path, data))
     return (release_digest(release_entries(found, at_release=at_release)),
             f"the release as its commit {release_commit} holds it: this revision's data with "
-            "that commit's card, task file and releases.json")
+            "that commit's card, task file, releases.json, build manifest and Diagnostics")
 
 
 def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
@@ -135,4 +146,4 @@ def check_anchor(digest: str | None, *, pinned: str | None, repo: str | None,
                  status="absent"), None
 
 
-__all__ = ["check_anchor", "digest_of_release", "entry_of", "release_entries"]
+__all__ = ["LATER_FILES", "check_anchor", "digest_of_release", "entry_of", "release_entries"]

@@ -10,7 +10,9 @@ sha256), for the release ``N`` the revision holds (docs/concepts, *Releases*):
   very commit) or that commit's sha, and a ``data_revision`` whose data equals it;
 - ``data-since-release``: every data file at the revision equals the one at that commit;
 - ``later-commits``: every commit after it, up to the revision, changes only README.md, the task
-  file and releases.json;
+  file and releases.json, or, when the release's commit has no Diagnostics, adds them (the
+  pictures and ``provenance/diagnostics.json``, listed in the build manifest: ``card
+  regenerate``; their numbers are recomputed by the ``diagnostics`` check);
 - ``older-releases``: every older release's sha is a commit of the revision's history, the commit
   that introduced that release, and carries that release's tag on the Hub;
 - ``hub-tags``: no other release tag (``v<k>-...``, k up to N) on the Hub than releases.json's;
@@ -120,10 +122,23 @@ class HubView:
         return None
 
 
-def data_files(tree: Mapping[str, RemoteFile]) -> dict[str, str]:
-    """``{path: content id}`` of every file but the regenerated ones and the Hub's own."""
+def data_files(tree: Mapping[str, RemoteFile], also: frozenset[str] = frozenset()
+               ) -> dict[str, str]:
+    """``{path: content id}`` of every file but the regenerated ones, the Hub's own and
+    ``also``."""
     return {p: f.oid for p, f in tree.items()
-            if p not in REGENERATED_FILES and p not in HUB_HOUSEKEEPING}
+            if p not in REGENERATED_FILES and p not in HUB_HOUSEKEEPING and p not in also}
+
+
+def added_later(release_tree: Mapping[str, RemoteFile]) -> frozenset[str]:
+    """What a commit after the release's may add or change besides the regenerated files: the
+    Diagnostics and the build manifest listing them, while the release's commit has none."""
+    from rcp_data.checks.anchor import LATER_FILES
+    from rcp_data.documents.diagnostics_files import DIAGNOSTICS_FILE
+
+    if DIAGNOSTICS_FILE in release_tree:
+        return frozenset()
+    return frozenset(LATER_FILES) - set(REGENERATED_FILES)
 
 
 def tree_changes(before: Mapping[str, RemoteFile], after: Mapping[str, RemoteFile]
@@ -219,7 +234,8 @@ def _current_entry(view: HubView, release: ReleaseRecord, commit: str) -> Check:
 def _since_release(view: HubView, commit: str) -> list[Check]:
     """Data at the revision equals the release commit's; later commits touch only the
     regenerated files."""
-    at_rev, at_rel = data_files(view.tree(view.sha)), data_files(view.tree(commit))
+    also = added_later(view.tree(commit))
+    at_rev, at_rel = data_files(view.tree(view.sha), also), data_files(view.tree(commit), also)
     changed = sorted(p for p in set(at_rev) | set(at_rel) if at_rev.get(p) != at_rel.get(p))
     details = [f"{p}: {'added' if p not in at_rel else 'removed' if p not in at_rev else 'changed'}"
                f" since {_s(commit)}" for p in changed]
@@ -229,7 +245,7 @@ def _since_release(view: HubView, commit: str) -> list[Check]:
                     f"{len(at_rev)} files equal", where=f"file listings @ {_s(view.sha)} and "
                     f"@ {_s(commit)}", details=details)]
     later = view.shas[view.shas.index(commit):]
-    allowed = set(REGENERATED_FILES) | HUB_HOUSEKEEPING
+    allowed = set(REGENERATED_FILES) | HUB_HOUSEKEEPING | also
     bad = []
     for before, after in zip(later, later[1:], strict=False):
         other = [p for p in tree_changes(view.tree(before), view.tree(after)) if p not in allowed]
@@ -238,7 +254,9 @@ def _since_release(view: HubView, commit: str) -> list[Check]:
                        f"{', '.join(other[:8])}" + (" …" if len(other) > 8 else ""))
     checks.append(Check(
         "later-commits", not bad, "every commit after the release's commit changes only "
-        f"{', '.join(REGENERATED_FILES)}", expected="card regenerations only",
+        f"{', '.join(REGENERATED_FILES)}" + (" (and adds the Diagnostics the release's commit "
+                                              "lacks)" if also else ""),
+        expected="card regenerations only",
         found=f"{len(later) - 1} later commits, {len(bad)} change other files",
         where=f"commits {_s(commit)}..{_s(view.sha)}", details=bad))
     return checks
@@ -382,4 +400,4 @@ def project_records(suite: str, histories: Path | None) -> list[tuple[str, Histo
     return out
 
 
-__all__ = ["HubView", "check_history", "data_files", "project_records", "tree_changes"]
+__all__ = ["HubView", "added_later", "check_history", "data_files", "project_records", "tree_changes"]

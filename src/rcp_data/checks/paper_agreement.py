@@ -194,29 +194,19 @@ def _joined(release, sub) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     from rcp_data.model.keys import PairKeys, positions, strings, vocabulary
     from rcp_data.model.layout import subset_file
     from rcp_data.model.tables import read_release_table
+    from rcp_data.scoring.agreement.judged import excluded_mask, read_excluded
 
     qrels = read_release_table(release.root / subset_file(sub.subset, "qrels"), "qrels",
                                ["query-id", "corpus-id", "score", "theta", "gain"])
     qids = pa.array(sub.query_ids.astype(str), pa.string())
     cands = strings(sub.corpus_ids)
     qdocs = strings(qrels.column("corpus-id"))
-    ex_q = np.zeros(0, dtype=np.int64)
-    ex_d = pa.array([], pa.string())
-    if release.has(sub.subset, "excluded"):
-        ex = read_release_table(release.root / subset_file(sub.subset, "excluded"),
-                                "excluded", ["query-id", "excluded-corpus-ids"])
-        lists = ex.column("excluded-corpus-ids").combine_chunks()
-        ex_q = np.repeat(positions(strings(ex.column("query-id")), qids),
-                         np.diff(lists.offsets.to_numpy()))
-        ex_d = strings(lists.flatten())
-    keys = PairKeys(qids, vocabulary(cands, qdocs, ex_d))    # every document named
+    keys = PairKeys(qids, vocabulary(cands, qdocs))         # every document named
     rq, rd = positions(strings(qrels.column("query-id")), qids), keys.doc_codes(qdocs)
     keep = rq >= 0                                          # rows of this subset's queries
-    ed = keys.doc_codes(ex_d)
-    known = (ex_q >= 0) & (ed < keys.width - 1)
-    if known.any():                                         # excluded pairs left out
-        pair = np.where(keep, keys.of_codes(np.maximum(rq, 0), rd), -1)
-        keep &= ~np.isin(pair, keys.of_codes(ex_q[known], ed[known]))
+    # the one exclusion rule of every agreement figure: excluded pairs left out
+    keep &= ~excluded_mask(qrels.column("query-id"), qdocs,
+                           read_excluded(release.root, sub.subset))
     values = {c: float_values(qrels.column(c)) for c in ("score", "gain", "theta")}
     rows = np.flatnonzero(keep)
     graded = rows[~np.isnan(values["theta"][rows])]
@@ -252,16 +242,14 @@ def _merged(release, data, subsets: list[str]) -> tuple[pd.DataFrame, pd.DataFra
     """:func:`_stacked`'s tables by pandas merges on the id strings (a repeated pair)."""
     # imported here, as the fallback needs it: analysis imports scipy.stats (~1 s cold)
     from rcp_data.scoring.agreement.analysis import _candidates
+    from rcp_data.scoring.agreement.judged import excluded_mask, read_excluded
 
     graded, pool = [], []
     offset = 0
     for s in subsets:
         sub = data.subsets[s]
         q = release.table(s, "qrels", ["query-id", "corpus-id", "score", "theta", "gain"])
-        if release.has(s, "excluded"):
-            ex = release.table(s, "excluded").explode("excluded-corpus-ids")
-            gone = pd.MultiIndex.from_arrays([ex["query-id"], ex["excluded-corpus-ids"]])
-            q = q[~pd.MultiIndex.from_frame(q[["query-id", "corpus-id"]]).isin(gone)]
+        q = q[~excluded_mask(q["query-id"], q["corpus-id"], read_excluded(release.root, s))]
         qpos = pd.Series(np.arange(sub.n_queries) + offset,
                          index=pd.Index(sub.query_ids.astype(str)))
         q = q[q["query-id"].isin(qpos.index)].assign(

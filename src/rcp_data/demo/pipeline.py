@@ -182,4 +182,5 @@ def _write_back(client: HubClient, commit: str | None, changed: list[str], relea
     if commit is None:
         return
     for rel in changed:
+        (release / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(client.download_file(DEMO_REPO, rel, commit), release / rel)

@@ -117,16 +117,18 @@ class DiagnosticsCard:
     metric_titles: dict[str, str]
     score_labels: dict[str, str]
     names: dict[str, str] = field(default_factory=dict)
+    #: the rows the label layer counts (the exclusion rule of every agreement figure)
+    label_rule: str = ""
 
 
 def diagnostics_card(record: dict, *, metric_titles: dict[str, str],
                      names: dict[str, str] | None = None) -> DiagnosticsCard:
     """The Diagnostics section's facts from a record; ``names``: the systems' names as the
     card shows them (default: their ids)."""
-    from rcp_data.scoring.release_diagnostics import SCORE_LABELS
+    from rcp_data.scoring.release_diagnostics import LABEL_RULE, SCORE_LABELS
 
     return DiagnosticsCard(record["numbers"], record["pictures"], dict(metric_titles),
-                           dict(SCORE_LABELS), dict(names or {}))
+                           dict(SCORE_LABELS), dict(names or {}), LABEL_RULE)
 
 
 def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:

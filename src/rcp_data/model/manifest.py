@@ -114,6 +114,22 @@ def record_content(root: str | Path) -> BuildManifest:
     return manifest
 
 
+def add_content(root: str | Path, paths: Iterable[str]) -> BuildManifest:
+    """Add the entries of ``paths`` (files of ``root`` written since the build) to the content
+    list of ``root``'s build manifest, every other entry kept as recorded (a snapshot read
+    without its corpus lists the corpus still), and write it (atomically); return it."""
+    manifest = load_manifest(root)
+    if manifest is None or manifest.content is None:
+        raise InputError("no build manifest with a content list",
+                         path=str(Path(root) / BUILD_MANIFEST))
+    entries = {e.path: e for e in manifest.content[0]}
+    entries.update(hash_files(root, [p for p in paths if is_listed(p)]))
+    listed = sorted(entries.values(), key=lambda e: e.path)
+    manifest = replace(manifest, files=tuple(listed), files_digest=content_digest(listed))
+    manifest.write(root)
+    return manifest
+
+
 def recorded_content(manifest: Mapping, *, source: str = BUILD_MANIFEST
                      ) -> tuple[list[FileEntry], str] | None:
     """The files and digest a build manifest records (None when it records none).
@@ -453,7 +469,7 @@ def load_manifest(root: str | Path) -> BuildManifest | None:
 
 
 __all__ = ["FIRST_STAGE_METHODS", "MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA", "BuildManifest",
-           "CalibrationRecord", "CorpusFileRecord", "FirstStageRecord", "JudgeRecord",
+           "CalibrationRecord", "add_content", "CorpusFileRecord", "FirstStageRecord", "JudgeRecord",
            "content_digest", "first_stage_records", "is_digest", "is_listed", "load_manifest",
            "read_manifest", "record_content", "recorded_content", "release_content",
            "release_digest"]

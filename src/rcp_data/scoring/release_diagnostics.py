@@ -3,8 +3,9 @@ and its pictures (:mod:`rcp_data.documents.pictures`), computed in one place.
 
 - label layer, for each score (``rcp``: the calibrated theta of ``qrels.theta``; ``raw_bt``:
   ``provenance/judge_bt``; ``count``: Count-nDCG's gain, Eq. 5), over the qrels rows of judged
-  pool documents (a finite theta): within-query concordance with the grade, AUC at the
-  suite's ``grade_positive``, pooled Spearman with its ceiling and floor
+  pool documents (a finite theta) but those on a query's excluded list (the one rule of every
+  agreement figure, :mod:`rcp_data.scoring.agreement.judged`): within-query concordance with
+  the grade, AUC at the suite's ``grade_positive``, pooled Spearman with its ceiling and floor
   (:mod:`rcp_data.scoring.agreement.labels`, the statistics of ``rcp-data agree``);
 - ranking layer, from the replay of the release's runs (the suite's paper tie rule): each
   metric's leaderboard (the Mean column) with 95% query-bootstrap intervals stratified by
@@ -28,6 +29,7 @@ from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
+from rcp_data.scoring.agreement.judged import EXCLUSION_RULE, excluded_mask, read_excluded
 
 SCORES = ("rcp", "raw_bt", "count")
 SCORE_LABELS = {"rcp": "RCP theta", "raw_bt": "raw BT", "count": "Count"}
@@ -156,7 +158,10 @@ def label_agreement(query: np.ndarray, score: np.ndarray, grade: np.ndarray, thr
 
 
 def _graded_rows(root: Path, spec: SuiteSpec) -> pd.DataFrame:
-    """``split, subset, query, query-id, corpus-id, grade, theta`` of the judged pool rows."""
+    """``split, subset, query, query-id, corpus-id, grade, theta, excluded`` of the judged pool
+    rows (``excluded``: the exclusion rule leaves the row out of every agreement figure,
+    :func:`rcp_data.scoring.agreement.judged.excluded_mask`; the calibration's own pictures
+    keep it, as the calibration does)."""
     from rcp_data.model.layout import subset_file
     from rcp_data.model.tables import read_release_table
 
@@ -165,13 +170,14 @@ def _graded_rows(root: Path, spec: SuiteSpec) -> pd.DataFrame:
         t = read_release_table(root / subset_file(s, "qrels"), "qrels",
                                ["query-id", "corpus-id", "score", "theta"]).to_pandas()
         t = t[t["theta"].notna()]
+        excluded = excluded_mask(t["query-id"], t["corpus-id"], read_excluded(root, s))
         parts.append(pd.DataFrame({
             "split": spec.provenance_split(s), "subset": s,
             "query": s + "\x1f" + t["query-id"].astype(str),
             "query-id": t["query-id"].astype(str).to_numpy(),
             "corpus-id": t["corpus-id"].astype(str).to_numpy(),
             "grade": t["score"].to_numpy(dtype=np.float64),
-            "theta": t["theta"].to_numpy(dtype=np.float64)}))
+            "theta": t["theta"].to_numpy(dtype=np.float64), "excluded": excluded}))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -257,7 +263,14 @@ def _ranking(data, tie_rule: str
     return boards, intervals, tau, sens, fm, fewest
 
 
+def judged(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`_graded_rows` every agreement figure counts (the exclusion rule's)."""
+    return rows[~rows["excluded"].to_numpy(bool)] if len(rows) else rows
+
+
 def _label_layer(rows: pd.DataFrame, threshold: int) -> dict[str, LabelAgreement]:
+    """The label layer of the rows the exclusion rule keeps."""
+    rows = judged(rows)
     if not len(rows):
         return {}
     return {name: label_agreement(rows["query"].to_numpy(), rows[col].to_numpy(),
@@ -272,6 +285,9 @@ def label_layer(root: str | Path, spec: SuiteSpec) -> dict[str, LabelAgreement]:
     rows = _with_baselines(_graded_rows(root, spec), root, spec)
     return _label_layer(rows, int(spec.grade_positive))
 
+
+#: The rows every label-layer figure counts, as the outputs name them.
+LABEL_RULE = EXCLUSION_RULE
 
 #: The label-layer measures an acceptance gate compares, with their names in a report.
 GATE_MEASURES = (("concordance", "concordance"), ("auc", "AUC"), ("spearman", "Spearman"))
@@ -302,10 +318,11 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     return ReleaseDiagnostics(
         auc_threshold=threshold, tie_rule=rule, label=label, leaderboards=boards,
         intervals=intervals, kendall_rcp_qrel=tau, sensitivity=sens, failure_modes=fm,
-        interval_queries=fewest, reliability=_reliability(rows), graded=rows, pool_theta=pool_theta,
+        interval_queries=fewest, reliability=_reliability(rows), graded=judged(rows),
+        pool_theta=pool_theta,
         item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
 
 
-__all__ = ["FailureModes", "SpearmanBounds", "failure_modes", "GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",
+__all__ = ["LABEL_RULE", "FailureModes", "SpearmanBounds", "failure_modes", "GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",
            "measure_values", "ReleaseDiagnostics", "Reliability",
            "label_agreement", "release_diagnostics"]

@@ -10,7 +10,9 @@
   Every file is written atomically.
 - ``card regenerate --repo OWNER/NAME --revision REV [--branch main]``: read the repo at REV,
   write in the commit shas known by now (from the Hub's tags), and publish ONE commit on the
-  branch that changes only ``README.md``, ``rcp_ndcg_tasks.py`` and ``provenance/releases.json``.
+  branch that changes only ``README.md``, ``rcp_ndcg_tasks.py`` and ``provenance/releases.json``
+  (and, for a release published without Diagnostics, adds them: the pictures and
+  ``provenance/diagnostics.json``, listed in the build manifest; no data file changes).
   REV must be the branch head (``parent_commit``); no tag is created or moved.
 """
 
@@ -149,7 +151,9 @@ def register(subparsers) -> None:
                        description="Render the card, task file and releases.json of a "
                        "published release again and commit only those files on --branch, on "
                        "top of the revision named (hf://datasets/OWNER/NAME@REV, or --repo and "
-                       "--revision); no tag is moved.")
+                       "--revision); a release without Diagnostics gets them in the same "
+                       "commit (pictures and provenance/diagnostics.json, computed from its "
+                       "data, which is left untouched); no tag is moved.")
     g.add_argument("dataset", nargs="?", metavar="hf://datasets/OWNER/NAME@REV",
                    help="the dataset revision to build on (the head of --branch); "
                    "--repo/--revision are the same, spelled apart")

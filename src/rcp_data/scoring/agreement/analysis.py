@@ -42,6 +42,12 @@ from rcp_data.scoring.agreement.bootstrap import (
     interval_text,
     query_weights,
 )
+from rcp_data.scoring.agreement.judged import (
+    EXCLUSION_RULE,
+    excluded_mask,
+    read_excluded,
+    rule_text,
+)
 from rcp_data.scoring.agreement.labelsets import (
     RELEASE_LABELS,
     LabelSet,
@@ -133,13 +139,14 @@ def _join(left: np.ndarray, right: np.ndarray, how: str = "inner"
     return m["l"].to_numpy(np.int64), m["r"].fillna(-1).to_numpy(np.int64)
 
 
-def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series, excluded: set,
-           n_q: int, k: int, gain: str, positive: int, codes: _PairCodes) -> _Aligned:
-    """A label set on a subset's candidates (``cand`` keyed by ``codes``)."""
+def _align(frame: pd.DataFrame, cand: pd.DataFrame, qpos: pd.Series,
+           excluded: pa.Table | None, n_q: int, k: int, gain: str, positive: int,
+           codes: _PairCodes) -> _Aligned:
+    """A label set on a subset's candidates (``cand`` keyed by ``codes``), the rows the
+    exclusion rule leaves out (:func:`.judged.excluded_mask`) dropped."""
     rows = frame[frame["query-id"].isin(qpos.index)]
-    if excluded:
-        keys = list(zip(rows["query-id"], rows["corpus-id"], strict=True))
-        rows = rows[[key not in excluded for key in keys]]
+    if excluded is not None:
+        rows = rows[~excluded_mask(rows["query-id"], rows["corpus-id"], excluded)]
     rows = rows.assign(q=qpos.reindex(rows["query-id"]).to_numpy().astype(np.int64))
     rows = codes.keyed(rows)
     li, ri = _join(cand["key"].to_numpy(), rows["key"].to_numpy(), "left")
@@ -382,7 +389,7 @@ def _agree(release, labels, *, aggregate_by, reference, k, tie_rule, gain, thres
         pooled_parts.append(part)
     settings = {"release": str(rel.ref or rel.root), "suite": spec.name, "k": k,
                 "tie_rule": rule, "gain": gain, "reference": reference,
-                "label_sets": names, "grade_threshold": thr,
+                "label_sets": names, "grade_threshold": thr, "exclusion_rule": EXCLUSION_RULE,
                 "bootstrap": {"resamples": resamples, "seed": seed, "level": 0.95,
                               "unit": "query, per subset"},
                 "rbo": {"p": rbo_p, "variants": {"rbo_extrapolated": rk.RBO_VARIANTS[0],
@@ -437,19 +444,16 @@ def _subset(rel: Release, s: str, sub: SubsetRuns, cand: pd.DataFrame, rq: pd.Da
             sets: list[LabelSet], extras: list[LabelSet], reference: str, *, k: int, rule: str,
             gain: str, thr: int, p: float, seed: int, resamples: int, draws: int
             ) -> tuple[dict, dict]:
-    excluded: set = set()
-    if rel.has(s, "excluded"):
-        ex = rel.table(s, "excluded")
-        excluded = {(q, d) for q, ds in zip(ex["query-id"], ex["excluded-corpus-ids"],
-                                            strict=True) for d in (ds if ds is not None else ())}
     return subset_stats(sub, cand, _scores(rel, s, rq), sets, extras, reference,
-                        excluded=excluded, positive=rel.spec.grade_positive, k=k, rule=rule,
+                        excluded=read_excluded(rel.root, s), positive=rel.spec.grade_positive,
+                        k=k, rule=rule,
                         gain=gain, thr=thr, p=p, seed=seed, resamples=resamples, draws=draws)
 
 
 def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataFrame],
                  sets: list[LabelSet], extras: list[LabelSet], reference: str, *,
-                 excluded: set, positive: int, k: int, rule: str, gain: str, thr: int,
+                 excluded: pa.Table | pd.DataFrame | None, positive: int, k: int, rule: str,
+                 gain: str, thr: int,
                  p: float, seed: int, resamples: int, draws: int) -> tuple[dict, dict]:
     """One subset's analysis from its runs, candidates (:func:`_candidates`), scores
     (``{name: query-id, corpus-id, value}``) and label sets; the JSON part and what
@@ -509,21 +513,25 @@ def subset_stats(sub: SubsetRuns, cand: pd.DataFrame, scores: dict[str, pd.DataF
                            "swap_vs_reference": float(var.swap_vs_reference[i])} for i in top]}
     ref_values = values.get(reference, values[RCP] * np.nan)
     modes = rk.failure_modes(ref_values)
-    conc = None
+    conc, documents = None, 0
     if "rcp_theta" in scores:
         ref = aligned[reference].graded
         li, ri = _join(ref["key"].to_numpy(), scores["rcp_theta"]["key"].to_numpy())
         conc = lab.concordance(scores["rcp_theta"]["value"].to_numpy(np.float64)[ri],
                                ref["grade"].to_numpy(np.float64)[li], ref["q"].to_numpy()[li],
                                n_q)
+        documents = len(li)
     sens = seps[reference].separated if reference in values else np.array([np.nan])
     sens_rcp = seps[RCP].separated                     # (the same without weights)
-    return out, {"modes": modes, "conc": conc, "sens": (sens.mean(), sens_rcp.mean())}
+    return out, {"modes": modes, "conc": conc, "documents": documents,
+                 "sens": (sens.mean(), sens_rcp.mean())}
 
 
 def _pooled(parts: list[dict], resamples: int, seed: int) -> dict:
     """Over all subsets: failure modes of the reference's nDCG@k and RCP's concordance with the
-    reference (query sums, subsets resampled apart), the mean sensitivity per subset."""
+    reference (query sums, subsets resampled apart; the card's Diagnostics' RCP concordance
+    when the reference is the release's qrels) and the documents it counts, the mean
+    sensitivity per subset."""
     from rcp_data.scoring.agreement.bootstrap import ratio_of_sums
 
     if not parts:
@@ -541,6 +549,7 @@ def _pooled(parts: list[dict], resamples: int, seed: int) -> dict:
         out["concordance_rcp_theta_reference"] = ratio_of_sums(
             np.concatenate([p["conc"].wins for p in parts]),
             np.concatenate([p["conc"].pairs for p in parts]), w).to_json()
+        out["documents_rcp_theta_reference"] = int(sum(p["documents"] for p in parts))
     return out
 
 
@@ -566,6 +575,8 @@ def render_table(doc: dict) -> str:
              f"tie rule {doc['tie_rule']}, {doc['gain']} gain, reference {doc['reference']!r}; 95% "
              f"query bootstrap intervals ({doc['bootstrap']['resamples']} resamples, seed "
              f"{doc['bootstrap']['seed']}); RBO p = {doc['rbo']['p']}"]
+    if doc.get("exclusion_rule"):
+        lines.append(f"Labels: {doc['exclusion_rule']} (the rule of the card's Diagnostics)")
     for s, d in doc["subsets"].items():
         n = int(d["queries"])
         lines += ["", f"== {_c(s)}: {d['queries']} queries, {len(d['systems'])} systems =="]
@@ -617,7 +628,10 @@ def render_table(doc: dict) -> str:
         fm = pooled["failure_modes_reference"]
         lines += ["", "All subsets: failure modes of the reference's nDCG (any) "
                   f"{_iv(fm['any'], n, True)}; RCP concordance with the reference "
-                  f"{_iv(pooled.get('concordance_rcp_theta_reference'), n)}"]
+                  f"{_iv(pooled.get('concordance_rcp_theta_reference'), n)}"
+                  + (f" ({rule_text(pooled['documents_rcp_theta_reference'])} documents)"
+                     if doc.get("exclusion_rule") and "documents_rcp_theta_reference" in pooled
+                     else "")]
     return "\n".join(lines) + "\n"
 
 
