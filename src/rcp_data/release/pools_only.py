@@ -44,10 +44,14 @@ def _first_stage(inputs: Path) -> dict[str, pd.DataFrame]:
 
 
 def build_pools_only(spec: SuiteSpec, inputs: Path, out: Path, *, source=None,
-                     source_options: dict | None = None) -> dict:
-    """Write the pools-only folder ``out`` (new or empty); return its counts."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+                     source_options: dict | None = None,
+                     inputs_of: dict[str, Path | None] | None = None) -> dict:
+    """Write the pools-only folder ``out`` (new or empty, apart from ``inputs`` and the other
+    inputs ``inputs_of`` names: flag -> path); return its counts."""
+    from rcp_data.core.outputs import check_apart
+
+    out = check_apart(out, {"--inputs": inputs, **(inputs_of or {})})
+    if not out.is_symlink() and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not an empty folder")
     if source is None:
         from rcp_data.sources.registry import read_suite
@@ -94,7 +98,9 @@ def build_pools_only(spec: SuiteSpec, inputs: Path, out: Path, *, source=None,
         write_json({"suite": spec.name, "pools_only": True, **counts}, tmp / POOLS_ONLY)
         write_spec_copy(spec, tmp)   # a suite outside the package: the judge reads it here
         out.parent.mkdir(parents=True, exist_ok=True)
-        if out.exists():
+        if out.is_symlink():   # replaced, never written through
+            out.unlink()
+        elif out.exists():
             out.rmdir()
         os.replace(tmp, out)
     finally:
