@@ -317,10 +317,13 @@ def _check_budgets(pool, prompts, schedule, counter, run) -> None:
 def handle_status(args: argparse.Namespace) -> int:
     from rcp_data.judging.store import read_identity, read_records
     from rcp_data.judging.tables import usage_by_stage
+    from rcp_data.model.card_format import escape_cell
+
     identity = read_identity(args.store)
     usage = usage_by_stage(read_records(args.store))
-    print(f"store {args.store}: judge {identity['judge']['model']}, preset "
-          f"{identity['schedule']['preset']}")
+    judge, preset = (escape_cell(str(v), markdown=False) for v in (
+        identity["judge"]["model"], identity["schedule"]["preset"]))
+    print(f"store {escape_cell(str(args.store), markdown=False)}: judge {judge}, preset {preset}")
     for stage, u in usage.items():
         cats = ", ".join(f"{k} {v}" for k, v in u["invalid_by_category"].items() if v)
         print(f"Stage {stage}: {u['windows']:,} windows of {u['queries']:,} queries, "
