@@ -120,9 +120,16 @@ def test_replay_with_the_hub_down(monkeypatch, capsys):
 def test_text_repair_to_a_folder(tmp_path, capsys):
     src = tmp_path / "in.tsv"
     src.write_text("1\tok\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    code = main(["text", "repair", "--input", str(src), "--output", str(folder)])
+    assert (code, _one_line(capsys, "text")) == (
+        2, f"--output {folder} is a folder; name the file to write (nothing was written)")
+    # the folder holding the input: that is said first
     code = main(["text", "repair", "--input", str(src), "--output", str(tmp_path)])
     assert (code, _one_line(capsys, "text")) == (
-        2, f"--output {tmp_path} is a folder; name the file to write (nothing was written)")
+        2, f"--output {tmp_path} contains the input --input {src}; write the output somewhere "
+           "apart from the inputs (nothing was written)")
 
 
 def _command_raising(monkeypatch, exc: BaseException) -> None:

@@ -44,16 +44,22 @@ class FirstStage:
     records: tuple[FirstStageRecord, ...] = ()
 
     def write(self, out: Path) -> list[Path]:
+        """Write the runs and pools into ``out`` (each file atomically; a symbolic link at a
+        written folder or file is replaced, never written through); return the paths."""
+        from rcp_data.core.outputs import own_path
+
         out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
         paths = {}
         for retriever, frame in self.runs.items():
-            path = out / FIRST_STAGE_DIR / f"{retriever}.parquet"
+            path = own_path(out, f"{FIRST_STAGE_DIR}/{retriever}.parquet")
             write_parquet(frame, path)
             paths[retriever] = path
-        record = out / FIRST_STAGE_DIR / FIRST_STAGE_JSON
+        record = own_path(out, f"{FIRST_STAGE_DIR}/{FIRST_STAGE_JSON}")
         write_computed_runs(list(self.records), paths, record)
-        write_parquet(self.pools, out / POOLS_FILE)
-        return [*paths.values(), record, out / POOLS_FILE]
+        pools = own_path(out, POOLS_FILE)
+        write_parquet(self.pools, pools)
+        return [*paths.values(), record, pools]
 
 
 def first_stage(spec: SuiteSpec, source: SuiteSource) -> FirstStage:

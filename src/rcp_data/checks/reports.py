@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rcp_data.core.errors import RefusedError
+from rcp_data.model.card_format import escape_cell
 from rcp_data.model.history import History
 
 MAX_DETAILS = 20
@@ -140,27 +141,31 @@ class VerifyReport:
 
     def text(self) -> str:
         """A report a person can read: one block per check (failures first); a check that is
-        absent or skipped says why on its first line."""
+        absent or skipped says why on its first line. What comes from the data (an id in a
+        finding, a path) is one escaped cell: a newline, tab or terminal escape in it never
+        adds a line or forges a check."""
         lines = self._head() + [""]
         for c in self._ordered():
             if c.status == "ok":
-                tail = "; ".join(x for x in (c.found, c.where) if x)
-                lines.append(f"{_mark(c)} {c.name}: {c.what}" + (f" ({tail})" if tail else ""))
+                tail = "; ".join(_e(x) for x in (c.found, c.where) if x)
+                lines.append(f"{_mark(c)} {c.name}: {_e(c.what)}" + (f" ({tail})" if tail
+                                                                     else ""))
                 continue
             if c.status in EXPLAINED:
-                lines.append(f"{_mark(c)} {c.name} — {reason(c)}")
+                lines.append(f"{_mark(c)} {c.name} — {_e(reason(c))}")
                 fields = (("check", c.what), ("expected", c.expected), ("where", c.where))
             else:
-                lines.append(f"{_mark(c)} {c.name}: {c.what}")
+                lines.append(f"{_mark(c)} {c.name}: {_e(c.what)}")
                 fields = (("expected", c.expected), ("found", c.found), ("where", c.where))
-            lines += [f"           {label + ':':9} {value}" for label, value in fields if value]
-            lines += [f"             - {d}" for d in c.details[:MAX_DETAILS]]
+            lines += [f"           {label + ':':9} {_e(value)}" for label, value in fields
+                      if value]
+            lines += [f"             - {_e(d)}" for d in c.details[:MAX_DETAILS]]
         return "\n".join([*lines, "", self.verdict_line()])
 
     def brief(self) -> str:
         """The report in a few lines: what was verified (its digest and anchor), one line per
         check that is not ok (with its reason), and the verdict."""
-        head = f"rcp-data verify {self.target}" + (f" (commit {self.sha[:12]})" if self.sha
+        head = f"rcp-data verify {_e(self.target)}" + (f" (commit {self.sha[:12]})" if self.sha
                                                    else "")
         lines = [head, *(line for line in self._head() if line.startswith(("  digest ",
                                                                           "  anchor ")))]
@@ -168,7 +173,7 @@ class VerifyReport:
             if c.status == "ok":
                 continue
             why = reason(c) if c.status in EXPLAINED else f"{c.what} (found {c.found})"
-            lines.append(f"{_mark(c)} {c.name} — {why}")
+            lines.append(f"{_mark(c)} {c.name} — {_e(why)}")
         return "\n".join([*lines, self.verdict_line()])
 
     def verdict_line(self) -> str:
@@ -181,13 +186,13 @@ class VerifyReport:
         return f"{len(self.checks)} checks: {counts}. {verdict}"
 
     def _head(self) -> list[str]:
-        head = [f"rcp-data verify {self.target}"]
+        head = [f"rcp-data verify {_e(self.target)}"]
         if self.sha:
             head.append(f"  commit   {self.sha}")
         if self.suite:
             rel = f", release {self.release} ({self.tag})" if self.release else ""
             data = " (SYNTHETIC data: generated, not a benchmark)" if self.synthetic else ""
-            head.append(f"  suite    {self.suite}{rel}{data}")
+            head.append(f"  suite    {_e(self.suite)}{_e(rel)}{data}")
         if self.digest:
             head.append(f"  digest   {self.digest}" + (f" ({self.digest_of})"
                                                        if self.digest_of else ""))
@@ -203,6 +208,11 @@ class VerifyReport:
 EXPLAINED = ("absent", "skipped")
 _ORDER = {"failed": 0, "diff": 1, "absent": 2, "skipped": 3, "ok": 4}
 _BARE = {"", "absent", "none found", "missing", "skipped"}
+
+
+def _e(value: object) -> str:
+    """A value of the report as one line of text (:func:`escape_cell`)."""
+    return escape_cell(str(value), markdown=False)
 
 
 def _mark(c: Check) -> str:

@@ -190,6 +190,8 @@ def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
 
     Whatever the block writes to the path (any writer: text, bytes, parquet, a copy) replaces
     ``target`` in one rename; on any error the temporary is removed and ``target`` is untouched.
+    A symbolic link at ``target`` is replaced by the file (the rename replaces the link), so
+    nothing is ever written through it.
     ``suffix`` ends the temporary name (for writers that go by the extension). Temporaries a
     killed writer left beside ``target`` are removed first (:func:`clean_stale_temporaries`).
     """
@@ -223,9 +225,11 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     The temporary is ``.<name>.tmp-<pid>-<random>``: on any error (also an error of the final
     move) it is removed and ``target`` is left as it was; after a kill, the next writer of
     ``target`` removes it (:func:`clean_stale_temporaries`). An existing ``target`` is replaced:
-    callers decide whether it may be (:mod:`rcp_data.core.outputs`).
+    callers decide whether it may be (:mod:`rcp_data.core.outputs`). A symbolic link at
+    ``target`` is replaced by the folder; where it points is never written or deleted.
     """
-    target = Path(target).resolve()
+    target = Path(target)
+    target = Path(os.path.realpath(target.parent)) / target.name  # not through a link there
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(target)
     tmp = _beside(target, "tmp")

@@ -9,7 +9,15 @@ through :func:`output_dir`, and every command that writes a named file (``text r
   names the files it writes (``OutputKind.files``) is replaced only while the folder holds
   nothing else (a user's file put there is never deleted);
 - an output file must not be a folder, and an existing file is replaced only with ``force``;
-- an output may never be, contain, or sit inside one of the command's inputs;
+- an output may never be, contain, or sit inside one of the command's inputs
+  (:func:`check_apart`, the one rule every writing command goes through: ``build``,
+  ``calibrate``, ``recalibrate``, ``demo``, ``card render``, ``judge run|reparse|import``,
+  ``suite init|first-stage``, ``text repair``, ``release render-md``, ``release publish
+  --record-to``, ``agree --pictures``); a symbolic link counts where it points and where it is;
+- a symbolic link at a path a command writes is replaced, never written through: an output
+  folder or file replaces the link (:func:`rcp_data.core.io.atomic_dir`,
+  :func:`rcp_data.core.io.atomic_path`), and a folder or file written inside a folder the
+  user named goes through :func:`own_folder` / :func:`own_path`;
 - a generated file written into a folder the user also edits (the card and task file of a
   release) is remembered by its sha256 in rcp-data's cache (:func:`record_written`); it is
   rewritten without ``force`` only while it is bytes this tool wrote, or those it would write
@@ -29,6 +37,7 @@ import errno
 import hashlib
 import logging
 import os
+import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,32 +90,47 @@ def _real(path: str | Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _places(path: str | Path) -> tuple[Path, ...]:
+    """Where ``path`` is on disk: its real path and, when its last part is a symbolic link,
+    the link itself (in its real folder), which is where an output replacing the link goes."""
+    absolute = Path(os.path.abspath(path))
+    if not absolute.name:
+        return (_real(absolute),)
+    return tuple(dict.fromkeys((_real(absolute), _real(absolute.parent) / absolute.name)))
+
+
 def _inside(inner: Path, outer: Path) -> bool:
     return inner != outer and outer in inner.parents
 
 
+def _relation(out: str | Path, path: str | Path) -> str | None:
+    """How ``out`` lies to ``path``: "is", "sits inside", "contains", or None (apart)."""
+    pairs = [(m, t) for m in _places(out) for t in _places(path)]
+    if any(m == t for m, t in pairs):
+        return "is"
+    if any(_inside(m, t) for m, t in pairs):
+        return "sits inside"
+    if any(_inside(t, m) for m, t in pairs):
+        return "contains"
+    return None
+
+
 def _check_apart(out: Path, flag: str, inputs: Inputs) -> None:
     """Refuse an output that is, contains or sits inside an input."""
-    mine = _real(out)
     for label, path in inputs.items():
-        if path is None:
+        if path is None or str(path).startswith("hf://"):
             continue
-        theirs = _real(path)
-        if mine == theirs:
-            how = "is"
-        elif _inside(mine, theirs):
-            how = "sits inside"
-        elif _inside(theirs, mine):
-            how = "contains"
-        else:
-            continue
-        raise UsageError(f"{flag} {out} {how} the input {label} {path}; write the output "
-                         "somewhere apart from the inputs (nothing was written)")
+        how = _relation(out, path)
+        if how is not None:
+            raise UsageError(f"{flag} {out} {how} the input {label} {path}; write the output "
+                             "somewhere apart from the inputs (nothing was written)")
 
 
 def check_apart(out: str | Path, inputs: Inputs, *, flag: str = "--out") -> Path:
     """Raise :class:`UsageError` when ``out`` is, contains or sits inside one of ``inputs``
-    (label -> path); return ``out``."""
+    (label -> path; None and ``hf://`` names are skipped); return ``out``. The one rule of
+    every command that writes: each output goes through this (directly, or through
+    :func:`check_output_dir`, :func:`output_dir` and :func:`check_output_file`)."""
     out = Path(out)
     _check_apart(out, flag, inputs)
     return out
@@ -123,6 +147,41 @@ def own_folder(path: str | Path) -> Path:
     return path
 
 
+def own_file(path: str | Path) -> Path:
+    """Make ``path`` a file of its own when it is a symbolic link: a file written in place
+    (appended to, as a judge store's) never goes through a link. The link is replaced by a
+    copy of the bytes it points at (nothing, when it points nowhere or at a folder), in one
+    rename; where it points is left as it was. Return the path."""
+    from rcp_data.core.io import atomic_path
+
+    path = Path(path)
+    if not path.is_symlink():
+        return path
+    log.info("replacing the symbolic link %s with a file of its own", path)
+    with atomic_path(path) as tmp:
+        if path.is_file():
+            shutil.copyfile(path, tmp)
+    return path
+
+
+def own_path(root: str | Path, rel: str | Path) -> Path:
+    """``root/rel``, ready to be written without going through a symbolic link: each folder
+    between ``root`` and the file that is a link is replaced by a folder of its own
+    (:func:`own_folder`), and a link at the file itself is removed; return the path. ``root``
+    is the folder the user named (a link there is theirs to follow)."""
+    root, rel = Path(root), Path(rel)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"not a path inside {root}: {rel}")
+    folder = root
+    for part in rel.parts[:-1]:
+        folder = own_folder(folder / part)
+    path = root / rel
+    if path.is_symlink():
+        log.info("replacing the symbolic link %s", path)
+        path.unlink()
+    return path
+
+
 def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
                      inputs: Inputs | None = None, force: bool = False) -> Path:
     """Raise :class:`UsageError` unless ``out`` may be written as a ``kind`` folder (see the
@@ -131,6 +190,9 @@ def check_output_dir(out: str | Path, kind: OutputKind, *, flag: str = "--out",
     _check_apart(out, flag, inputs or {})
     clean_stale_temporaries(out)  # first: it may put back an output parked by a killed run
     if not os.path.lexists(out):
+        return out
+    if out.is_symlink():  # the folder replaces the link; where it points is never written
+        log.info("%s %s is a symbolic link: the %s replaces the link", flag, out, kind.what)
         return out
     if not out.is_dir():
         raise UsageError(f"{flag} {out} exists and is not a folder; nothing was written")
@@ -167,10 +229,10 @@ def check_output_file(out: str | Path, *, flag: str = "--out", inputs: Inputs | 
                       force: bool = False) -> Path:
     """Raise :class:`UsageError` unless file ``out`` may be written; return it."""
     out = Path(out)
+    _check_apart(out, flag, inputs or {})
     if out.is_dir():
         raise UsageError(f"{flag} {out} is a folder; name the file to write (nothing was "
                          "written)")
-    _check_apart(out, flag, inputs or {})
     if os.path.lexists(out) and not force:
         raise UsageError(f"{flag} {out} exists; pass --force to replace it (nothing was "
                          "written)")
@@ -268,6 +330,6 @@ _REFUSALS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
              errno.EISDIR)
 
 
-__all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_output_dir",
-           "check_output_file", "check_rewritable", "output_dir", "record_written", "tool_cache_dir",
+__all__ = ["CALIBRATION", "DEMO", "Inputs", "OutputKind", "check_apart", "check_output_dir",
+           "check_output_file", "own_file", "own_folder", "own_path", "check_rewritable", "output_dir", "record_written", "tool_cache_dir",
            "writable"]

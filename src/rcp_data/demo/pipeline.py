@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,7 +86,8 @@ def run_demo(out: Path, *, force: bool = False, say: Callable[[str], None] = pri
     from rcp_data.core.outputs import DEMO, output_dir
     from rcp_data.hub.gitstore import root_refs
 
-    out = Path(out).resolve()
+    out = Path(out)
+    out = Path(os.path.realpath(out.parent)) / out.name   # a link there is replaced
     check_hub_replaceable(out)
     with output_dir(out, DEMO, force=force) as work:
         manifest = {"schema": DEMO.schema, "synthetic": True,

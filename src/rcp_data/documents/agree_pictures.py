@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rcp_data.core.outputs import own_folder
 from rcp_data.documents.pictures import _figure, _save
 
 
@@ -100,7 +101,7 @@ def agreement_pictures(data: dict, folder: str | Path) -> list[Path]:
         if data.get("systems") and data["systems"].get("variation"):
             names.append("swap_probabilities.png")
             _swaps(data, tmp / names[-1])
-        folder.mkdir(exist_ok=True)
+        own_folder(folder)   # a symbolic link there is replaced, never written through
         for n in names:
             os.replace(tmp / n, folder / n)
     finally:

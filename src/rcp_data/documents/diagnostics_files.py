@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
+import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rcp_data.core.io import atomic_write_text
+from rcp_data.core.outputs import own_path
 from rcp_data.core.specs import SuiteSpec
 from rcp_data.documents.pictures import PICTURE_FILES, SIZE, picture_data, release_pictures
 
@@ -87,12 +88,11 @@ def write_diagnostics(root: Path, spec: SuiteSpec | None = None, *,
     with tempfile.TemporaryDirectory(prefix=".rcp-pictures-", dir=root) as tmp:
         drawn = release_pictures(diag, Path(tmp), labels={**names, **(labels or {})},
                                  synthetic=synthetic)
-        for name in drawn:
-            target = root / PICTURE_FILES[name]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(Path(tmp) / PICTURE_FILES[name]), target)
+        for name in drawn:   # a symbolic link on the way is replaced, never written through
+            target = own_path(root, PICTURE_FILES[name])
+            os.replace(Path(tmp) / PICTURE_FILES[name], target)
             written.append(target)
-    atomic_write_text(root / DIAGNOSTICS_FILE,
+    atomic_write_text(own_path(root, DIAGNOSTICS_FILE),
                       json.dumps(diagnostics_record(diag, drawn), indent=1) + "\n")
     written.append(root / DIAGNOSTICS_FILE)
     return written

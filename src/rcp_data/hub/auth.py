@@ -46,7 +46,8 @@ def generate_token_file(root: Path) -> tuple[str, Path]:
     path = Path(root) / TOKEN_FILE
     token = f"hf_local_{secrets.token_urlsafe(24)}"
     tmp = path.with_name(f"{TOKEN_FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)   # a link planted there is never written through
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, f"{token}\n".encode())

@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 
 from rcp_data.core.errors import InputError, RefusedError, UsageError
+from rcp_data.core.outputs import own_file
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,9 @@ class Store:
             raise UsageError(f"--store {self.root} is a folder that is not a judge store; "
                              "give a new or empty folder")
         self.root.mkdir(parents=True, exist_ok=True)
+        for name in (LOCK, IDENTITY, WINDOWS, QUARANTINE, RUNS):  # never written through a link
+            own_file(self.root / name)
+            own_file((self.root / name).with_suffix(".tmp"))
         self._lock = (self.root / LOCK).open("a")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rcp_data.core.io import check_schema, naming_the_file, read_parquet
+from rcp_data.core.io import atomic_path, check_schema, read_parquet
 from rcp_data.model.layout import subset_file
 from rcp_data.model.manifest import CorpusFileRecord
 from rcp_data.model.schemas import OPTIONAL_COLUMNS, SCHEMAS
@@ -46,9 +46,10 @@ def write_parquet(table: pa.Table | pd.DataFrame, path: Path, schema: pa.Schema 
     elif schema is not None:
         table = table.select(schema.names).cast(schema)
     table = table.replace_schema_metadata(None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with naming_the_file(path):  # a full disk names the table being written
-        pq.write_table(table, path, compression="zstd", row_group_size=row_group_size)
+    # atomically: a reader never sees half a table, and a symbolic link at ``path`` is
+    # replaced, never written through (a full disk names the table being written)
+    with atomic_path(path, suffix=".parquet") as tmp:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
 
 
 def corpus_record(root: Path) -> dict[str, CorpusFileRecord]:

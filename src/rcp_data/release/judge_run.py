@@ -127,6 +127,7 @@ def judge(pool: str | Path, store: str | Path, out: str | Path, *,
     inputs: dict[str, Path] = {"--store": store}
     if release.pin is None and release.manifest is not None:
         inputs["--pool"] = release.root
+        check_apart(store, {"--pool": release.root}, flag="--store")
     check_apart(out, inputs)
     judged = judged.limit(limit_queries)
     schedule = make_schedule(release.spec, preset, settings, seed)

@@ -45,13 +45,17 @@ def _first_stage(inputs: Path) -> dict[str, pd.DataFrame]:
 
 
 def build_pools_only(spec: SuiteSpec, inputs: Path, out: Path, *, source=None,
-                     source_options: dict | None = None) -> dict:
-    """Write the pools-only folder ``out`` (new or empty); return its counts. The reranker
-    runs (``runs/``, judge strategies left out: they belong to another judge) and first-stage
-    runs of ``inputs`` go with the pools, so that ``out``, once judged (``judge run --out``)
-    and calibrated (``calibrate --inputs``), is the build's ``--inputs`` as it is."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+                     source_options: dict | None = None,
+                     inputs_of: dict[str, Path | None] | None = None) -> dict:
+    """Write the pools-only folder ``out`` (new or empty, apart from ``inputs`` and the other
+    inputs ``inputs_of`` names: flag -> path); return its counts. The reranker runs
+    (``runs/``, judge strategies left out: they belong to another judge) and first-stage runs
+    of ``inputs`` go with the pools, so that ``out``, once judged (``judge run --out``) and
+    calibrated (``calibrate --inputs``), is the build's ``--inputs`` as it is."""
+    from rcp_data.core.outputs import check_apart
+
+    out = check_apart(out, {"--inputs": inputs, **(inputs_of or {})})
+    if not out.is_symlink() and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not an empty folder")
     if source is None:
         from rcp_data.sources.registry import read_suite
@@ -110,6 +114,8 @@ def write_pools_folder(spec: SuiteSpec, source, pools: dict[str, list[pd.DataFra
         if carry is not None:
             _carry_runs(carry, tmp)
         out.parent.mkdir(parents=True, exist_ok=True)
+        if out.is_symlink():   # replaced, never written through
+            out.unlink()
         if not out.exists() or not any(out.iterdir()):
             if out.exists():
                 out.rmdir()

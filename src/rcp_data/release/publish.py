@@ -565,6 +565,11 @@ def publish(root: str | Path, repo: str, *, branch: str = "main",
         client.api  # noqa: B018 - huggingface_hub is imported while the files are hashed
         verified = hashed.result()
     report = check_before_publishing(root, verified, reverify=reverify)
+    if record_to is not None:   # the record is never written into the release it records
+        from rcp_data.core.outputs import check_apart
+
+        check_apart(record_target(record_to, report.suite), {"RELEASE_DIR": root},
+                    flag="--record-to")
     plan = plan_publish(report, repo, branch=branch, parent_commit=parent_commit, client=client,
                         create_repo=create_repo, verified=verified, snapshot=snapshot)
     result = replace(execute_plan(plan, client), digest=release_digest(verified.values()))

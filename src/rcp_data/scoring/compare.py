@@ -24,7 +24,7 @@ from rcp_data import resources
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import loads_json, read_json, read_text
 from rcp_data.core.specs import RULE_LETTERS, SuiteSpec, load_spec
-from rcp_data.model.card_format import parse_card_tables
+from rcp_data.model.card_format import escape_cell, parse_card_tables
 from rcp_data.model.suite import which_suite
 from rcp_data.scoring.replay import ALL_METRICS, ReplayResult, model_order
 
@@ -79,15 +79,21 @@ class Comparison:
                 "known": self.count("known"), "failed": self.count("failed"), "rows": self.rows}
 
     def summary(self) -> str:
-        lines = [f"{self.tables} vs {self.reference}: {len(self.rows)} cells, "
+        """The table ``compare`` prints: a count line, then one line per cell that did not
+        match; every name from the files is one escaped cell (a newline, tab, ``|`` or
+        terminal escape in a model or column name never adds or breaks a row)."""
+        e = escape_cell
+        lines = [f"{e(str(self.tables), markdown=False)} vs "
+                 f"{e(str(self.reference), markdown=False)}: {len(self.rows)} cells, "
                  f"{self.count('matched')} matched, {self.count('known')} known, "
                  f"{self.count('failed')} failed"]
         for r in self.rows:
             if r["status"] != "matched":
                 t = "missing" if r["tables"] is None else f"{r['tables']:.2f}"
                 d = "" if r["diff"] is None else f" (diff {r['diff']:+.3f})"
-                lines.append(f"  {r['status']:7} {r['metric']}@{r['k']} rule ({RULE_LETTERS[r['tie_rule']]}) "
-                             f"{r['view']} | {r['model']} | {r['column']}: {t} vs "
+                lines.append(f"  {r['status']:7} {e(str(r['metric']))}@{r['k']} rule "
+                             f"({RULE_LETTERS[r['tie_rule']]}) {e(str(r['view']))} | "
+                             f"{e(str(r['model']))} | {e(str(r['column']))}: {t} vs "
                              f"{r['reference']:.2f}{d}")
         return "\n".join(lines)
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import DEFAULT_WITHOUT_POSITIVES, TIE_RULES, SuiteSpec
-from rcp_data.model.card_format import CARD_K, render_markdown_table, table_title
+from rcp_data.model.card_format import CARD_K, escape_cell, render_markdown_table, table_title
 from rcp_data.scoring.replay import (
     ReleaseRuns,
     SubsetRuns,
@@ -71,7 +71,8 @@ class RunCoverage:
     def line(self, name: str) -> str:
         """``NAME: 9 of 10 queries scored (1 count 0); 3 rows outside the candidates
         ignored``, as ``rcp-data score`` prints it below the tables."""
-        return (f"{name}: {self.queries_scored} of {self.queries} queries scored"
+        return (f"{escape_cell(name, markdown=False)}: {self.queries_scored} of "
+                f"{self.queries} queries scored"
                 + (f" ({self.queries_missing} count 0)" if self.queries_missing else "")
                 + (f"; {self.ignored_rows} rows outside the candidates ignored"
                    if self.ignored_rows else ""))

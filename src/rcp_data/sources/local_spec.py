@@ -97,7 +97,7 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
                          f"{lo}..{hi}), got {positive}")
     retrievers, dense = retriever_order(a.dense)
     try:
-        data = os.path.relpath(found.root.resolve(), spec_path.resolve().parent)
+        data = os.path.relpath(found.root.resolve(), os.path.realpath(spec_path.parent))
     except ValueError:   # another drive
         data = str(found.root.resolve())
     short = _camel(name)
@@ -226,15 +226,13 @@ def init_suite(name: str, data: Path | str, out: Path, answers: SpecAnswers, *,
             check.write_text(text, encoding="utf-8")
             spec = load_spec_file(check)
         return InitResult(Path("-"), found, spec.todo, text)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    try:
+    from rcp_data.core.io import atomic_path
+
+    # read back before it is put in place; a symbolic link at ``out`` is replaced, never
+    # written through
+    with atomic_path(out, suffix=".toml") as tmp:
+        tmp.write_text(text, encoding="utf-8")
         spec = load_spec_file(tmp)
-    except Exception:
-        tmp.unlink()
-        raise
-    tmp.replace(out)
     return InitResult(out, found, spec.todo, text)
 
 

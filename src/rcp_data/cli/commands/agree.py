@@ -116,6 +116,13 @@ def _plain(args: argparse.Namespace) -> int:
 
     for name, _ in args.labels:
         check_label_name(name)
+    if args.pictures:   # before any statistic is computed: a refused folder costs nothing
+        from rcp_data.core.outputs import check_apart
+
+        check_apart(args.pictures, {"--qrels": args.qrels,
+                                    **{f"--labels {n}": path for n, path in args.labels},
+                                    **{f"RUN {i}": run for i, run in enumerate(args.path, 1)}},
+                    flag="--pictures")
     groups = None if args.groups is None else [
         [n.strip() for n in g.split(",") if n.strip()] for g in args.groups]
     result = agree_files(args.qrels, dict(args.labels), args.path,

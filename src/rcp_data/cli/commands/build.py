@@ -11,12 +11,14 @@ or empty, or a release folder built earlier and ``--force`` given, and apart fro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 from pathlib import Path
 
 from rcp_data.cli.options import add_source_option, out_folder, source_options
 from rcp_data.cli.output import say
-from rcp_data.core.errors import UsageError
+from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.specs import shown_suites, suite_key
 
 DEMO_SUITE = "demo"
@@ -81,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"building {spec_name} needs --repo OWNER/NAME: the Hub repository the "
                          "release is for (only the demo suite defaults to its own repo)")
     require_extra("build")
+    from rcp_data.core.outputs import check_apart
     from rcp_data.core.specs import check_no_todo
     from rcp_data.release.cut import build_release_dir, project_history
 
     options = source_options(args)
     spec = _spec(args)
+    check_apart(args.out, build_inputs(args, spec, options))  # before anything is read
     if not args.no_prepare:
         # a release to publish carries no TODO marker (--repo fills in [suite] repo)
         check_no_todo(spec, given=("suite.repo",) if args.repo else ())
@@ -106,6 +110,23 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict()))
     return 0
+
+
+def build_inputs(args: argparse.Namespace, spec, options: dict[str, str]) -> dict:
+    """What a build (or ``suite first-stage``) reads, by flag: the output is kept apart from
+    each (the builder inputs, the spec file, a history file, a local suite's data folder)."""
+    found: dict[str, Path | None] = {"--spec": getattr(args, "spec", None)}
+    if getattr(args, "inputs", None) is not None:
+        found["--inputs"] = args.inputs
+    history = getattr(args, "history", None)
+    if history and not str(history).startswith("hf://"):
+        found["--history"] = Path(history)
+    if spec.source.path or options.get("path"):
+        from rcp_data.sources.local_files import data_root
+
+        with contextlib.suppress(InputError):   # the reader names it when it reads
+            found["[source] path"] = Path(os.path.normpath(data_root(spec, options)))
+    return found
 
 
 def _history(value: str):
@@ -137,7 +158,9 @@ def _pools_only(args: argparse.Namespace) -> int:
     from rcp_data.release.pools_only import build_pools_only
 
     spec = _spec(args)
-    counts = build_pools_only(spec, args.inputs, args.out, source_options=source_options(args))
+    options = source_options(args)
+    counts = build_pools_only(spec, args.inputs, args.out, source_options=options,
+                              inputs_of=build_inputs(args, spec, options))
     if args.json:
         print(json.dumps({"out": str(args.out), **counts}))
     say(args, f"built the pools of {spec.name} into {args.out}: {counts['queries']:,} queries, "

@@ -56,6 +56,7 @@ def _render(args: argparse.Namespace) -> int:
     from rcp_data.core.outputs import (
         check_output_file,
         check_rewritable,
+        own_path,
         record_written,
         writable,
     )
@@ -91,8 +92,8 @@ def _render(args: argparse.Namespace) -> int:
     with writable(root):
         written += _diagnostics(root, spec)
         texts = render_release_texts(root, spec=spec, repo=args.repo)
-        for rel, text in texts.items():
-            atomic_write_text(root / rel, text)
+        for rel, text in texts.items():   # a symbolic link there is replaced, not followed
+            atomic_write_text(own_path(root, rel), text)
             written.append(root / rel)
         record_written(written)
     say(args, f"wrote {' and '.join(p.name for p in written)} in {root}")

@@ -250,11 +250,13 @@ def handle_run(args: argparse.Namespace) -> int:
 def handle_status(args: argparse.Namespace) -> int:
     from rcp_data.judging.store import read_identity, read_records
     from rcp_data.judging.tables import usage_by_stage
+    from rcp_data.model.card_format import escape_cell
 
     identity = read_identity(args.store)
     usage = usage_by_stage(read_records(args.store))
-    print(f"store {args.store}: judge {identity['judge']['model']}, preset "
-          f"{identity['schedule']['preset']}")
+    judge, preset = (escape_cell(str(v), markdown=False) for v in (
+        identity["judge"]["model"], identity["schedule"]["preset"]))
+    print(f"store {escape_cell(str(args.store), markdown=False)}: judge {judge}, preset {preset}")
     for stage, u in usage.items():
         cats = ", ".join(f"{k} {v}" for k, v in u["invalid_by_category"].items() if v)
         print(f"Stage {stage}: {u['windows']:,} windows of {u['queries']:,} queries, "
@@ -265,30 +267,30 @@ def handle_status(args: argparse.Namespace) -> int:
 
 
 def handle_reparse(args: argparse.Namespace) -> int:
-    import shutil
-
+    from rcp_data.core.io import atomic_write_bytes, atomic_write_text
+    from rcp_data.core.outputs import check_apart, own_folder
     from rcp_data.judging.store import IDENTITY, WINDOWS, read_identity, read_records
     from rcp_data.judging.tables import reparse_records
 
+    check_apart(args.out, {"--store": args.store})
     identity = read_identity(args.store)
-    if args.out.exists() and any(args.out.iterdir()):
+    if not args.out.is_symlink() and args.out.exists() and any(args.out.iterdir()):
         raise UsageError(f"--out {args.out} exists and is not empty")
     records, changes = reparse_records(read_records(args.store),
                                        identity["prompts"]["criteria"])
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.copy(args.store / IDENTITY, args.out / IDENTITY)
-    with (args.out / WINDOWS).open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    own_folder(args.out)   # a symbolic link there is replaced, never written through
+    atomic_write_bytes(args.out / IDENTITY, (args.store / IDENTITY).read_bytes())
+    atomic_write_text(args.out / WINDOWS, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                                  for r in records))
     print(", ".join(f"{k} {v:,}" for k, v in sorted(changes.items())))
     return 0
 
 
 def handle_import(args: argparse.Namespace) -> int:
-    import shutil
+    import os
     import tempfile
 
-    from rcp_data.core.outputs import check_apart
+    from rcp_data.core.outputs import check_apart, own_path
     from rcp_data.judging.imported import read_authors_store
     from rcp_data.judging.tables import write_tables
 
@@ -297,9 +299,7 @@ def handle_import(args: argparse.Namespace) -> int:
     if not records:
         raise UsageError(f"{args.store} holds no judgements")
     target = args.out / "judge"
-    if target.is_symlink():  # replaced, never written through
-        target.unlink()
-    if target.exists() and any(target.iterdir()):
+    if not target.is_symlink() and target.exists() and any(target.iterdir()):
         raise UsageError(f"--out {args.out}: {target} exists and is not empty")
     splits: dict[str, set[str]] = {}
     for r in records:
@@ -309,9 +309,10 @@ def handle_import(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(dir=args.out, prefix=".import-") as tmp:
         rec = write_tables(records, identity, Path(tmp), order, with_split=with_split,
                            extra={"imported": True})
+        own_path(args.out, "judge")   # a symbolic link there is replaced, never written through
         if target.exists():
             target.rmdir()
-        shutil.move(str(Path(tmp) / "judge"), target)
+        os.replace(Path(tmp) / "judge", target)
     u = rec["usage"]
     say(args, f"imported {args.store}: Stage A {u['A']['windows']:,} windows "
         f"({u['A']['invalid_windows']:,} invalid), Stage B {u['B']['windows']:,} windows "

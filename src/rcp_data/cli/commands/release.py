@@ -246,6 +246,11 @@ def _render_md(args: argparse.Namespace) -> int:
             raise UsageError("--check needs --out FILE (the RELEASES.md to check)")
         sys.stdout.write(render_releases_md(load_project_histories(args.histories)))
         return 0
+    if not args.check:   # RELEASES.md is never written over or into the histories it renders
+        from rcp_data.core.outputs import check_apart
+        from rcp_data.model.history import histories_dir
+
+        check_apart(args.out, {"--histories": args.histories or histories_dir()})
     path = write_releases_md(args.out, folder=args.histories, check=args.check)
     say(args, f"{path} is up to date" if args.check else f"wrote {path}")
     return 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -120,11 +119,8 @@ def run_init(args: argparse.Namespace) -> int:
     if str(args.out or "") != "-" and not str(args.data).startswith("irds:"):
         from rcp_data.core.outputs import check_apart
 
-        # the spec is never written over (or around) its input, asked nothing first; a spec
-        # that is a new file inside the data folder overwrites nothing, so it may go there
-        spec_out = Path(args.out or f"{args.name}.toml")
-        if os.path.lexists(spec_out) or not Path(args.data).is_dir():
-            check_apart(spec_out, {"--from": args.data})
+        # the spec is never written over, around or inside its input, asked nothing first
+        check_apart(Path(args.out or f"{args.name}.toml"), {"--from": args.data})
     positive = args.grade_positive
     if positive is None:
         text = _ask(args, "the lowest grade that is a positive label (grade_positive)")
@@ -178,9 +174,13 @@ def run_first_stage(args: argparse.Namespace) -> int:
     from rcp_data.cli.extras import require_extra
 
     require_extra("build")
+    from rcp_data.cli.commands.build import build_inputs
+    from rcp_data.core.outputs import check_apart
     from rcp_data.core.specs import load_spec_file, with_dense
 
     spec = load_spec_file(args.spec)
+    options = source_options(args)
+    check_apart(args.out, build_inputs(args, spec, options))  # before the first stage runs
     if args.dense:
         require_extra("dense")
         spec = with_dense(spec, args.dense)
@@ -189,7 +189,7 @@ def run_first_stage(args: argparse.Namespace) -> int:
     from rcp_data.building.first_stage import first_stage
     from rcp_data.sources.registry import read_suite
 
-    source = read_suite(spec, source_options(args))
+    source = read_suite(spec, options)
     result = first_stage(spec, source)
     written = result.write(args.out)
     # and the pools as a judge run reads them: judge run --pool OUT --out OUT
