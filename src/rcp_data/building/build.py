@@ -27,7 +27,13 @@ import pyarrow.parquet as pq
 from rcp_data.building.contract import TOURNAMENT_FILE, BuildInputs
 from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_build
 from rcp_data.building.judge import attach_gains, bt_rows, ingest_run, tournament_rows
-from rcp_data.building.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
+from rcp_data.building.pools import (
+    build_pools,
+    check_known_ids,
+    graded_outside,
+    normalize_run,
+    rrf_fuse,
+)
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, gain
@@ -164,7 +170,8 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
             "query-id": [q for q in qids if q in excluded_map],
             "excluded-corpus-ids": [sorted(excluded_map[q]) for q in qids if q in excluded_map],
         })
-    fused_top = fused[fused["rank"] <= spec.pool.size]
+    # fixed candidate lists are kept whole (the pools are the lists, not their top k)
+    fused_top = fused if spec.fixed_candidates else fused[fused["rank"] <= spec.pool.size]
     first_stage = pd.concat([runs, fused_top], ignore_index=True)
     run_tables = []
     for run_spec, frame in inputs.runs:
@@ -201,6 +208,8 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
             qrels_up.loc[spec.positive_mask(qrels_up["score"]), "query-id"]))),
         "verdict_rows": int(len(crit)),
         **({"empty_documents": len(never)} if spec.corpus_group(source.name) is None else {}),
+        **(candidate_counts(source.name, pool, qrels_up, qids, never)
+           if spec.fixed_candidates else {}),
         **({} if tournament is None else {"tournament_rows": tournament.num_rows}),
         **{k: v for k, v in source.notes.items() if k != "empty_ids"},
     }
@@ -208,6 +217,19 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
              counts["queries"], counts["pool_pairs"], counts["gt_injected"], counts["qrels_rows"])
     return SubsetBuild(source.name, queries, qrels, top_ranked, excluded, pool, first_stage,
                        runs_out, crit, counts, tournament, bt)
+
+
+def candidate_counts(subset: str, pool: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
+                     never: set[str]) -> dict:
+    """The counts of a subset whose pools are its fixed candidate lists: how many graded
+    documents the lists leave out (``graded_outside_pool``) and how many per query
+    (``graded_outside_pool_queries``, only queries leaving some out), each query's said once in
+    the log."""
+    outside = graded_outside(pool, qrels, qids, never)
+    for qid, n in outside.items():
+        log.warning("subset %s, query %s: the candidate list leaves out %d graded document(s)",
+                    subset, qid, n)
+    return {"graded_outside_pool": sum(outside.values()), "graded_outside_pool_queries": outside}
 
 
 def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
@@ -422,4 +444,5 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
         write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
 
 
-__all__ = ["SubsetBuild", "build_release", "build_subset", "computed_record", "run_records"]
+__all__ = ["SubsetBuild", "build_release", "build_subset", "candidate_counts", "computed_record",
+           "run_records"]

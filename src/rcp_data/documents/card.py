@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -593,6 +594,25 @@ class PoolFacts:
     judged: int
     verdict_rows: int
     stage_a: StageAFacts | None
+    # fixed candidate lists: (subset, query, graded documents its list leaves out), as the
+    # build manifest recorded them
+    graded_outside: tuple[tuple[str, str, int], ...] = ()
+
+    @property
+    def graded_outside_total(self) -> int:
+        return sum(n for _s, _q, n in self.graded_outside)
+
+
+def graded_outside_pools(manifest: BuildManifest | None, subsets: Sequence[str]
+                         ) -> tuple[tuple[str, str, int], ...]:
+    """``(subset, query, n)`` for each query whose fixed candidate list leaves out ``n``
+    graded documents (the build manifest's ``graded_outside_pool_queries``), in subset order."""
+    out = []
+    for subset in subsets:
+        per_query = ((manifest.counts.get(subset) or {}) if manifest else {}).get(
+            "graded_outside_pool_queries") or {}
+        out += [(subset, str(q), int(n)) for q, n in per_query.items() if int(n)]
+    return tuple(out)
 
 
 def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_facts: CardFacts,
@@ -612,6 +632,7 @@ def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_fact
         judged=sum(x.judged for x in facts),
         verdict_rows=crit_rows,
         stage_a=stage_a_facts(spec, rd),
+        graded_outside=graded_outside_pools(rd.manifest, spec.subset_names),
     )
 
 

@@ -103,6 +103,7 @@ class FirstStage:
     has_runs: bool
     synthetic: bool
     computed: tuple[ComputedRun, ...] = ()
+    candidates: bool = False    # the pools are the suite's fixed candidate lists (no fusion)
 
     @property
     def all_named(self) -> bool:
@@ -132,7 +133,8 @@ def first_stage(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool, has_runs:
         keys=tuple(spec.pool.retrievers),
         named=tuple(facts.retrievers[r] for r in spec.pool.retrievers if r in facts.retrievers),
         rrf_k=spec.pool.rrf_k, has_runs=has_runs, synthetic=synthetic,
-        computed=computed_runs(records, spec.pool.retrievers))
+        computed=computed_runs(records, spec.pool.retrievers),
+        candidates=spec.fixed_candidates)
 
 
 # -- query instructions --------------------------------------------------------------------------
