@@ -53,6 +53,8 @@ from rcp_data.model.manifest import (
     CalibrationRecord,
     FirstStageRecord,
     JudgeRecord,
+    PartsProvenance,
+    RunOrigin,
 )
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.suite import write_spec_copy
@@ -103,15 +105,16 @@ def computed_record(spec: SuiteSpec, retriever: str) -> FirstStageRecord:
     return FirstStageRecord(retriever, True, "bm25")
 
 
-def run_records(spec: SuiteSpec, given: set[str],
-                computed: dict[str, FirstStageRecord]) -> tuple[FirstStageRecord, ...]:
+def run_records(spec: SuiteSpec, given: set[str], computed: dict[str, FirstStageRecord], *,
+                generated: bool = False) -> tuple[FirstStageRecord, ...]:
     """How each fused retriever's run of a build came about, in fusion order: a given run
-    (``given``: the retrievers of the builder inputs' ``first_stage/``) is computed when
-    ``first_stage.json`` says so (``computed``), else given; a missing one the build computes."""
+    (``given``: the retrievers of the builder inputs' ``first_stage/``) is computed (or
+    generated) when ``first_stage.json`` says so (``computed``), else given (``generated``:
+    the build says every given part was generated); a missing one the build computes."""
     out = []
     for r in spec.pool.retrievers:
         if r in given:
-            out.append(computed.get(r) or FirstStageRecord(r))
+            out.append(computed.get(r) or FirstStageRecord(r, generated=generated))
         elif r in COMPUTED_RETRIEVERS or r in spec.pool.dense:
             out.append(computed_record(spec, r))
     return tuple(out)
@@ -314,9 +317,23 @@ def tool_versions() -> dict[str, str]:
 def built_from_generated_data(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs,
                               parameters: dict | None = None) -> bool:
     """Whether a build uses generated data: a synthetic suite, corpus (the source says
-    ``"synthetic": true``) or judge (``judge.json`` says so)."""
+    ``"synthetic": true``), judge (``judge.json`` says so) or reranker run (runs.json's
+    ``origin`` generated or simulated)."""
     return bool(spec.synthetic or source.facts.get("synthetic") is True
-                or inputs.judge.synthetic or (parameters or {}).get("synthetic") is True)
+                or inputs.judge.synthetic or (parameters or {}).get("synthetic") is True
+                or any(run.origin in ("generated", "simulated") for run, _ in inputs.runs))
+
+
+def parts_provenance(inputs: BuildInputs, *, generated: bool = False) -> PartsProvenance:
+    """How the judge and each reranker run of a build came about (judge.json, runs.json);
+    ``generated``: the build says every part given to it was generated (the demo)."""
+    judge = inputs.judge.kind
+    if generated and judge == "real":
+        judge = "generated"
+    runs = tuple(RunOrigin(run.model, "generated" if generated and run.origin == "given"
+                           else run.origin, run.computed_with)
+                 for run, _ in inputs.runs if not run.is_judge)
+    return PartsProvenance(judge=judge, rerankers=runs)
 
 
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
@@ -344,6 +361,8 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
     validate_build(spec, source, inputs, subsets)
     gain(np.zeros(1), inputs.item_params, link)  # an unknown link fails here, before writing
     counts: dict[str, dict] = {}
+    # the caller says every part it gives was generated (the demo: ``"synthetic": true``)
+    everything_generated = (parameters or {}).get("synthetic") is True
     with output_dir(out, RELEASE, inputs=where, force=force) as tmp:
         # One provenance split at a time: its subsets are built, written and dropped before the
         # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
@@ -394,7 +413,10 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
                 "first_stage": [r.to_dict() for r in run_records(
-                    spec, set(inputs.first_stage), inputs.computed_runs)],
+                    spec, set(inputs.first_stage), inputs.computed_runs,
+                    generated=everything_generated)],
+                "provenance": parts_provenance(inputs,
+                                               generated=everything_generated).to_dict(),
                 **({"judging": judging_record(inputs.judging)} if inputs.judging else {}),
                 **(parameters or {}),
             },
@@ -445,4 +467,4 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
 
 
 __all__ = ["SubsetBuild", "build_release", "build_subset", "candidate_counts", "computed_record",
-           "run_records"]
+           "parts_provenance", "run_records"]
