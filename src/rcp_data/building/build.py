@@ -27,7 +27,13 @@ import pyarrow.parquet as pq
 from rcp_data.building.contract import THETAS_FILE, TOURNAMENT_FILE, BuildInputs, calibrated_file
 from rcp_data.building.input_checks import COMPUTED_RETRIEVERS, validate_build
 from rcp_data.building.judge import attach_gains, bt_rows, ingest_run, tournament_rows
-from rcp_data.building.pools import build_pools, check_known_ids, normalize_run, rrf_fuse
+from rcp_data.building.pools import (
+    build_pools,
+    check_known_ids,
+    graded_outside,
+    normalize_run,
+    rrf_fuse,
+)
 from rcp_data.core.errors import InputError
 from rcp_data.core.files import FileEntry, sha256_file
 from rcp_data.core.gains import DEFAULT_LINK, gain
@@ -47,6 +53,8 @@ from rcp_data.model.manifest import (
     CalibrationRecord,
     FirstStageRecord,
     JudgeRecord,
+    PartsProvenance,
+    RunOrigin,
 )
 from rcp_data.model.schemas import SCHEMAS, judge_criteria_schema
 from rcp_data.model.suite import write_spec_copy
@@ -97,15 +105,16 @@ def computed_record(spec: SuiteSpec, retriever: str) -> FirstStageRecord:
     return FirstStageRecord(retriever, True, "bm25")
 
 
-def run_records(spec: SuiteSpec, given: set[str],
-                computed: dict[str, FirstStageRecord]) -> tuple[FirstStageRecord, ...]:
+def run_records(spec: SuiteSpec, given: set[str], computed: dict[str, FirstStageRecord], *,
+                generated: bool = False) -> tuple[FirstStageRecord, ...]:
     """How each fused retriever's run of a build came about, in fusion order: a given run
-    (``given``: the retrievers of the builder inputs' ``first_stage/``) is computed when
-    ``first_stage.json`` says so (``computed``), else given; a missing one the build computes."""
+    (``given``: the retrievers of the builder inputs' ``first_stage/``) is computed (or
+    generated) when ``first_stage.json`` says so (``computed``), else given (``generated``:
+    the build says every given part was generated); a missing one the build computes."""
     out = []
     for r in spec.pool.retrievers:
         if r in given:
-            out.append(computed.get(r) or FirstStageRecord(r))
+            out.append(computed.get(r) or FirstStageRecord(r, generated=generated))
         elif r in COMPUTED_RETRIEVERS or r in spec.pool.dense:
             out.append(computed_record(spec, r))
     return tuple(out)
@@ -164,7 +173,8 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
             "query-id": [q for q in qids if q in excluded_map],
             "excluded-corpus-ids": [sorted(excluded_map[q]) for q in qids if q in excluded_map],
         })
-    fused_top = fused[fused["rank"] <= spec.pool.size]
+    # fixed candidate lists are kept whole (the pools are the lists, not their top k)
+    fused_top = fused if spec.fixed_candidates else fused[fused["rank"] <= spec.pool.size]
     first_stage = pd.concat([runs, fused_top], ignore_index=True)
     run_tables = []
     for run_spec, frame in inputs.runs:
@@ -201,6 +211,8 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
             qrels_up.loc[spec.positive_mask(qrels_up["score"]), "query-id"]))),
         "verdict_rows": int(len(crit)),
         **({"empty_documents": len(never)} if spec.corpus_group(source.name) is None else {}),
+        **(candidate_counts(source.name, pool, qrels_up, qids, never)
+           if spec.fixed_candidates else {}),
         **({} if tournament is None else {"tournament_rows": tournament.num_rows}),
         **{k: v for k, v in source.notes.items() if k != "empty_ids"},
     }
@@ -208,6 +220,19 @@ def build_subset(spec: SuiteSpec, source: SubsetSource, inputs: BuildInputs,
              counts["queries"], counts["pool_pairs"], counts["gt_injected"], counts["qrels_rows"])
     return SubsetBuild(source.name, queries, qrels, top_ranked, excluded, pool, first_stage,
                        runs_out, crit, counts, tournament, bt)
+
+
+def candidate_counts(subset: str, pool: pd.DataFrame, qrels: pd.DataFrame, qids: list[str],
+                     never: set[str]) -> dict:
+    """The counts of a subset whose pools are its fixed candidate lists: how many graded
+    documents the lists leave out (``graded_outside_pool``) and how many per query
+    (``graded_outside_pool_queries``, only queries leaving some out), each query's said once in
+    the log."""
+    outside = graded_outside(pool, qrels, qids, never)
+    for qid, n in outside.items():
+        log.warning("subset %s, query %s: the candidate list leaves out %d graded document(s)",
+                    subset, qid, n)
+    return {"graded_outside_pool": sum(outside.values()), "graded_outside_pool_queries": outside}
 
 
 def write_corpus(corpus: CorpusReader, folder: Path, *, single_file: Path | None = None,
@@ -292,9 +317,23 @@ def tool_versions() -> dict[str, str]:
 def built_from_generated_data(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs,
                               parameters: dict | None = None) -> bool:
     """Whether a build uses generated data: a synthetic suite, corpus (the source says
-    ``"synthetic": true``) or judge (``judge.json`` says so)."""
+    ``"synthetic": true``), judge (``judge.json`` says so) or reranker run (runs.json's
+    ``origin`` generated or simulated)."""
     return bool(spec.synthetic or source.facts.get("synthetic") is True
-                or inputs.judge.synthetic or (parameters or {}).get("synthetic") is True)
+                or inputs.judge.synthetic or (parameters or {}).get("synthetic") is True
+                or any(run.origin in ("generated", "simulated") for run, _ in inputs.runs))
+
+
+def parts_provenance(inputs: BuildInputs, *, generated: bool = False) -> PartsProvenance:
+    """How the judge and each reranker run of a build came about (judge.json, runs.json);
+    ``generated``: the build says every part given to it was generated (the demo)."""
+    judge = inputs.judge.kind
+    if generated and judge == "real":
+        judge = "generated"
+    runs = tuple(RunOrigin(run.model, "generated" if generated and run.origin == "given"
+                           else run.origin, run.computed_with)
+                 for run, _ in inputs.runs if not run.is_judge)
+    return PartsProvenance(judge=judge, rerankers=runs)
 
 
 def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out: Path, *,
@@ -322,6 +361,8 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
     validate_build(spec, source, inputs, subsets)
     gain(np.zeros(1), inputs.item_params, link)  # an unknown link fails here, before writing
     counts: dict[str, dict] = {}
+    # the caller says every part it gives was generated (the demo: ``"synthetic": true``)
+    everything_generated = (parameters or {}).get("synthetic") is True
     with output_dir(out, RELEASE, inputs=where, force=force) as tmp:
         # One provenance split at a time: its subsets are built, written and dropped before the
         # next (ViDoRe's runs are 30M rows). Corpora are written last, so that bad judge or run
@@ -372,7 +413,10 @@ def build_release(spec: SuiteSpec, source: SuiteSource, inputs: BuildInputs, out
                 "pool_rule": spec.pool.rule, "pool_size": spec.pool.size,
                 "rrf_k": spec.pool.rrf_k, "retrievers": list(spec.pool.retrievers),
                 "first_stage": [r.to_dict() for r in run_records(
-                    spec, set(inputs.first_stage), inputs.computed_runs)],
+                    spec, set(inputs.first_stage), inputs.computed_runs,
+                    generated=everything_generated)],
+                "provenance": parts_provenance(inputs,
+                                               generated=everything_generated).to_dict(),
                 **({"judging": judging_record(inputs.judging)} if inputs.judging else {}),
                 **(parameters or {}),
             },
@@ -422,4 +466,5 @@ def _write_provenance(tmp: Path, split: str, members: list[SubsetBuild], n_crite
         write_parquet(bt, tmp / provenance_file("judge_bt", split), SCHEMAS["judge_bt"])
 
 
-__all__ = ["SubsetBuild", "build_release", "build_subset", "computed_record", "run_records"]
+__all__ = ["SubsetBuild", "build_release", "build_subset", "candidate_counts", "computed_record",
+           "parts_provenance", "run_records"]

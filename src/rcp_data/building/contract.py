@@ -37,7 +37,7 @@ from rcp_data.core.files import sha256_file
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import read_json, read_parquet, write_json
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.manifest import FirstStageRecord, first_stage_records
+from rcp_data.model.manifest import RUN_ORIGINS, FirstStageRecord, first_stage_records
 from rcp_data.model.tables import write_parquet
 from rcp_data.runs.run_files import ids_as_text, read_run_file
 
@@ -78,8 +78,17 @@ def read_runs_json(path: Path) -> list[RunSpec]:
         if any(s.model == entry["model"] for s in specs):
             raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
                              row=i + 1, field="model")
+        origin = entry.get("origin", "given")
+        if origin not in RUN_ORIGINS:
+            raise InputError(f"origin {origin!r} is not one of {', '.join(RUN_ORIGINS)}",
+                             path=str(path), row=i + 1, field="origin")
+        computed_with = entry.get("computed_with", "")
+        if (origin == "computed") != bool(computed_with) or not isinstance(computed_with, str):
+            raise InputError("a computed run names the model it was computed with "
+                             "(computed_with), and only a computed run does", path=str(path),
+                             row=i + 1, field="computed_with")
         specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
-                             bool(entry.get("is_judge", False))))
+                             bool(entry.get("is_judge", False)), origin, computed_with))
     return specs
 
 
@@ -154,8 +163,9 @@ def write_computed_runs(records: list[FirstStageRecord], files: dict[str, Path],
 
 def read_computed_runs(path: Path, first_stage: dict[str, pd.DataFrame]
                        ) -> dict[str, FirstStageRecord]:
-    """The computed runs ``first_stage.json`` records, by retriever. A record whose run file is
-    gone or changed since (another sha256) no longer holds: that run counts as given."""
+    """The computed (or generated) runs ``first_stage.json`` records, by retriever. A record
+    whose run file is gone or changed since (another sha256) no longer holds: that run counts
+    as given."""
     raw = read_json(path)
     entries = raw.get("runs") if isinstance(raw, dict) else None
     records = first_stage_records(entries, source=str(path), where="runs")
@@ -164,8 +174,9 @@ def read_computed_runs(path: Path, first_stage: dict[str, pd.DataFrame]
         run = path.parent / str(entry.get("file", ""))
         if rec.retriever not in first_stage or not run.is_file() \
                 or sha256_file(run) != entry.get("sha256"):
-            log.warning("%s: the run of %r is not the one recorded as computed; it counts as "
-                        "given", path, rec.retriever)
+            log.warning("%s: the run of %r is not the one recorded as %s; it counts as "
+                        "given", path, rec.retriever,
+                        "computed" if rec.computed else "generated")
             continue
         out[rec.retriever] = rec
     return out
@@ -180,9 +191,13 @@ def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: Ite
                          thetas: pd.DataFrame, criteria: pd.DataFrame,
                          first_stage: dict[str, pd.DataFrame],
                          runs: dict[str, pd.DataFrame],
-                         tournament: pa.Table | pd.DataFrame | None = None) -> Path:
+                         tournament: pa.Table | pd.DataFrame | None = None,
+                         generated: tuple[str, ...] = ()) -> Path:
     """Write the builder-input contract that :func:`read_inputs` reads (``judge/``,
-    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy."""
+    ``first_stage/``, ``runs/``). A run whose model ends in ``:theta`` is a judge strategy.
+    ``generated``: the parts whose tables were generated (``first_stage``: each run is recorded
+    so in ``first_stage/first_stage.json``; ``runs``: each reranker run's ``origin`` in
+    runs.json), which the build records and the card says."""
     out = Path(out)
     judge_dir = out / JUDGE_DIR
     judge_dir.mkdir(parents=True, exist_ok=True)
@@ -192,13 +207,21 @@ def write_builder_inputs(out: Path, spec: SuiteSpec, *, judge: dict, params: Ite
     write_parquet(criteria, judge_dir / CRITERIA_FILE)
     if tournament is not None:
         write_parquet(tournament, judge_dir / TOURNAMENT_FILE)
+    fs_files = {}
     for retriever, frame in first_stage.items():
-        write_parquet(frame, out / FIRST_STAGE_DIR / f"{retriever}.parquet")
+        fs_files[retriever] = out / FIRST_STAGE_DIR / f"{retriever}.parquet"
+        write_parquet(frame, fs_files[retriever])
+    if "first_stage" in generated and fs_files:
+        write_computed_runs([FirstStageRecord(r, generated=True) for r in fs_files], fs_files,
+                            out / FIRST_STAGE_DIR / FIRST_STAGE_JSON)
     entries = []
     for model, frame in runs.items():
         write_parquet(frame, out / RUNS_DIR / run_file_name(model))
+        judge_run = model.endswith(":theta")
         entries.append({"file": run_file_name(model), "model": model,
-                        "short": spec.short_name(model), "is_judge": model.endswith(":theta")})
+                        "short": spec.short_name(model), "is_judge": judge_run,
+                        **({"origin": "generated"} if "runs" in generated and not judge_run
+                           else {})})
     write_json(entries, out / RUNS_DIR / RUNS_JSON)
     log.info("wrote builder inputs to %s: %d thetas, %d verdict rows, %d first-stage runs, "
              "%d runs", out, len(thetas), len(criteria), len(first_stage), len(runs))

@@ -64,6 +64,12 @@ class FirstStage:
 
 def first_stage(spec: SuiteSpec, source: SuiteSource) -> FirstStage:
     """Compute every fused retriever's run and the pools of every subset of ``source``."""
+    if spec.fixed_candidates:
+        raise InputError(f"suite {spec.name!r} has no first stage to compute: its pools are its "
+                         f"candidate lists ([pool] rule = \"candidates\"); put them in the "
+                         f"builder inputs as first_stage/{spec.pool.retrievers[0]}.trec and run "
+                         "`rcp-data build --until pools` for the judge", path=spec.path,
+                         field="pool.rule")
     lacking = [r for r in spec.pool.retrievers
                if r not in COMPUTED_RETRIEVERS and r not in spec.pool.dense]
     if lacking:

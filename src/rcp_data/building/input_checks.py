@@ -332,6 +332,11 @@ def check_first_stage(spec: SuiteSpec, runs: dict[str, pd.DataFrame], folder: Pa
                          f"{spec.name!r} (expected {', '.join(expected)})", path=path)
     lacking = [r for r in expected if r not in runs and r not in COMPUTED_RETRIEVERS
                and r not in spec.pool.dense]
+    if lacking and spec.fixed_candidates:
+        raise InputError(f"no candidate lists: the pools of suite {spec.name!r} are its "
+                         f"candidate lists ([pool] rule = \"candidates\"); give them as "
+                         f"{lacking[0]}.trec or {lacking[0]}.parquet (query-id, corpus-id, "
+                         "score or rank)", path=str(folder))
     if lacking:
         found = f"found {', '.join(sorted(runs))}" if runs else "the folder holds no run"
         raise InputError(f"no first-stage run of {', '.join(lacking)} ({found}; expected "

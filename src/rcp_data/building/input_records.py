@@ -42,6 +42,16 @@ class JudgeInfo:
     revision: str
     short: str
     synthetic: bool = False          # a generated judge (``"synthetic": true`` in judge.json)
+    served_model: str = ""           # the model the endpoint served, when named otherwise
+
+    @property
+    def kind(self) -> str:
+        """What answered (:data:`rcp_data.model.manifest.JUDGE_KINDS`): ``simulated`` (a
+        SIMULATED judge, e.g. :mod:`rcp_data.demo.simulated_judge`, named so), ``generated``
+        (any other judge ``judge.json`` marks synthetic) or ``real`` (a served model)."""
+        if not self.synthetic:
+            return "real"
+        return "simulated" if "SIMULATED" in f"{self.model} {self.served_model}" else "generated"
 
     @classmethod
     def read(cls, path: Path) -> JudgeInfo:
@@ -52,7 +62,8 @@ class JudgeInfo:
             if not data.get(key):
                 raise InputError(f"missing key {key!r}", path=str(path), field=key)
         return cls(model=data["model"], revision=str(data.get("revision", "")),
-                   short=data["short"], synthetic=data.get("synthetic") is True)
+                   short=data["short"], synthetic=data.get("synthetic") is True,
+                   served_model=str(data.get("served_model") or ""))
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,10 @@ class RunSpec:
     model: str
     short: str = ""
     is_judge: bool = False
+    # how its scores came about (:data:`rcp_data.model.manifest.RUN_ORIGINS`): given as a file
+    # (the default), generated, SIMULATED, or computed with the model ``computed_with``
+    origin: str = "given"
+    computed_with: str = ""
 
 
 @dataclass

@@ -4,7 +4,9 @@
   scores keep the order in which documents first appear when the runs are walked in that order.
 - :func:`build_pools`: the judged pool per query, under the suite's rule:
   ``top-k-inject`` (fused top k; each missed qrel-positive replaces the lowest-ranked
-  non-relevant candidate) or ``top-k-union-judged`` (fused top k UNION every judged document).
+  non-relevant candidate), ``top-k-union-judged`` (fused top k UNION every judged document) or
+  ``candidates`` (the suite's fixed candidate list, whole and in its order, nothing added).
+- :func:`graded_outside`: per query, the graded documents a pool leaves out.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.errors import InputError, shown
-from rcp_data.core.specs import positive_mask
+from rcp_data.core.specs import CANDIDATES, POOL_RULES, positive_mask
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,7 @@ def build_pools(
     ``never_pool`` documents (e.g. empty upstream) enter no pool. A positive is a qrel whose
     grade the suite counts as one (``grade_positive``, :func:`rcp_data.core.specs.positive_mask`).
     """
-    if rule not in ("top-k-inject", "top-k-union-judged"):
+    if rule not in POOL_RULES:
         raise InputError(f"unknown pool rule {rule!r}")
     excluded = excluded or {}
     never_pool = never_pool or set()
@@ -210,7 +212,9 @@ def build_pools(
                                            strict=True) if p} if q is not None else set())
         positives = labelled_pos - never_pool
         exc = excluded.get(qid, set())
-        if rule == "top-k-inject":
+        if rule == CANDIDATES:   # the list as given: every candidate, in order, nothing added
+            members = [(d, rrf[d], False) for d in ids]
+        elif rule == "top-k-inject":
             top_set = set(top)
             missing = _added_order(positives - top_set, fused_rank)
             n_pos_in = sum(1 for d in top if d in positives)
@@ -243,3 +247,17 @@ def build_pools(
     pool = pd.DataFrame(rows, columns=["query-id", "corpus-id", "pool_rank", "rrf_score",
                                        "gt_injected", "excluded", "judged"])
     return pool.astype({"pool_rank": np.int64, "rrf_score": np.float64})
+
+
+def graded_outside(pool: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequence[str],
+                   never_pool: set[str] | None = None) -> dict[str, int]:
+    """Per query of ``query_ids`` (in that order), how many of its graded documents (qrels
+    rows, any grade) its pool leaves out; only queries leaving some out. Documents that may
+    enter no pool (``never_pool``, e.g. empty upstream) are not counted."""
+    never_pool = never_pool or set()
+    graded = qrels[["query-id", "corpus-id"]].astype(str).drop_duplicates()
+    graded = graded[~graded["corpus-id"].isin(never_pool)]
+    pooled = pool[["query-id", "corpus-id"]].astype(str)
+    left = graded.merge(pooled, how="left", indicator=True)
+    per_query = left[left["_merge"] == "left_only"].groupby("query-id").size()
+    return {q: int(per_query[q]) for q in query_ids if per_query.get(q, 0)}

@@ -484,7 +484,11 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
     flag(sq[ranks[sq] != position + 1], "pool_rank is not 1..n in order")
     flag(np.flatnonzero(inj & (rrf != 0)), "an injected document has rrf_score != 0")
     flag(np.flatnonzero(inj & ~positive), "an injected document is not a positive qrel")
-    if rule == "top-k-inject":
+    if rule == "candidates":
+        # the pools are the given candidate lists: nothing injected or added, no size cut
+        flag(np.flatnonzero(inj), "a document is gt_injected into a fixed candidate list")
+        flag(np.flatnonzero(added), "a document with rrf_score 0 is not from the candidate list")
+    elif rule == "top-k-inject":
         flag(np.flatnonzero(added & ~inj), "a document with rrf_score 0 is not gt_injected")
     else:
         # TREC-DL: added (judged) passages with a positive grade are gt_injected; every positive
@@ -499,7 +503,9 @@ def check_pool_rule(rel: Release, t: SubsetTables) -> list[Check]:
         first_inj = np.minimum.reduceat(np.where(inj_s, position, big), starts)
         last_non = np.maximum.reduceat(np.where(~inj_s, position, -1), starts)
         group_q = qc[sq[starts]]
-        if rule == "top-k-inject":
+        if rule == "candidates":
+            pass
+        elif rule == "top-k-inject":
             for q, m in zip(group_q[sizes > size], sizes[sizes > size], strict=True):
                 problems.setdefault(int(q), []).append(f"pool of {m} > {size}")
             for q in group_q[last_non > first_inj]:

@@ -84,8 +84,20 @@ class DomainSpec:
     ocr_source: str = ""
 
 
+# the pool rules (rcp_data.building.pools.build_pools): the fused top k with missed positives
+# injected, the fused top k with every judged document added, or the suite's own fixed
+# candidate lists as its pools (no first stage computed, nothing added)
+POOL_RULES = ("top-k-inject", "top-k-union-judged", "candidates")
+CANDIDATES = "candidates"
+
+
 @dataclass(frozen=True)
 class PoolSpec:
+    """``[pool]``: how each query's judged pool is made. With ``rule = "candidates"`` the pools
+    ARE the suite's candidate lists: ``retrievers`` names one list, given as a file of the
+    builder inputs (``first_stage/<name>.trec`` or ``.parquet``, its order the list's order);
+    no run is computed, nothing is fused in or added, and ``size`` does not cut the lists."""
+
     rule: str = "top-k-inject"
     size: int = 150
     retrievers: tuple[str, ...] = ("embed_v4", "bm25", "octen")
@@ -278,6 +290,12 @@ class SuiteSpec:
         raise InputError(f"suite {self.name!r} has no subset {name!r}")
 
     @property
+    def fixed_candidates(self) -> bool:
+        """Whether the suite's pools are its own candidate lists (``[pool] rule =
+        "candidates"``): no first stage is computed and no graded document is added."""
+        return self.pool.rule == CANDIDATES
+
+    @property
     def has_languages(self) -> bool:
         return bool(self.domains)
 
@@ -447,6 +465,9 @@ def with_dense(spec: SuiteSpec, models: Sequence[str]) -> SuiteSpec:
     (the first new one before them, the others after: ``minilm, bm25`` for a BM25-only spec).
     The build records the fused retrievers and their models in the manifest
     (:class:`rcp_data.model.manifest.FirstStageRecord`), which the release's readers apply."""
+    if models and spec.fixed_candidates:
+        raise UsageError(f"suite {spec.name!r}: the pools are its candidate lists ([pool] rule = "
+                         f"\"{CANDIDATES}\"), so no dense first stage runs; drop --dense")
     dense = dict(spec.pool.dense)
     added: list[str] = []
     seen: set[str] = set()
@@ -553,6 +574,23 @@ def _check_source(source: SourceSpec, names: set[str], path: str) -> None:
                          field="source.allow_empty_documents")
 
 
+def _check_pool(pool: PoolSpec, path: str) -> None:
+    """What ``[pool]`` says beyond its types: a known rule; fixed candidate lists are one list,
+    given (never computed)."""
+    if pool.rule not in POOL_RULES:
+        raise InputError(f"must be one of {', '.join(POOL_RULES)}", path=path, field="pool.rule")
+    if pool.rule != CANDIDATES:
+        return
+    if len(pool.retrievers) != 1:
+        raise InputError(f"the pools are the candidate lists (rule = \"{CANDIDATES}\"): name "
+                         f"one list, e.g. retrievers = [\"{CANDIDATES}\"], got "
+                         f"{list(pool.retrievers)}", path=path, field="pool.retrievers")
+    if pool.dense or pool.retrievers[0] == "bm25":
+        raise InputError(f"the candidate lists (rule = \"{CANDIDATES}\") are given as a file, "
+                         "never computed: name them other than bm25 and give no [pool] dense",
+                         path=path, field="pool.dense" if pool.dense else "pool.retrievers")
+
+
 def _card(raw: object, shared_file: str, base: Path, path: str) -> CardSpec:
     """``[card]`` merged over the shared file's (both checked, each naming its own file)."""
     if not isinstance(raw, dict):
@@ -614,6 +652,7 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
     if stray:
         raise InputError(f"is not one of [pool] retrievers {list(pool.retrievers)}", path=where,
                          field=f"pool.dense.{stray[0]}")
+    _check_pool(pool, where)
     corpus = from_table(CorpusSpec, raw.get("corpus", {}), path=where, where="corpus")
     if suite.get("paper_tie_rule") not in TIE_RULES:
         raise InputError(f"must be one of {TIE_RULES}", path=where, field="suite.paper_tie_rule")

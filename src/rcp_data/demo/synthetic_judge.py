@@ -156,4 +156,5 @@ def write_synthetic_inputs(spec: SuiteSpec, source: SuiteSource, out: Path, *, s
         out, spec, judge=JUDGE, params=PARAMS, thetas=pd.concat(thetas, ignore_index=True),
         criteria=pd.concat(verdicts, ignore_index=True).astype({"call_index": np.int64}),
         first_stage={r: pd.concat(parts, ignore_index=True)[columns] for r, parts in fs.items()},
-        runs={m: pd.concat(parts, ignore_index=True) for m, parts in runs.items()})
+        runs={m: pd.concat(parts, ignore_index=True) for m, parts in runs.items()},
+        generated=("runs",) if first_stage is not None else ("first_stage", "runs"))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,13 @@ from rcp_data.calibration.tournament import SCORE_RANGE
 from rcp_data.core.errors import InputError
 from rcp_data.core.gains import ItemParams
 from rcp_data.core.io import atomic_write_text
-from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.core.specs import (
+    RULE_LETTERS,
+    RULE_NAMES,
+    SHOWN_TIE_RULES,
+    SuiteSpec,
+    check_no_todo,
+)
 from rcp_data.documents.card_counts import (
     SubsetFacts,
     all_subset_facts,
@@ -43,6 +50,13 @@ from rcp_data.documents.card_facts import (
     paper_relation,
 )
 from rcp_data.documents.card_judging import judge_run_markdown
+from rcp_data.documents.card_provenance import (
+    PartOrigins,
+    licence_parts,
+    notice,
+    part_origins,
+    relation_parts,
+)
 from rcp_data.documents.card_text import _n, _span, card_environment
 from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
@@ -333,12 +347,16 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     spec = spec or release_spec(root)
     history = history or release_history(root, spec, repo=repo)
     repo = repo or history.repo
+    # never a card of a spec with TODO markers, whichever command writes it (as build refuses
+    # to prepare one); the repo the card names fills ``suite.repo``
+    check_no_todo(spec, given=("suite.repo",) if repo else ())
     current = history.current
     if current is None:
         raise InputError("the release history has no current release", path=str(root))
     rd = open_release(root, suite=spec)
     synthetic = (release_is_synthetic(root, synthetic_suite=spec.synthetic)
                  or current.synthetic)
+    origins = part_origins(spec, rd.manifest, synthetic=synthetic)
     facts_card = CardFacts.of(spec)
     facts = all_subset_facts(rd)
     item_params = ItemParams.read(root / current.item_params)
@@ -385,7 +403,8 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     body = card_environment().get_template("card.md.j2").render(
         spec=spec, f=f, facts=facts_card, repo=repo, task_file=TASK_FILE,
         releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
-        generated=synthetic_facts(spec, rd), k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
+        generated=synthetic_facts(spec, rd), origins=origins, origins_notice=notice(origins),
+        k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
         score_range=SCORE_RANGE,
         judge_run=judge_run_markdown(rd.manifest),
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
@@ -396,15 +415,17 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         protocol=protocol_facts(spec, facts, rd),
         layout=layout_facts(root, spec, facts),
         instructions=instructions(spec, facts_card, rd),
-        pool=pool_facts(spec, facts, rd, facts_card, synthetic=synthetic),
+        pool=pool_facts(spec, facts, rd, facts_card, synthetic=synthetic, origins=origins),
         notes=data_notes(spec, facts, rd, synthetic=synthetic),
         results=sections,
-        paper_relation=paper_relation(spec, paper_tables, history, synthetic=synthetic),
+        paper_relation=replace(paper_relation(spec, paper_tables, history, synthetic=synthetic),
+                               synthetic_parts=relation_parts(origins)),
         paper_rule_distances=paper_rule_distances(spec, results),
         tie_effects=tie_effects(spec, results),
         view_gaps=view_gaps(spec, results),
         rerankers=model_order(spec, models),
-        licence=licence(spec, facts_card, synthetic=synthetic),
+        licence=replace(licence(spec, facts_card, synthetic=synthetic),
+                        synthetic_text=licence_parts(origins)),
         citation=citation_text(facts_card, spec),
         diagnostics=card_section(root, spec),
     )
@@ -593,17 +614,39 @@ class PoolFacts:
     judged: int
     verdict_rows: int
     stage_a: StageAFacts | None
+    # fixed candidate lists: (subset, query, graded documents its list leaves out), as the
+    # build manifest recorded them
+    graded_outside: tuple[tuple[str, str, int], ...] = ()
+
+    @property
+    def graded_outside_total(self) -> int:
+        return sum(n for _s, _q, n in self.graded_outside)
+
+
+def graded_outside_pools(manifest: BuildManifest | None, subsets: Sequence[str]
+                         ) -> tuple[tuple[str, str, int], ...]:
+    """``(subset, query, n)`` for each query whose fixed candidate list leaves out ``n``
+    graded documents (the build manifest's ``graded_outside_pool_queries``), in subset order."""
+    out = []
+    for subset in subsets:
+        per_query = ((manifest.counts.get(subset) or {}) if manifest else {}).get(
+            "graded_outside_pool_queries") or {}
+        out += [(subset, str(q), int(n)) for q, n in per_query.items() if int(n)]
+    return tuple(out)
 
 
 def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_facts: CardFacts,
-               *, synthetic: bool) -> PoolFacts:
+               *, synthetic: bool, origins: PartOrigins | None = None) -> PoolFacts:
     has_first = all(rd.has_provenance("first_stage", s) for s in spec.provenance_splits)
+    origins = origins or part_origins(spec, rd.manifest, synthetic=synthetic)
     crit_rows = sum(pq.read_metadata(rd.root / provenance_file("judge_criteria", s)).num_rows
                     for s in spec.provenance_splits
                     if rd.has_provenance("judge_criteria", s))
     return PoolFacts(
         first_stage=first_stage(spec, card_facts, synthetic=synthetic, has_runs=has_first,
-                                records=rd.manifest.first_stage if rd.manifest else ()),
+                                records=rd.manifest.first_stage if rd.manifest else (),
+                                recorded=origins.recorded,
+                                data_generated=origins.data_generated),
         rule=spec.pool.rule,
         size=spec.pool.size,
         per_query=_span(min(x.pool_min for x in facts), max(x.pool_max for x in facts)),
@@ -612,6 +655,7 @@ def pool_facts(spec: SuiteSpec, facts: list[SubsetFacts], rd: Release, card_fact
         judged=sum(x.judged for x in facts),
         verdict_rows=crit_rows,
         stage_a=stage_a_facts(spec, rd),
+        graded_outside=graded_outside_pools(rd.manifest, spec.subset_names),
     )
 
 

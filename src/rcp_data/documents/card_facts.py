@@ -103,6 +103,13 @@ class FirstStage:
     has_runs: bool
     synthetic: bool
     computed: tuple[ComputedRun, ...] = ()
+    candidates: bool = False    # the pools are the suite's fixed candidate lists (no fusion)
+    # the build recorded each run's origin (else, of a SYNTHETIC release, every run not
+    # computed counts as generated), the runs it records as generated, and whether the corpus
+    # and queries were generated
+    recorded: bool = False
+    generated_keys: tuple[str, ...] = ()
+    data_generated: bool = True
 
     @property
     def all_named(self) -> bool:
@@ -110,9 +117,18 @@ class FirstStage:
 
     @property
     def generated(self) -> tuple[str, ...]:
-        """The keys whose runs were not computed (of a SYNTHETIC release: generated)."""
+        """The keys whose runs were generated: as recorded, else (a build before the record)
+        of a SYNTHETIC release every run not computed."""
+        if self.recorded:
+            return self.generated_keys
         done = {c.key for c in self.computed}
         return tuple(k for k in self.keys if k not in done)
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """The keys whose runs were given as files (neither computed nor generated)."""
+        made = {c.key for c in self.computed} | set(self.generated)
+        return tuple(k for k in self.keys if k not in made) if self.recorded else ()
 
 
 def computed_runs(records: Sequence[FirstStageRecord], keys: Sequence[str]
@@ -125,14 +141,21 @@ def computed_runs(records: Sequence[FirstStageRecord], keys: Sequence[str]
 
 
 def first_stage(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool, has_runs: bool,
-                records: Sequence[FirstStageRecord] = ()) -> FirstStage:
+                records: Sequence[FirstStageRecord] = (), recorded: bool = False,
+                data_generated: bool = True) -> FirstStage:
     """The first stage as the spec declares it and the card describes it; ``records``: the
-    build manifest's first-stage records (which runs rcp-data computed)."""
+    build manifest's first-stage records (which runs rcp-data computed or generated);
+    ``recorded``: the build recorded each part's origin (else every run not computed of a
+    SYNTHETIC release counts as generated)."""
+    made = {r.retriever for r in records if r.generated}
     return FirstStage(
+        recorded=recorded, data_generated=data_generated,
+        generated_keys=tuple(k for k in spec.pool.retrievers if k in made),
         keys=tuple(spec.pool.retrievers),
         named=tuple(facts.retrievers[r] for r in spec.pool.retrievers if r in facts.retrievers),
         rrf_k=spec.pool.rrf_k, has_runs=has_runs, synthetic=synthetic,
-        computed=computed_runs(records, spec.pool.retrievers))
+        computed=computed_runs(records, spec.pool.retrievers),
+        candidates=spec.fixed_candidates)
 
 
 # -- query instructions --------------------------------------------------------------------------
@@ -225,6 +248,9 @@ class PaperRelation:
     rerankers: int
     metrics: tuple[MetricAgreement, ...]
     release: PaperRelease
+    # ``synthetic``: what of the release was generated or SIMULATED
+    # (:func:`rcp_data.documents.card_provenance.relation_parts`)
+    synthetic_parts: str = "its judge and rerankers are generated"
 
 
 def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
@@ -320,6 +346,9 @@ class Licence:
     restricted: tuple[Restricted, ...]
     synthetic_build: bool
     cite_with: str
+    # a SYNTHETIC build: what of it is generated, whose terms apply
+    # (:func:`rcp_data.documents.card_provenance.licence_parts`)
+    synthetic_text: str = ""
 
 
 def licence(spec: SuiteSpec, facts: CardFacts, *, synthetic: bool) -> Licence:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import atomic_write_text
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.core.specs import SuiteSpec, check_no_todo
 from rcp_data.model.card_format import CARD_K
 from rcp_data.model.layout import BUILD_MANIFEST, TASK_FILE
 from rcp_data.model.manifest import load_manifest
@@ -238,6 +238,7 @@ def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str,
                      prompts: dict[str, str] | None = None) -> str:
     """The text of ``rcp_ndcg_tasks.py`` for ``repo`` and its release history; ``prompts``:
     query instructions by subset (see :func:`release_prompts`)."""
+    check_no_todo(spec, given=("suite.repo",))   # as build refuses them; the repo is given
     if Path(TASK_FILE).stem == repo.rsplit("/", 1)[-1]:
         raise UsageError(f"the task file may not be named after the repo {repo!r}")
     blocks = build_blocks(spec, releases, repo=repo, prompts=prompts)

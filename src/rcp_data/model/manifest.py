@@ -260,6 +260,7 @@ class FirstStageRecord:
     computed: bool = False
     method: str = ""
     model: str = ""
+    generated: bool = False     # generated (SYNTHETIC builder inputs), not computed nor given
 
     @classmethod
     def from_dict(cls, data: object, *, source: str = BUILD_MANIFEST,
@@ -275,8 +276,12 @@ class FirstStageRecord:
         if computed and method not in FIRST_STAGE_METHODS:
             raise InputError(f"a computed run's method must be one of {FIRST_STAGE_METHODS}, "
                              f"got {method!r}", path=source, field=f"{where}.method")
+        generated = data.get("generated", False)
+        if not isinstance(generated, bool) or (generated and computed):
+            raise InputError(f"'generated' must be true or false, and not beside computed, got "
+                             f"{generated!r}", path=source, field=f"{where}.generated")
         return cls(retriever=data["retriever"], computed=computed, method=method,
-                   model=_text(data, "model", source) or "")
+                   model=_text(data, "model", source) or "", generated=generated)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"retriever": self.retriever, "computed": self.computed}
@@ -284,6 +289,8 @@ class FirstStageRecord:
             out["method"] = self.method
         if self.model:
             out["model"] = self.model
+        if self.generated:
+            out["generated"] = True
         return out
 
 
@@ -296,6 +303,57 @@ def first_stage_records(raw: object, *, source: str = BUILD_MANIFEST,
         raise InputError("must be a list of first-stage records", path=source, field=where)
     return tuple(FirstStageRecord.from_dict(r, source=source, where=f"{where}[{i}]")
                  for i, r in enumerate(raw))
+
+
+JUDGE_KINDS = ("real", "simulated", "generated")     # what answered for the judge
+RUN_ORIGINS = ("given", "generated", "simulated", "computed")   # how a reranker run came about
+
+
+@dataclass(frozen=True)
+class RunOrigin:
+    """How one reranker run of a build came about: ``origin`` one of :data:`RUN_ORIGINS`
+    (``computed``: with the model ``computed_with``)."""
+
+    model: str
+    origin: str = "given"
+    computed_with: str = ""
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "origin": self.origin,
+                **({"computed_with": self.computed_with} if self.computed_with else {})}
+
+
+@dataclass(frozen=True)
+class PartsProvenance:
+    """``parameters.provenance``: how each part of a build came about, each on its own: the
+    judge (:data:`JUDGE_KINDS`) and each reranker run (:class:`RunOrigin`); the first stage's
+    are its :class:`FirstStageRecord` records. A build before this record has none (its card falls
+    back to the release's one SYNTHETIC flag)."""
+
+    judge: str
+    rerankers: tuple[RunOrigin, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: object, *, source: str = BUILD_MANIFEST) -> PartsProvenance:
+        where = "parameters.provenance"
+        if not isinstance(data, Mapping) or data.get("judge") not in JUDGE_KINDS:
+            raise InputError(f"must be an object whose 'judge' is one of {JUDGE_KINDS}",
+                             path=source, field=f"{where}.judge")
+        runs = data.get("rerankers") or []
+        if not isinstance(runs, list):
+            raise InputError("must be a list", path=source, field=f"{where}.rerankers")
+        out = []
+        for i, r in enumerate(runs):
+            ok = (isinstance(r, Mapping) and isinstance(r.get("model"), str)
+                  and r.get("origin") in RUN_ORIGINS)
+            if not ok:
+                raise InputError(f"a run needs a 'model' and an 'origin' of {RUN_ORIGINS}",
+                                 path=source, field=f"{where}.rerankers[{i}]")
+            out.append(RunOrigin(r["model"], r["origin"], str(r.get("computed_with") or "")))
+        return cls(judge=data["judge"], rerankers=tuple(out))
+
+    def to_dict(self) -> dict:
+        return {"judge": self.judge, "rerankers": [r.to_dict() for r in self.rerankers]}
 
 
 @dataclass(frozen=True)
@@ -351,6 +409,12 @@ class BuildManifest:
     def first_stage(self) -> tuple[FirstStageRecord, ...]:
         """How each fused first-stage run came about (none recorded by an older build)."""
         return first_stage_records(self.parameters.get("first_stage"))
+
+    @property
+    def provenance(self) -> PartsProvenance | None:
+        """How each part came about (None: a build before the record)."""
+        raw = self.parameters.get("provenance")
+        return None if raw is None else PartsProvenance.from_dict(raw)
 
     def source_fact(self, *keys: str) -> Any:
         """A nested fact of the sources (``source_fact("corpus", "repair")``), None if absent."""
@@ -468,8 +532,9 @@ def load_manifest(root: str | Path) -> BuildManifest | None:
 
 
 
-__all__ = ["FIRST_STAGE_METHODS", "MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA", "BuildManifest",
-           "CalibrationRecord", "add_content", "CorpusFileRecord", "FirstStageRecord", "JudgeRecord",
+__all__ = ["FIRST_STAGE_METHODS", "JUDGE_KINDS", "MANIFEST_SCHEMA", "RELEASE_DIGEST_SCHEMA",
+           "RUN_ORIGINS", "BuildManifest", "CalibrationRecord", "add_content",
+           "CorpusFileRecord", "FirstStageRecord", "JudgeRecord", "PartsProvenance", "RunOrigin",
            "content_digest", "first_stage_records", "is_digest", "is_listed", "load_manifest",
            "read_manifest", "record_content", "recorded_content", "release_content",
            "release_digest"]

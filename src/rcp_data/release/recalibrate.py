@@ -25,7 +25,7 @@ from rcp_data.core.errors import InputError
 from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.outputs import Inputs, output_dir
-from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec
+from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec, check_no_todo
 from rcp_data.model.card_format import CARD_K, CARD_METRICS
 from rcp_data.model.layout import (
     CARD_FILE,
@@ -67,6 +67,7 @@ def recalibrate_release(prev: Path, out: Path, spec: SuiteSpec, params: ItemPara
     if current is None:
         raise InputError("the release history has no current release to recalibrate",
                          path=str(Path(prev) / RELEASES_JSON))
+    _check_no_todo(Path(prev), spec)
     link = link or current.link
     rel = open_release(Path(prev), suite=spec)
     where = {"RELEASE_DIR": prev, **(inputs or {})}
@@ -275,6 +276,17 @@ def read_fit(fit: Path) -> tuple[ItemParams, pd.DataFrame]:
     return params, thetas
 
 
+def _check_no_todo(release: Path, spec: SuiteSpec) -> None:
+    """The new release's card and task file are written from ``spec``: refused with TODO
+    markers before anything is written, as build refuses them (the repo of the release's
+    history fills ``suite.repo``)."""
+    from rcp_data.model.history import read_history
+
+    path = Path(release) / RELEASES_JSON
+    repo = read_history(path).repo if path.is_file() else ""
+    check_no_todo(spec, given=("suite.repo",) if repo else ())
+
+
 def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | None = None,
                 fit: Path | None = None, rule: str | None = None,
                 tournament: Path | None = None, criteria: Path | None = None,
@@ -306,6 +318,7 @@ def recalibrate(release: Release | str | Path, out: Path, *, spec: SuiteSpec | N
     inputs = {"RELEASE_DIR": release, "--fit": fit, "--tournament": tournament,
               "--criteria": criteria}
     check_output_dir(out, RELEASE, inputs=inputs, force=force)
+    _check_no_todo(release, spec)   # before the refit, as the output folder is
     if fit is not None:
         params, thetas = read_fit(fit)
     else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
-from rcp_data.core.specs import JUDGE_PRESETS, TIE_RULES, TODO, dense_name
+from rcp_data.core.specs import CANDIDATES, JUDGE_PRESETS, TIE_RULES, TODO, dense_name
 from rcp_data.sources.local_files import READER, Found
 
 DEFAULT_POOL_SIZE = 150
@@ -39,6 +39,7 @@ class SpecAnswers:
     dense: tuple[str, ...] = ()         # [KEY=]MODEL: sentence-transformers (paths or Hub ids)
     language: str = "en"
     synthetic: bool = False
+    candidates: bool = False            # the pools are the benchmark's fixed candidate lists
 
 
 def _toml(value: object) -> str:
@@ -95,6 +96,9 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
     if not 1 <= positive <= hi:
         raise UsageError(f"the positive grade must be in 1..{hi} (the data's grades are "
                          f"{lo}..{hi}), got {positive}")
+    if a.candidates and a.dense:
+        raise UsageError("the pools are the candidate lists (--candidates): no dense first "
+                         "stage runs; drop --dense")
     retrievers, dense = retriever_order(a.dense)
     try:
         data = os.path.relpath(found.root.resolve(), os.path.realpath(spec_path.parent))
@@ -127,9 +131,15 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
         f"preset = {_toml(a.judge_preset)}",
         "",
         "[pool]",
-        'rule = "top-k-inject"',
-        f"size = {a.pool_size}",
-        f"retrievers = {_toml(retrievers)}   # fused by RRF in this order",
+        *(['rule = "candidates"   # the pools are the candidate lists, whole: nothing computed '
+           'or added',
+           f"size = {a.pool_size}   # not used: a candidate list is never cut",
+           f"retrievers = {_toml([CANDIDATES])}   # the lists: "
+           f"<inputs>/first_stage/{CANDIDATES}.trec or .parquet"]
+          if a.candidates else
+          ['rule = "top-k-inject"',
+           f"size = {a.pool_size}",
+           f"retrievers = {_toml(retrievers)}   # fused by RRF in this order"]),
         "rrf_k = 60",
         "",
     ]

@@ -72,6 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
                    help="a dense first-stage retriever: a sentence-transformers model (a local "
                    "folder or a cached Hub id; repeatable), fused with BM25")
+    p.add_argument("--candidates", action="store_true",
+                   help="the pools are the benchmark's fixed candidate lists, given with the "
+                   "builder inputs as first_stage/candidates.trec (no first stage is computed, "
+                   "no graded document added)")
     p.add_argument("--license", help="the data's licence (an SPDX id, e.g. cc-by-4.0)")
     p.add_argument("--citation", metavar="BIBTEX", help="a BibTeX entry of the benchmark")
     p.add_argument("--citation-file", type=Path, metavar="FILE",
@@ -135,6 +139,7 @@ def run_init(args: argparse.Namespace) -> int:
     answers = SpecAnswers(
         grade_positive=positive, tie_rule=args.tie_rule, judge_preset=args.judge_preset,
         pool_size=args.pool_size, dense=tuple(args.dense), repo=args.repo,
+        candidates=args.candidates,
         license=args.license or _ask(args, "licence of the data (SPDX id)"),
         citation=citation or _ask(args, "BibTeX entry (one line)"),
         description=args.description or _ask(args, "description (one paragraph)"),
