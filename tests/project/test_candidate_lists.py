@@ -70,9 +70,10 @@ def _suite(tmp_path: Path, capsys, *flags: str):
     from rcp_data.sources.registry import read_suite
 
     frame = _rows()
-    table = tmp_path / "grades.csv"
+    (tmp_path / "data").mkdir()   # the suite's source folder: outputs go apart from it
+    table = tmp_path / "data/grades.csv"
     frame.to_csv(table, index=False)
-    spec_file = tmp_path / "cands.toml"
+    spec_file = tmp_path / "data/cands.toml"
     code, _, err = _run(capsys, "suite", "init", "cands", "--from", str(table), "--doc-column",
                         "paragraph", "--subset-column", "grammar", "--grade-map", MAP,
                         "--grade-positive", "2", "--pool-size", "4", "--out", str(spec_file),
