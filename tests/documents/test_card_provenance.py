@@ -51,9 +51,10 @@ def base(tmp_path_factory):
              "paragraph": f"SYNTHETIC paragraph {p} of grammar {g}: the plural takes "
                           f"-{'ak' * (p + 1)}.", "grade": SUBGRADES[p]}
             for g in (1, 2) for p in range(6)]
-    pd.DataFrame(rows).to_csv(root / "grades.csv", index=False)
-    spec_file = root / "prov.toml"
-    assert main(["suite", "init", "prov", "--from", str(root / "grades.csv"), "--doc-column",
+    (root / "data").mkdir()   # the suite's data folder: every output goes apart from it
+    pd.DataFrame(rows).to_csv(root / "data/grades.csv", index=False)
+    spec_file = root / "data/prov.toml"
+    assert main(["suite", "init", "prov", "--from", str(root / "data/grades.csv"), "--doc-column",
                  "paragraph", "--subset-column", "grammar", "--grade-map", MAP,
                  "--grade-positive", "2", "--pool-size", "5", "--out", str(spec_file),
                  *FACTS]) == 0
@@ -90,7 +91,7 @@ def _inputs(base: Path, tmp_path: Path, *, judge: dict | None = None, runs: str 
 
 def _build(capsys, base: Path, inputs: Path, tmp_path: Path) -> tuple[str, dict, list[str]]:
     release = tmp_path / "release"
-    code, _, err = _run(capsys, "build", "--spec", str(base / "prov.toml"), "--inputs",
+    code, _, err = _run(capsys, "build", "--spec", str(base / "data/prov.toml"), "--inputs",
                         str(inputs), "--out", str(release))
     assert code == 0, err
     card = " ".join((release / "README.md").read_text(encoding="utf-8").split())
@@ -195,7 +196,7 @@ def test_a_bad_run_origin_is_one_line_naming_the_field(base, tmp_path, capsys):
     entries = json.loads((inputs / "runs/runs.json").read_text())
     entries[0]["origin"] = "computed"     # without the model it was computed with
     (inputs / "runs/runs.json").write_text(json.dumps(entries), encoding="utf-8")
-    code, _, err = _run(capsys, "build", "--spec", str(base / "prov.toml"), "--inputs",
+    code, _, err = _run(capsys, "build", "--spec", str(base / "data/prov.toml"), "--inputs",
                         str(inputs), "--out", str(tmp_path / "r"))
     assert code == 2
     assert err.strip().splitlines() == [
