@@ -53,7 +53,7 @@ def _run_lines(release: Path) -> list[str]:
     runs = pd.concat(frames, ignore_index=True)
     run = runs[runs["model"] == MODEL].sort_values(["query-id", "score"],
                                                    ascending=[True, False])
-    return [f"{q} Q0 {d} {i + 1} {s!r} test\n" for i, (q, d, s) in
+    return [f"{q} Q0 {d} {i + 1} {s!r} run\n" for i, (q, d, s) in   # the tag names the run
             enumerate(run[["query-id", "corpus-id", "score"]].itertuples(index=False))]
 
 
@@ -85,8 +85,8 @@ def test_qrels_with_a_bom_score_exactly_as_without_one(tmp_path, capsys, layout)
         text = sep.join(("query-id", "corpus-id", "grade")) + "\n" + "".join(
             f"{q}{sep}{d}{sep}{g}\n" for q, d, g in rows)
     run = tmp_path / "run.txt"
-    run.write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq2 Q0 x 1 5.0 t\nq2 Q0 c 2 4.0 t\n",
-                   encoding="utf-8")
+    run.write_text("q1 Q0 b 1 2.0 run\nq1 Q0 a 2 1.0 run\nq2 Q0 x 1 5.0 run\n"
+                   "q2 Q0 c 2 4.0 run\n", encoding="utf-8")
     suffix = ".csv" if layout == "csv" else ".txt"
     for name, data in {"plain": text.encode(), "bom": BOM + text.encode()}.items():
         (tmp_path / name).mkdir()
@@ -232,7 +232,9 @@ def test_a_run_name_that_could_split_a_row_is_refused(demo_release_v1, tmp_path,
 
 def test_a_file_name_that_could_split_a_row_needs_a_name(demo_release_v1, tmp_path, capsys):
     run = tmp_path / "two\nlines.txt"
-    run.write_text("".join(_run_lines(demo_release_v1)), encoding="utf-8")
+    lines = _run_lines(demo_release_v1)                  # two tags: named by the file
+    run.write_text("".join(lines[:-1] + [lines[-1].replace(" run\n", " other\n")]),
+                   encoding="utf-8")
     code = main(["-q", "score", "--dataset", str(demo_release_v1), str(run)])
     assert (code, _one_line(capsys, "score")) == (
         2, "run name 'two\\nlines' (the file's name) holds '\\n': a run's name labels a "

@@ -140,7 +140,7 @@ def test_cli_measures_on_a_nist_file_equal_ir_measures(trecdl_data: Path, tmp_pa
     lines = out.getvalue().splitlines()
     assert lines[0] == "run\tmeasure\tquery\tvalue"
     got = {(m, q): float(v) for r, m, q, v in (line.split("\t") for line in lines[1:])}
-    assert {r for r, *_ in (line.split("\t") for line in lines[1:])} == {"a"}
+    assert {r for r, *_ in (line.split("\t") for line in lines[1:])} == {"synthetic-a"}  # tag
     qrel_dict: dict = {}
     for q, d, g in qrels.itertuples(index=False):
         qrel_dict.setdefault(q, {})[d] = int(g)

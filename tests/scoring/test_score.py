@@ -48,7 +48,7 @@ def _write_run(frame: pd.DataFrame, path: Path) -> Path:
     if path.suffix == ".parquet":
         frame[["query-id", "corpus-id", "score"]].to_parquet(path, index=False)
     else:
-        path.write_text("".join(f"{q} Q0 {d} {i + 1} {s!r} test\n" for i, (q, d, s) in
+        path.write_text("".join(f"{q} Q0 {d} {i + 1} {s!r} {path.stem}\n" for i, (q, d, s) in
                                 enumerate(frame[["query-id", "corpus-id", "score"]]
                                           .itertuples(index=False))), encoding="utf-8")
     return path

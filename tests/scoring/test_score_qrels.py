@@ -35,7 +35,8 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 
 def _write_run(path: Path, run: pd.DataFrame) -> Path:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s!r} t\n" for i, (q, d, s) in enumerate(
+    """A TREC run file whose tag (which names the run) is the file's stem."""
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s!r} {path.stem}\n" for i, (q, d, s) in enumerate(
         run[["query-id", "corpus-id", "score"]].itertuples(index=False))), encoding="utf-8")
     return path
 
@@ -210,7 +211,8 @@ def test_per_query_tsv_format(tmp_path):
     qrels = tmp_path / "q.txt"
     qrels.write_text("q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 d 0\n", encoding="utf-8")
     run = tmp_path / "mine.trec"
-    run.write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq2 Q0 x 1 5.0 t\nq2 Q0 c 2 4.0 t\n",
+    run.write_text("q1 Q0 b 1 2.0 mine\nq1 Q0 a 2 1.0 mine\nq2 Q0 x 1 5.0 mine\n"
+                   "q2 Q0 c 2 4.0 mine\n",
                    encoding="utf-8")
     rc, out, _ = _cli("--qrels", str(qrels), str(run), "--k", "1", "--k", "2", "--per-query",
                       "--format", "tsv", "--no-header")

@@ -39,7 +39,7 @@ def test_score_qrels_imports_no_heavy_module(tmp_path: Path) -> None:
                              "nDCG@10,P(rel=2)@10,AP(rel=2)", "--format", "tsv", tmp=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[0] == "run\tmeasure\tquery\tvalue"
-    assert proc.stdout.splitlines()[1].startswith("run\tnDCG@10\tall\t0.")
+    assert proc.stdout.splitlines()[1].startswith("synthetic\tnDCG@10\tall\t0.")  # its tag
     assert rows, "no -X importtime output"
     heavy = sorted({name for name, _, _ in rows if name.split(".")[0] in HEAVY})
     total = sum(cum for _, cum, depth in rows if depth <= 1) / 1e6
@@ -66,7 +66,7 @@ def test_the_docs_qrels_command_runs_as_written(tmp_path: Path) -> None:
     for r in (1, 2):
         run = {f"q{q}": {f"d{d}": float((d * (r + 2) + q) % 5) for d in range(15)}
                for q in range(6)}
-        runs[f"run{r}"] = run
+        runs[f"synthetic{r}"] = run                        # each file's tag names its run
         with gzip.open(tmp_path / f"run{r}.gz", "wt") as fh:
             fh.write("".join(f"{q}\tQ0\t{d}\t{i}\t{s}\tsynthetic{r}\n" for q, docs in run.items()
                              for i, (d, s) in enumerate(docs.items())))

@@ -27,7 +27,7 @@ def source_options(args: argparse.Namespace) -> dict[str, str]:
 
 def add_without_positives_option(parser: argparse.ArgumentParser) -> None:
     """``--queries-without-positives skip|zero``: qrel-nDCG's convention for such queries."""
-    from rcp_data.core.specs import DEFAULT_WITHOUT_POSITIVES, WITHOUT_POSITIVES
+    from rcp_data.core.rules import DEFAULT_WITHOUT_POSITIVES, WITHOUT_POSITIVES
 
     parser.add_argument(
         "--queries-without-positives", choices=WITHOUT_POSITIVES,

@@ -25,26 +25,20 @@ from typing import TYPE_CHECKING
 from rcp_data import resources
 from rcp_data.core.errors import InputError, UsageError, shown
 from rcp_data.core.io import read_text
+from rcp_data.core.rules import (  # noqa: F401  (their home is core.rules; importable here)
+    DEFAULT_WITHOUT_POSITIVES,
+    RULE_LETTERS,
+    RULE_NAMES,
+    SHOWN_TIE_RULES,
+    TIE_RULES,
+    VIEWS,
+    WITHOUT_POSITIVES,
+)
 from rcp_data.core.typed_tables import from_table, key_of, table_values, value_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Tie rules for equal reranker scores (paper App. B.1), their letters and what they do.
-TIE_RULES = ("doc-id", "group-mean", "pool-order")
-RULE_LETTERS = {"doc-id": "a", "group-mean": "b", "pool-order": "c"}
-RULE_NAMES = {
-    "doc-id": "document-id tie-break",
-    "group-mean": "group-mean gain for ties",
-    "pool-order": "pool order for ties",
-}
-# The tie rules whose tables a card prints (and ``verify`` replays against the card).
-SHOWN_TIE_RULES = ("doc-id", "group-mean")
-VIEWS = ("subsets", "native", "languages")
-# what qrel-nDCG does with a query without a positive label: leave it out of the means (the
-# paper's, the default) or count it (mteb's: pytrec_eval scores it 0 and mteb averages it in)
-WITHOUT_POSITIVES = ("skip", "zero")
-DEFAULT_WITHOUT_POSITIVES = "skip"
 
 
 def builders_dir() -> Path:

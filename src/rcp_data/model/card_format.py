@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError
 from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, TIE_RULES, SuiteSpec
+from rcp_data.model.cells import CARD_K, escape_cell  # noqa: F401  (home: model.cells)
 from rcp_data.model.layout import CARD_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
 
-CARD_K = 10                       # the cutoff of every table a card shows
 CARD_METRICS = ("rcp_ndcg", "qrel_ndcg")      # the card's metrics, in the order it shows them
 METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG", "count_ndcg": "Count-nDCG",
                  "raw_bt_ndcg": "Raw-BT-nDCG"}
@@ -97,14 +97,6 @@ def format_percent(v: float | None) -> str:
     return "–" if v is None or math.isnan(v) else f"{100.0 * v:.1f}"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def escape_cell(text: str, *, markdown: bool = True) -> str:
-    """``text`` as one table cell that cannot end its row or add one: every control character
-    as its Python escape (``\\n``, ``\\t``, ``\\x1b``) and, in Markdown, a bar as ``\\|``."""
-    out = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
-    return out.replace("|", "\\|") if markdown else out
 
 
 def tables_rule(spec: SuiteSpec) -> str:

@@ -617,9 +617,9 @@ static inline int gap_byte(unsigned char b) {
  * is a blank line (row = line) and any other control byte. */
 static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t room, Checks *c,
                       int64_t *ds, int64_t *de, double *scores, Py_ssize_t *rows, int *high,
-                      PyThreadState **save) {
+                      Py_ssize_t *tag, PyThreadState **save) {
     Py_ssize_t fs[6], fe[6], prev = -1, row = 0;
-    int field = 0;
+    int field = 0, one_tag = 1;
     uint64_t any_high = 0;
     for (Py_ssize_t base = 0; base < size; base += 64) {
         Py_ssize_t n = size - base < 64 ? size - base : 64;
@@ -651,18 +651,26 @@ static int scan_lines(const unsigned char *buf, Py_ssize_t size, Py_ssize_t room
                 parse_with_python(buf, fs[4], fe[4], &scores[row], save) < 0)
                 return NOT_CANONICAL;
             if (checks_row(c, row, fs[0], fe[0]) < 0) return -2;
+            if (row == 0) {
+                tag[0] = fs[5];
+                tag[1] = fe[5];
+            } else if (one_tag && (fe[5] - fs[5] != tag[1] - tag[0] ||
+                                   memcmp(buf + fs[5], buf + tag[0], (size_t)(tag[1] - tag[0]))))
+                one_tag = 0;
             row++;
         }
     }
     *high = any_high != 0;
     *rows = row;
+    if (!one_tag) tag[0] = tag[1] = -1;
     if (field != 0) return NOT_CANONICAL;
     return checks_end(c, row) < 0 ? -2 : OK;
 }
 
 /* scan_trec_run(raw, size, ds, de, scores, block_start, bqs, bqe) -> None where raw[:size] is
- * not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked), the last four
- * as check_run gives them. raw[:size] ends with a newline and has 8 readable bytes after it; the
+ * not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked, tag_start,
+ * tag_end): nonfinite, repeat and ranked as check_run gives them; raw[tag_start:tag_end] the
+ * tag (sixth field) of every line, -1 and -1 where two lines' tags differ. raw[:size] ends with a newline and has 8 readable bytes after it; the
  * arrays have room for every line (count_lines, or size // 12 + 1: a line has 12 bytes or more);
  * ascii: no byte above 0x7f (else the caller checks the UTF-8). */
 static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
@@ -680,7 +688,7 @@ static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     static const char *names[6] = {"ds", "de", "scores", "block_start", "bqs", "bqe"};
-    Py_ssize_t room = -1, rows = 0;
+    Py_ssize_t room = -1, rows = 0, tag[2] = {-1, -1};
     for (int i = 0; i < 6; i++) {
         if (view(obj[i], &v[i + 1], 1, 8, room, names[i]) < 0) {
             release(v, i + 1);
@@ -694,14 +702,14 @@ static PyObject *scan_trec_run(PyObject *self, PyObject *args) {
     PyThreadState *save = PyEval_SaveThread();
     if (checks_init(&c, buf, 1, buf, 1, &v[1]) == 0)
         status = scan_lines(buf, size, room, &c, v[1].buf, v[2].buf, v[3].buf, &rows, &high,
-                            &save);
+                            tag, &save);
     checks_free(&c);
     PyEval_RestoreThread(save);
     release(v, 7);
     if (status == -2) return PyErr_NoMemory();
     if (status != OK) Py_RETURN_NONE;
-    return Py_BuildValue("(nOLLLO)", rows, high ? Py_False : Py_True, (long long)c.blocks,
-                         (long long)c.nonfinite, (long long)c.repeat, ranked(&c));
+    return Py_BuildValue("(nOLLLOnn)", rows, high ? Py_False : Py_True, (long long)c.blocks,
+                         (long long)c.nonfinite, (long long)c.repeat, ranked(&c), tag[0], tag[1]);
 }
 
 static PyMethodDef methods[] = {
@@ -709,7 +717,8 @@ static PyMethodDef methods[] = {
      "count_lines(raw, size) -> the number of newlines in raw[:size]."},
     {"scan_trec_run", scan_trec_run, METH_VARARGS,
      "scan_trec_run(raw, size, ds, de, scores, block_start, bqs, bqe) -> None where the bytes "
-     "are not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked)."},
+     "are not a canonical TREC run, else (rows, ascii, blocks, nonfinite, repeat, ranked, "
+     "tag_start, tag_end)."},
     {"check_run", check_run, METH_VARARGS,
      "check_run(qbuf, qs, qe, dbuf, ds, de, scores, block_start, bqs, bqe) -> (blocks, "
      "nonfinite, repeat, ranked)."},

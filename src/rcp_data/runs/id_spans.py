@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PAD = 8                                    # zero bytes after the data: a word read stays inside
 _MASKS = np.array([(1 << (8 * r)) - 1 for r in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -56,6 +59,8 @@ class IdSpans:
     @classmethod
     def from_arrow(cls, column: pa.Array | pa.ChunkedArray) -> IdSpans:
         """The spans of an Arrow string (or binary) column without nulls."""
+        import pyarrow as pa
+
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
@@ -75,6 +80,8 @@ class IdSpans:
     @classmethod
     def of(cls, ids: list[str] | np.ndarray) -> IdSpans:
         """The spans of Python strings (UTF-8)."""
+        import pyarrow as pa
+
         return cls.from_arrow(pa.array(list(map(str, ids)), type=pa.string()))
 
     @cached_property
@@ -150,11 +157,19 @@ class IdSpans:
 
     def texts(self, index: np.ndarray) -> list[str]:
         """The ids at ``index``: a few decoded from slices of the buffer, many from one copy
-        of it (bytes slice faster than a memoryview does)."""
-        raw = self.buf.tobytes() if len(index) > 64 else memoryview(self.buf)
-        return [str(raw[s:e], "utf-8", "replace")
-                for s, e in zip(self.starts[index].tolist(), self.ends[index].tolist(),
-                                strict=True)]
+        of the bytes they lie in (bytes slice faster than a memoryview does), unless those
+        bytes are many more than the ids (a run's block query ids: one id a thousand rows)."""
+        starts, ends = self.starts[index], self.ends[index]
+        if len(starts) > 64:
+            low, high = int(starts.min()), int(ends.max())
+            if high - low <= 64 * int((ends - starts).sum()):
+                raw = self.buf[low:high].tobytes()
+                return [str(raw[s:e], "utf-8", "replace")
+                        for s, e in zip((starts - low).tolist(), (ends - low).tolist(),
+                                        strict=True)]
+        view = memoryview(self.buf)
+        return [str(view[s:e], "utf-8", "replace")
+                for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 __all__ = ["PAD", "IdSpans", "mix", "padded"]

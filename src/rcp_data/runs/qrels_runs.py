@@ -17,30 +17,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from rcp_data.core.errors import InputError
 from rcp_data.runs.id_spans import IdSpans, mix
 from rcp_data.runs.run_files import text_lines
 from rcp_data.runs.run_scan import QUERY_SALT, RunChecks, check_run
-from rcp_data.runs.runs_in import read_ranking_table
+from rcp_data.runs.runs_in import is_text_run, read_ranking_table, run_tag
 from rcp_data.runs.trec_run_bytes import read_trec_run_spans
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
 class ReadRun:
     """A run in file order: corpus-ids as spans, scores, and the blocks of rows with one query
     id (``block_start[b]``: the block's first row, ``block_query[b]``: its id). ``ranked``:
-    as run files usually are, one block per query, scores not increasing in each."""
+    as run files usually are, one block per query, scores not increasing in each. ``tag``:
+    a TREC run file's one tag (sixth field of every line; None where lines differ or the run
+    is no TREC file), read from the same bytes as the rows."""
 
     docs: IdSpans
     scores: np.ndarray
     block_start: np.ndarray
     block_query: tuple[str, ...]
     ranked: bool = False
+    tag: str | None = None
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -61,7 +64,7 @@ def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
     """The run in ``run`` (a path or a frame ``query-id, corpus-id, score``), checked."""
-    docs, scores, block_queries, checks = _spans(run)
+    docs, scores, block_queries, checks, tag = _spans(run)
     names = tuple(block_queries.texts(np.arange(len(block_queries))))
     if checks.nonfinite is not None:
         row = checks.nonfinite
@@ -72,7 +75,7 @@ def read_run(run: str | Path | pd.DataFrame, source: str) -> ReadRun:
         raise InputError(f"document {docs.text(row)!r} is ranked twice for query "
                          f"{names[checks.block_of(row)]!r}", path=source,
                          row=_line_of(run, row), field="corpus-id")
-    return ReadRun(docs, scores, checks.block_start, names, checks.ranked)
+    return ReadRun(docs, scores, checks.block_start, names, checks.ranked, tag)
 
 
 def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
@@ -85,23 +88,27 @@ def _line_of(run: str | Path | pd.DataFrame, row: int) -> int:
     return row + 1
 
 
-def _spans(run: str | Path | pd.DataFrame) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks]:
-    """``(docs, scores, block queries, checks)``: a canonical TREC run file in one pass
-    (:func:`read_trec_run_spans`), any other run read into an Arrow table, then checked."""
-    if isinstance(run, str | Path) and Path(run).is_file() and \
-            Path(run).suffix not in (".parquet", ".json"):
+def _spans(run: str | Path | pd.DataFrame
+           ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, str | None]:
+    """``(docs, scores, block queries, checks, tag)``: a canonical TREC run file in one pass
+    (:func:`read_trec_run_spans`), any other run read into an Arrow table, then checked (a
+    TREC file's tag then read apart: such files are rare)."""
+    if is_text_run(run):
         split = read_trec_run_spans(run)
         if split is not None:
-            return split.docs, split.scores, split.block_queries, split.checks
+            return split.docs, split.scores, split.block_queries, split.checks, split.tag
     table = _table(run)
+    tag = run_tag(run) if is_text_run(run) else None
     docs = IdSpans.from_arrow(table.column("corpus-id"))
     scores = table.column("score").to_numpy().astype(np.float64)
     checks, block_queries = check_run(IdSpans.from_arrow(table.column("query-id")), docs,
                                       scores)
-    return docs, scores, block_queries, checks
+    return docs, scores, block_queries, checks, tag
 
 
 def _table(run: str | Path | pd.DataFrame) -> pa.Table:
+    import pyarrow as pa
+
     if isinstance(run, str | Path):
         return read_ranking_table(run, split="")
     frame = run.astype({"query-id": str, "corpus-id": str})[["query-id", "corpus-id", "score"]]

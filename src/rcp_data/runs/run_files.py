@@ -22,6 +22,8 @@ SPLIT_COLUMN = "split"
 # A TREC run line has exactly six fields (trec_eval's format); a line with more or fewer is
 # refused, not read by position: a shifted column would score the wrong field.
 TREC_RUN_FIELDS = 6
+# A TREC run frame's ``attrs`` key for its one tag (None where its lines' tags differ).
+TAG_ATTR = "tag"
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,9 +133,9 @@ def are_integers(texts) -> bool:
 
 # Files under this size are parsed in one block (less CPU than Arrow's default 1 MiB blocks).
 _ONE_BLOCK = 1 << 26
-# Whitespace beyond ASCII that ``str.split()`` splits on (the line reader's fields).
-_WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr(c).isspace())
-                         + "]")
+# Whitespace beyond ASCII that ``str.split()`` splits on (the line reader's fields): every
+# ``chr(c).isspace()`` above 0x7f, written out (tests/runs check the list against Python's).
+WIDE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
 def _plain_fields(data: bytes) -> bool:
@@ -153,12 +155,13 @@ def _plain_fields(data: bytes) -> bool:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return _WIDE_SPACE.search(text) is None
+    return WIDE_SPACE.search(text) is None
 
 
 def read_run_file(path: Path) -> pd.DataFrame:
     """A run as ``query-id, corpus-id, score`` (and ``rank`` when the file has one) in stored
-    order, from a TREC run or parquet; ``_line`` is each row's line in the file."""
+    order, from a TREC run or parquet; ``_line`` is each row's line in the file. A TREC run's
+    one tag (sixth field; None where lines differ) is ``frame.attrs[TAG_ATTR]``."""
     path = Path(path)
     if not path.exists():
         raise NotFoundError("file not found", path=str(path))
@@ -173,6 +176,7 @@ def read_run_file(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
+    tags: set[str] = set()
     for n, line, parts in text_lines(path):
         if len(parts) != TREC_RUN_FIELDS:
             raise InputError(f"expected {TREC_RUN_FIELDS} fields 'qid Q0 docid rank score tag', "
@@ -188,7 +192,10 @@ def read_run_file(path: Path) -> pd.DataFrame:
             raise InputError(f"rank {parts[3]!r} is not an integer", path=str(path), row=n,
                              field="rank") from exc
         rows.append((parts[0], parts[2], score, rank, n))
+        if len(tags) < 2:
+            tags.add(parts[5])
     frame = pd.DataFrame(rows, columns=["query-id", "corpus-id", "score", "rank", "_line"])
+    frame.attrs[TAG_ATTR] = next(iter(tags)) if len(tags) == 1 else None
     return frame
 
 

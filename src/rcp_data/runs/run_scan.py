@@ -57,11 +57,12 @@ def check_run(queries: IdSpans, docs: IdSpans, scores: np.ndarray) -> tuple[RunC
 
 
 def scan_trec_run(raw: np.ndarray, size: int
-                  ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, bool] | None:
-    """``(docs, scores, block queries, checks, ascii)`` of the canonical TREC run in
+                  ) -> tuple[IdSpans, np.ndarray, IdSpans, RunChecks, bool, bytes | None] | None:
+    """``(docs, scores, block queries, checks, ascii, tag)`` of the canonical TREC run in
     ``raw[:size]`` (uint8, ``raw[size - 1]`` a newline, :data:`~.id_spans.PAD` bytes after
-    it; ``ascii``: no byte above 0x7f, else the caller checks the UTF-8), or None where the
-    bytes are not canonical. Scores are what ``float()`` reads. Needs :data:`COMPILED`."""
+    it; ``ascii``: no byte above 0x7f, else the caller checks the UTF-8; ``tag``: the sixth
+    field of every line, None where two differ), or None where the bytes are not canonical.
+    Scores are what ``float()`` reads. Needs :data:`COMPILED`."""
     # room for every line: a bound where the file is small (pages never written cost nothing),
     # else the newlines counted
     room = size // MIN_LINE + 1 if size <= BOUND_UP_TO else COMPILED.count_lines(raw, size)
@@ -70,10 +71,11 @@ def scan_trec_run(raw: np.ndarray, size: int
     got = COMPILED.scan_trec_run(raw, size, ds, de, scores, start, bqs, bqe)
     if got is None:
         return None
-    rows, ascii_only, blocks, nonfinite, repeat, ranked = got
+    rows, ascii_only, blocks, nonfinite, repeat, ranked, tag0, tag1 = got
     return (IdSpans(raw, ds[:rows], de[:rows]), scores[:rows],
             IdSpans(raw, bqs[:blocks], bqe[:blocks]),
-            _checks(start[:blocks], nonfinite, repeat, ranked), ascii_only)
+            _checks(start[:blocks], nonfinite, repeat, ranked), ascii_only,
+            raw[tag0:tag1].tobytes() if tag0 >= 0 else None)
 
 
 def _checks(start: np.ndarray, nonfinite: int, repeat: int, ranked: bool) -> RunChecks:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from rcp_data.core.errors import InputError, NotFoundError, UsageError
 from rcp_data.core.io import read_parquet, read_text
 from rcp_data.runs.compressed import read_bytes, without_suffix
-from rcp_data.runs.run_files import read_run_file, read_trec_run_table
+from rcp_data.runs.run_files import TAG_ATTR, read_run_file, read_trec_run_table
+from rcp_data.runs.run_tags import tag_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,7 +35,8 @@ PREDICTIONS_GLOB = "*_predictions.json"
 
 
 def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
-    """The ranking in ``path`` (file or mteb prediction folder) as a long table."""
+    """The ranking in ``path`` (file or mteb prediction folder) as a long table; a TREC run
+    file's one tag in ``attrs[TAG_ATTR]`` (:func:`run_names` takes it)."""
     path = Path(path)
     if path.is_dir():
         return read_mteb_predictions(path, split=split)
@@ -46,7 +48,9 @@ def read_ranking(path: str | Path, *, split: str) -> pd.DataFrame:
     if path.suffix == ".json":
         return read_mteb_predictions(path, split=split)
     frame = read_run_file(path)
-    return _clean(frame[COLUMNS], str(path), lines=frame["_line"].to_numpy())
+    out = _clean(frame[COLUMNS], str(path), lines=frame["_line"].to_numpy())
+    out.attrs[TAG_ATTR] = frame.attrs.get(TAG_ATTR)     # the file's one tag: its run's name
+    return out
 
 
 def read_ranking_table(path: str | Path, *, split: str):
@@ -191,36 +195,22 @@ def _kind(value: object) -> str:
 
 
 def default_name(path: str | Path) -> str:
-    """A run's default name: the file's stem once a compression suffix is dropped
-    (``run.txt.gz`` -> ``run``); a prediction folder: the folder's name. Where two runs' stems
-    are one, :func:`run_names` names them by their tags."""
+    """A run's name when its file holds no one tag: the file's stem once a compression suffix
+    is dropped (``run.txt.gz`` -> ``run``); a prediction folder: the folder's name."""
     p = Path(path)
     return p.name if p.is_dir() else Path(without_suffix(p.name)).stem
 
 
+def is_text_run(path: object) -> bool:
+    """Whether ``path`` names a file read as a TREC run (not a table, predictions or folder)."""
+    return isinstance(path, str | Path) and Path(path).is_file() and \
+        Path(path).suffix not in (".parquet", ".json")
+
+
 def run_tag(path: str | Path) -> str | None:
-    """The one tag (sixth field) of every line of a TREC run file, or None where lines differ,
-    a line has no sixth field, or the file is empty or not UTF-8."""
-    data = read_bytes(path)
-    first = data[:data.find(b"\n")] if b"\n" in data else data
-    fields = first.split()
-    if len(fields) < 6:
-        return None
-    tag = fields[-1]
-    body = data if data.endswith(b"\n") else data + b"\n"
-    lines = body.count(b"\n")
-    tagged = body.count(b"\t" + tag + b"\n")          # NIST's tabs first: one pass, mostly
-    if tagged != lines:
-        tagged += body.count(b" " + tag + b"\n")
-    if tagged != lines:
-        tags = {parts[-1] if len(parts) >= 6 else None
-                for parts in (line.split() for line in body.splitlines()) if parts}
-        if tags != {tag}:
-            return None
-    try:
-        return tag.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    """The one tag (sixth field) of every line of a TREC run file (:func:`tag_of` of its
+    bytes); a reader that has the bytes already takes the tag from them instead."""
+    return tag_of(read_bytes(path))
 
 
 # A run's name labels its row in every output (the Markdown tables, TSV, CSV, the plain table):
@@ -242,24 +232,29 @@ def check_run_name(name: object, *, from_file: bool = False) -> str:
                      "may hold no control character or '|'; pass --name")
 
 
-def run_names(paths: Sequence[str | Path], names: Sequence[str] | None) -> list[str]:
-    """The name of each run: ``names`` (one per run, in order) or each file's
-    :func:`default_name` (where two share one: each file's tag, as trec_eval names a run, when
-    every file holds one and no two the same); distinct, each fit to label a table row (:func:`check_run_name`). Two runs
-    with one name are a UsageError naming both files."""
+def run_names(paths: Sequence[object], names: Sequence[str] | None,
+              tags: Sequence[str | None] | None = None) -> list[str]:
+    """The name of each run: ``names`` (one per run, in order), else each TREC run's tag (its
+    sixth field, as trec_eval names a run) where its file holds one tag on every line, else
+    the file's :func:`default_name`. Runs whose tags are one fall back to their file names.
+    ``tags``: each run's tag as its reader found it (None: none); without them each TREC run
+    file's tag is read here. Each name fit to label a table row (:func:`check_run_name`); two
+    runs with one name are a UsageError naming both files."""
     if names and len(names) != len(paths):
         raise UsageError(f"--name was given {len(names)} time(s) for {len(paths)} run(s); "
                          "give one --name per run, in the same order")
     if names:
         labels = [check_run_name(n) for n in names]
     else:
-        labels = [default_name(p) for p in paths]
-        if len(set(labels)) < len(labels):              # one stem: each file's tag, if distinct
-            tags = [run_tag(p) if Path(p).is_file() and Path(p).suffix not in
-                    (".parquet", ".json") else None for p in paths]
-            if None not in tags and len(set(tags)) == len(tags):
-                labels = tags
-        labels = [check_run_name(n, from_file=True) for n in labels]
+        if tags is None:
+            tags = [run_tag(p) if is_text_run(p) else None for p in paths]
+        labels = [t if t is not None else default_name(p)
+                  for t, p in zip(tags, paths, strict=True)]
+        shared = {t for t in tags if t is not None and labels.count(t) > 1}
+        labels = [default_name(p) if t in shared else n
+                  for n, t, p in zip(labels, tags, paths, strict=True)]
+        labels = [check_run_name(n, from_file=t is None) for n, t in
+                  zip(labels, tags, strict=True)]
     for i, name in enumerate(labels):
         if name in labels[:i]:
             j = labels.index(name)
@@ -268,5 +263,11 @@ def run_names(paths: Sequence[str | Path], names: Sequence[str] | None) -> list[
     return labels
 
 
+def check_name_count(paths: Sequence[object], names: Sequence[str] | None) -> None:
+    """A UsageError where ``names`` is not one name per run (before any run is read)."""
+    if names:
+        run_names(paths, names)
+
+
 __all__ = ["check_run_name", "default_name", "read_mteb_predictions", "read_ranking",
-           "read_ranking_table", "run_names", "run_tag"]
+           "read_ranking_table", "run_names", "run_tag", "check_name_count", "is_text_run"]

@@ -20,18 +20,21 @@ the same spans, scores and checks.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from rcp_data.core.io import BOM
 from rcp_data.runs.compressed import compression_of, read_bytes
 from rcp_data.runs.id_spans import PAD, IdSpans
-from rcp_data.runs.run_files import are_integers
+from rcp_data.runs.run_files import WIDE_SPACE, are_integers
 from rcp_data.runs.run_scan import COMPILED, RunChecks, check_run, scan_trec_run
+from rcp_data.runs.run_tags import tag_of
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FIELDS = 6
 _SPACE, _NEWLINE = 32, 10
@@ -39,19 +42,19 @@ _ZEROS = np.uint64(0x3030303030303030)
 _SIXES = np.uint64(0x7676767676767676)                   # 0..9 + 0x76 stays below 0x80
 _HIGH = np.uint64(0x8080808080808080)
 _LOW = np.array([(1 << (8 * r)) - 1 for r in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_WIDE_SPACE = re.compile("[" + "".join(chr(c) for c in range(128, 0x3001) if chr(c).isspace())
-                         + "]")
 
 
 @dataclass(frozen=True)
 class TrecRunSpans:
     """A run's document ids as spans of the file's bytes, its float64 scores (row ``i`` is
-    line ``i + 1``), the query id of each block of rows with one query id, and its checks."""
+    line ``i + 1``), the query id of each block of rows with one query id, its checks, and
+    its tag (the sixth field of every line; None where two lines' differ)."""
 
     docs: IdSpans
     scores: np.ndarray
     block_queries: IdSpans
     checks: RunChecks
+    tag: str | None = None
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -92,21 +95,32 @@ def _split(raw: np.ndarray, size: int) -> TrecRunSpans | None:
         split = scan_trec_run(raw, size)
         if split is None:
             return None
-        docs, scores, block_queries, checks, ascii_only = split
+        docs, scores, block_queries, checks, ascii_only, tag = split
     else:
         spans = _numpy_split(raw, size)
         if spans is None:
             return None
         queries, docs, scores, ascii_only = spans
         checks, block_queries = check_run(queries, docs, scores)
+        tag = _one_tag(raw, ends_of_lines=size)
     if not ascii_only:
         try:
             text = raw[:size].tobytes().decode("utf-8")
         except UnicodeDecodeError:
             return None
-        if _WIDE_SPACE.search(text):                     # str.split() would split there
+        if WIDE_SPACE.search(text):                     # str.split() would split there
             return None
-    return TrecRunSpans(docs, scores, block_queries, checks)
+    try:
+        text_tag = None if tag is None else tag.decode("utf-8")
+    except UnicodeDecodeError:
+        text_tag = None
+    return TrecRunSpans(docs, scores, block_queries, checks, text_tag)
+
+
+def _one_tag(raw: np.ndarray, ends_of_lines: int) -> bytes | None:
+    """The NumPy path's tag: :func:`~rcp_data.runs.run_tags.tag_of` of the bytes."""
+    tag = tag_of(raw[:ends_of_lines].tobytes())
+    return None if tag is None else tag.encode("utf-8")
 
 
 def _numpy_split(buf: np.ndarray, size: int
@@ -114,6 +128,8 @@ def _numpy_split(buf: np.ndarray, size: int
     """``(queries, docs, scores, ascii)`` of ``buf[:size]`` without the compiled pass: the
     separators found by NumPy, ranks and scores parsed by Arrow (scores that Arrow parses, as
     ``float()`` does; None for any other)."""
+    import pyarrow as pa
+
     data = memoryview(buf)[:size]
     body = buf[:size]
     seps = np.flatnonzero(body <= _SPACE)               # spaces, newlines, control bytes
@@ -155,6 +171,8 @@ def _all_digits(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
 def _column(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     """One field of every line as an Arrow binary array (cast as strings are): the fields and the gaps between them
     make one array over the file's bytes (no copy), and every other value is taken."""
+    import pyarrow as pa
+
     n = len(starts)
     big = len(data) >= 2**31 - 1
     offsets = np.empty(2 * n + 1, dtype=np.int64 if big else np.int32)

@@ -104,14 +104,20 @@ def ranked_positions(qpos: np.ndarray) -> np.ndarray:
 
 
 def compute(measure: Measure, qpos: np.ndarray, grades: np.ndarray, judged_grades: list,
-            n_queries: int) -> np.ndarray:
+            n_queries: int, cache: dict | None = None) -> np.ndarray:
     """``measure`` for each of ``n_queries`` queries, from a run's rows grouped by query
     (``qpos``) in rank order with their grades (-1: unjudged); ``judged_grades[q]``: the
-    grades the qrels give query ``q`` (an int array)."""
+    grades the qrels give query ``q`` (an int array). ``cache``: a dict kept over the
+    measures of one run (and its qrels), so that what they share is computed once."""
+    cache = {} if cache is None else cache
     if measure.judged_only:
-        keep = grades >= 0
-        qpos, grades = qpos[keep], grades[keep]
-    rank = ranked_positions(qpos)
+        if "judged" not in cache:
+            keep = grades >= 0
+            cache["judged"] = qpos[keep], grades[keep]
+        qpos, grades = cache["judged"]
+    if ("rank", measure.judged_only) not in cache:
+        cache[("rank", measure.judged_only)] = ranked_positions(qpos)
+    rank = cache[("rank", measure.judged_only)]
     top = rank < measure.cutoff if measure.cutoff else np.ones(len(rank), dtype=bool)
     k = measure.cutoff
     fam = measure.family
@@ -125,8 +131,10 @@ def compute(measure: Measure, qpos: np.ndarray, grades: np.ndarray, judged_grade
         return hits / k
     if fam == "Success":
         return (hits > 0).astype(np.float64)
-    relevant = np.array([np.count_nonzero(g >= measure.rel) for g in judged_grades],
-                        dtype=np.float64)
+    if ("relevant", measure.rel) not in cache:
+        cache[("relevant", measure.rel)] = np.array(
+            [np.count_nonzero(g >= measure.rel) for g in judged_grades], dtype=np.float64)
+    relevant = cache[("relevant", measure.rel)]
     if fam == "R":
         return np.divide(hits, relevant, out=np.zeros(n_queries), where=relevant > 0)
     if fam == "RR":

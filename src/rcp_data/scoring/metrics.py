@@ -22,12 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from rcp_data.core.specs import TIE_RULES
+from rcp_data.core.rules import TIE_RULES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "TIE_RULES",
@@ -53,6 +55,9 @@ def byte_order_key(ids: Sequence[str] | np.ndarray | pa.Array | pa.ChunkedArray)
 
     ``doc-id`` ties put the larger key first (corpus-id descending).
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     arr = ids if isinstance(ids, pa.Array | pa.ChunkedArray) else pa.array(ids, type=pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()

@@ -30,26 +30,25 @@ family of pairs (Holm or Bonferroni).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import int_values
-from rcp_data.core.specs import TIE_RULES
-from rcp_data.model.card_format import escape_cell
-from rcp_data.runs.id_spans import IdSpans
+from rcp_data.core.rules import TIE_RULES
+from rcp_data.model.cells import escape_cell
+from rcp_data.runs.id_spans import PAD, IdSpans
+from rcp_data.runs.qrels_bytes import read_qrels_spans
 from rcp_data.runs.qrels_files import read_qrels, read_qrels_table
 from rcp_data.runs.qrels_runs import ReadRun, pair_keys, read_run
 from rcp_data.runs.run_files import is_frame
-from rcp_data.runs.runs_in import check_run_name, run_names
+from rcp_data.runs.runs_in import check_name_count, check_run_name, run_names
 from rcp_data.scoring.agreement.bootstrap import interval_text
 from rcp_data.scoring.measures import Measure, compute, parse_measure, parse_needs_cutoff
 from rcp_data.scoring.metrics import dcg_at_k, ideal_dcg
@@ -57,6 +56,7 @@ from rcp_data.scoring.resampling import RESAMPLES, SEED
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 GAINS = ("linear", "exp")
 CORRECTIONS = ("holm", "bonferroni")
@@ -65,6 +65,7 @@ DEFAULT_TIE_RULE = "doc-id"
 MEAN_ID = "all"
 MAX_THREADS = 4
 _TIE_STEPS = 32
+T = TypeVar("T")
 
 
 def measure_name(k: int, gain: str = "linear", judged_only: bool = False) -> str:
@@ -267,15 +268,24 @@ class _Judged:
     @classmethod
     def of(cls, table: pa.Table) -> _Judged:
         """From a table ``query-id, corpus-id`` (string) and ``grade`` (integers)."""
-        queries = table.column("query-id").combine_chunks()
-        by_query = pc.sort_indices(queries)              # stable, byte-wise (code points)
-        order = int_values(by_query)
-        enc = pc.dictionary_encode(queries.take(by_query))   # first appearance: sorted order
-        qpos = int_values(enc.indices)
-        qids = np.array(enc.dictionary.to_pylist(), dtype=str)
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(qpos, minlength=len(qids)))])
-        grades = int_values(table.column("grade"))[order]
-        docs = IdSpans.from_arrow(table.column("corpus-id").combine_chunks().take(by_query))
+        return cls.of_spans(IdSpans.from_arrow(table.column("query-id")),
+                            IdSpans.from_arrow(table.column("corpus-id")),
+                            int_values(table.column("grade")))
+
+    @classmethod
+    def of_spans(cls, queries: IdSpans, docs: IdSpans, grades: np.ndarray) -> _Judged:
+        """From each pair's query and corpus id (spans) and grade, in any order."""
+        qwords = queries.words()
+        by_query = np.argsort(queries.byte_rank(qwords), kind="stable")   # byte-wise, stable
+        qlen, qw = queries.lengths[by_query], qwords[by_query]
+        new = np.ones(len(by_query), dtype=bool)
+        new[1:] = (qlen[1:] != qlen[:-1]) | (qw[1:] != qw[:-1]).any(axis=1)
+        heads = np.flatnonzero(new)
+        qpos = np.cumsum(new) - 1
+        qids = np.array(queries.texts(by_query[heads]), dtype=str)
+        offsets = np.append(heads, len(by_query)).astype(np.int64)
+        grades = np.asarray(grades, dtype=np.int64)[by_query]
+        docs = docs.take(by_query)
         words = docs.words()
         keys = pair_keys(docs.fingerprint(words), qpos)
         by_key = np.argsort(keys, kind="stable")
@@ -447,37 +457,24 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                          f"{', '.join(CORRECTIONS)}")
     source = "<frame>" if is_frame(qrels) else str(qrels)
     try:
-        judged = _Judged.of(_frame_table(qrels) if is_frame(qrels) else read_qrels_table(qrels))
+        judged = _judged(qrels)
     except InputError:                      # one fingerprint: a pair judged twice, named
         if not is_frame(qrels):
             read_qrels(qrels)
         raise
-    named = _named_runs(runs, names)
     if measures is not None:
-        return _score_measures(judged, named, source, _measures(measures, ks, gain, judged_only,
-                                                                tie_rule),
+        return _score_measures(judged, runs, names, source,
+                               _measures(measures, ks, gain, judged_only, tie_rule),
                                gain=gain, judged_only=judged_only, correction=correction,
                                resamples=resamples, seed=seed, compare=compare)
     measures = {x: measure_name(x, gain, judged_only) for x in ks}
     ideal_any = judged.ideal(gain, max(ks)) > 0
     keep = ideal_any.nonzero()[0]
-    ignored: dict[str, int] = {}
-    sources = {name: run if isinstance(run, str) else str(run) if isinstance(run, Path)
-               else "<frame>" for name, run in named.items()}
-
-    def one(name: str) -> tuple[_Candidates, int]:
-        run = named[name]
-        read = run if isinstance(run, ReadRun) else read_run(run, sources[name])
-        return _candidates(judged, read, max(ks), gain, judged_only)
-
-    workers = _threads(sum(not isinstance(run, ReadRun) for run in named.values()))
-    if workers == 1:
-        done = [one(name) for name in named]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(one, named))
-    for name, (_, rows) in zip(named, done, strict=True):
-        ignored[name] = rows
+    run_labels, done = _each_run(runs, names,
+                                 lambda read: _candidates(judged, read, max(ks), gain,
+                                                          judged_only))
+    ignored = {name: rows for name, (_, rows) in zip(run_labels, done, strict=True)}
+    named = dict.fromkeys(run_labels)
     values = _ndcg_runs(judged, [c for c, _ in done], ks, gain, tie_rule)
     per_query = {name: {measures[x]: v[x][keep] for x in ks}
                  for name, v in zip(named, values, strict=True)}
@@ -490,8 +487,23 @@ def score_qrels(qrels: str | Path | pd.DataFrame,
                       ignored_rows=ignored, resamples=resamples, seed=seed)
 
 
+def _judged(qrels: str | Path | pd.DataFrame) -> _Judged:
+    """The qrels indexed: a canonical TREC qrels file split by NumPy
+    (:func:`~rcp_data.runs.qrels_bytes.read_qrels_spans`), any other read into a table."""
+    if is_frame(qrels):
+        return _Judged.of(_frame_table(qrels))
+    path = Path(qrels)
+    spans = read_qrels_spans(path) if path.is_file() and path.suffix not in (
+        ".parquet", ".csv") else None
+    if spans is not None:
+        return _Judged.of_spans(spans.queries, spans.docs, spans.grades)
+    return _Judged.of(read_qrels_table(path))
+
+
 def _frame_table(frame: pd.DataFrame) -> pa.Table:
     """A qrels frame ``query-id, corpus-id, grade`` as the table :class:`_Judged` reads."""
+    import pyarrow as pa
+
     frame = frame.astype({"query-id": str, "corpus-id": str})
     return pa.table({"query-id": pa.array(frame["query-id"].to_numpy(), type=pa.string()),
                      "corpus-id": pa.array(frame["corpus-id"].to_numpy(), type=pa.string()),
@@ -533,31 +545,34 @@ def _split_names(text: str) -> list[str]:
     return [p for p in [*parts, cur] if p.strip()]
 
 
-def _score_measures(judged: _Judged, named: Mapping, source: str, measures: Sequence[Measure],
-                    *, gain: str, judged_only: bool, correction: str | None, resamples: int,
-                    seed: int, compare: bool) -> QrelsScore:
+def _score_measures(judged: _Judged, runs, names: Sequence[str] | None, source: str,
+                    measures: Sequence[Measure], *, gain: str, judged_only: bool,
+                    correction: str | None, resamples: int, seed: int, compare: bool
+                    ) -> QrelsScore:
     """Every run on the named ``measures``, each run's rows ranked as trec_eval ranks them."""
     n_q = len(judged.query_ids)
     per_grades = [judged.grades[judged.offsets[i]:judged.offsets[i + 1]] for i in range(n_q)]
     keep = np.flatnonzero([bool((g > 0).any()) for g in per_grades])    # as nDCG's queries
-    per_query: dict[str, dict[str, np.ndarray]] = {}
-    ignored: dict[str, int] = {}
-    for name, run in named.items():
-        src = run if isinstance(run, str) else str(run) if isinstance(run, Path) else "<frame>"
-        read = run if isinstance(run, ReadRun) else read_run(run, src)
+
+    def one(read: ReadRun) -> tuple[dict[str, np.ndarray], int]:
         block_qpos = np.array([judged.position.get(q, -1) for q in read.block_query],
                               dtype=np.int64)
         size = read.block_size
         known = np.repeat(block_qpos >= 0, size)
-        ignored[name] = int(np.count_nonzero(~known))
         rows = np.flatnonzero(known)
         q = np.repeat(block_qpos, size)[rows]
         docs = read.docs.take(rows)
         words = docs.words()
         grades = judged.grades_of(q, docs, words)
-        order = np.lexsort((-docs.byte_rank(words), -read.scores[rows], q))
-        per_query[name] = {str(m): compute(m, q[order], grades[order], per_grades, n_q)[keep]
-                           for m in measures}
+        order = trec_order(q, read.scores[rows], docs, words,
+                           ranked=read.ranked and len(rows) == len(read))
+        q, grades, shared = q[order], grades[order], {}
+        return ({str(m): compute(m, q, grades, per_grades, n_q, shared)[keep]
+                 for m in measures}, int(np.count_nonzero(~known)))
+
+    labels, done = _each_run(runs, names, one)
+    per_query = {name: values for name, (values, _) in zip(labels, done, strict=True)}
+    ignored = {name: rows for name, (_, rows) in zip(labels, done, strict=True)}
     names = [str(m) for m in measures]
     comparisons = _compare(per_query, names, correction, resamples, seed) if compare else ()
     return QrelsScore(qrels=source, queries=tuple(judged.query_ids[keep].tolist()),
@@ -567,17 +582,64 @@ def _score_measures(judged: _Judged, named: Mapping, source: str, measures: Sequ
                       seed=seed)
 
 
+def trec_order(qpos: np.ndarray, scores: np.ndarray, docs: IdSpans, words: np.ndarray, *,
+               ranked: bool = False) -> np.ndarray:
+    """The order of a run's rows that groups them by query and ranks them as trec_eval does:
+    score descending, ties by corpus-id descending (byte-wise). ``ranked``: the rows already
+    come one block per query, scores not increasing in it (:attr:`ReadRun.ranked`), so only
+    each tie's rows are ordered, by one sort of (tie, corpus-id rank)."""
+    n = len(qpos)
+    doc_rank = _doc_rank(docs, words)
+    if not ranked or n == 0:
+        return np.lexsort((-doc_rank, -scores, qpos))
+    new = np.ones(n, dtype=bool)
+    new[1:] = (qpos[1:] != qpos[:-1]) | (scores[1:] != scores[:-1])
+    tie = np.cumsum(new) - 1                             # each tie, in rank order
+    return np.argsort(tie * n + (n - 1 - doc_rank))      # distinct keys: no order left open
+
+
+def _doc_rank(docs: IdSpans, words: np.ndarray) -> np.ndarray:
+    """Each row's corpus-id rank among the rows, byte-wise (equal ids: one rank, or distinct
+    ranks): ids of one word without a zero byte sort as their big-endian word, in one
+    ``np.unique``; any others as :meth:`IdSpans.byte_rank` orders them."""
+    if words.shape[1] == 1 and len(docs) and not np.any(docs.buf[:-PAD] == 0):
+        return np.unique(words[:, 0].byteswap(), return_inverse=True)[1].reshape(-1)
+    return docs.byte_rank(words)
+
+
 def _threads(runs: int) -> int:
     """Runs to read are read and reduced to candidates in threads (NumPy and Arrow release the
     GIL); runs already read, in this one."""
     return max(1, min(runs, os.cpu_count() or 1, MAX_THREADS))
 
 
-def _named_runs(runs, names) -> dict:
+def _each_run(runs, names: Sequence[str] | None, work: Callable[[ReadRun], T]
+              ) -> tuple[list[str], list[T]]:
+    """``work`` of each run, read (:func:`read_run`, in threads), and the runs' names: the
+    mapping's keys, ``names``, or :func:`run_names` from each run's tag as its reader found
+    it in the bytes it read (no file is read twice to be named)."""
     if isinstance(runs, Mapping):
-        return {check_run_name(n): run for n, run in runs.items()}
-    items = [runs] if isinstance(runs, str | Path) else list(runs)
-    return dict(zip(run_names(items, names), items, strict=True))
+        labels: list[str] | None = [check_run_name(n) for n in runs]
+        items = list(runs.values())
+    else:
+        items = [runs] if isinstance(runs, str | Path) else list(runs)
+        check_name_count(items, names)
+        labels = None
+
+    def one(run) -> tuple[str | None, T]:
+        src = run if isinstance(run, str) else str(run) if isinstance(run, Path) else "<frame>"
+        read = run if isinstance(run, ReadRun) else read_run(run, src)
+        return read.tag, work(read)
+
+    workers = _threads(sum(not isinstance(run, ReadRun) for run in items))
+    if workers == 1:
+        done = [one(run) for run in items]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, items))
+    if labels is None:
+        labels = run_names(items, names, tags=[tag for tag, _ in done])
+    return labels, [value for _, value in done]
 
 
 def paired_tests(a: np.ndarray, b: np.ndarray) -> list[tuple[float | None, float | None]]:

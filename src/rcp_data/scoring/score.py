@@ -332,15 +332,18 @@ def score_files(data: ReleaseRuns, paths: Sequence[str | Path] | Mapping[str, st
                 names: Sequence[str] | None = None, **kwargs) -> ScoreResult:
     """Read the run files (TREC, parquet, mteb predictions) and score them; ``paths`` may be
     ``{name: path}`` instead of ``names``. ``kwargs`` as :func:`score_runs`'."""
-    from rcp_data.runs.runs_in import read_ranking, run_names
+    from rcp_data.runs.run_files import TAG_ATTR
+    from rcp_data.runs.runs_in import check_name_count, read_ranking, run_names
 
     if isinstance(paths, Mapping):
         names, paths = list(paths), list(paths.values())
     elif isinstance(paths, str | Path):
         paths = [paths]
     paths = list(paths)
-    names = run_names(paths, names)
-    runs = {n: read_ranking(p, split=data.spec.split) for n, p in zip(names, paths, strict=True)}
+    check_name_count(paths, names)
+    frames = [read_ranking(p, split=data.spec.split) for p in paths]
+    names = run_names(paths, names, tags=[f.attrs.get(TAG_ATTR) for f in frames])
+    runs = dict(zip(names, frames, strict=True))
     sources = {n: str(p) for n, p in zip(names, paths, strict=True)}
     return score_runs(data, runs, sources=sources, **kwargs)
 

@@ -8,8 +8,8 @@ import sys
 
 from rcp_data.cli.formats import add_format_option, chosen, metric_tables, print_json
 from rcp_data.cli.options import add_without_positives_option
-from rcp_data.core.specs import TIE_RULES, VIEWS
-from rcp_data.model.card_format import CARD_K
+from rcp_data.core.rules import TIE_RULES, VIEWS
+from rcp_data.model.cells import CARD_K
 
 EPILOG = """\
 Runs: a TREC run file (qid Q0 docid rank score tag), a parquet table (query-id, corpus-id,
@@ -74,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="TREC run file, parquet table or mteb prediction folder")
     p.add_argument("--name", action="append", default=None, metavar="NAME",
-                   help="name of each run, once per RUN in order (default: the file stem)")
+                   help="name of each run, once per RUN in order (default: a TREC run's tag where "
+                   "its file holds one, else the file's stem)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id; with "
                    "--qrels doc-id, trec_eval's: score descending, then corpus-id descending)")

@@ -31,7 +31,7 @@ import pandas as pd
 from rcp_data.core.errors import UsageError
 from rcp_data.model.card_format import escape_cell
 from rcp_data.runs.qrels_runs import ReadRun, read_run
-from rcp_data.runs.runs_in import run_names
+from rcp_data.runs.runs_in import check_name_count, run_names
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement import raters
 from rcp_data.scoring.agreement.labelsets import LabelSet, read_label_set
@@ -394,10 +394,7 @@ def agree_files(qrels: str | Path | pd.DataFrame,
             "transitions_all": trans_all, "systems": None,
             "ceilings": _ceilings(wide, secondary, ceiling_k)}
     if runs:
-        named = dict(runs) if isinstance(runs, Mapping) else dict(
-            zip(run_names(list(runs), names), runs, strict=True))
-        read = {n: r if isinstance(r, ReadRun) else read_run(r, str(r)) for n, r in
-                named.items()}
+        read = _read_runs(runs, names)
         per = [score_measures(wanted, ls.frame, read) for ls in sets]
         by_measure = {m: _systems(sets, read, [p[m] for p in per], m, draws=draws, seed=seed,
                                   rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
@@ -495,5 +492,18 @@ def render(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _read_runs(runs, names: Sequence[str] | None) -> dict[str, ReadRun]:
+    """Each run read (:func:`read_run`) under its name: the mapping's key, ``names``, or
+    :func:`run_names` from the tag its reader found in the bytes it read."""
+    if isinstance(runs, Mapping):
+        return {n: r if isinstance(r, ReadRun) else read_run(r, str(r)) for n, r in runs.items()}
+    items = list(runs)
+    check_name_count(items, names)
+    read = [r if isinstance(r, ReadRun) else read_run(r, str(r)) for r in items]
+    labels = run_names(items, names, tags=[r.tag for r in read])
+    return dict(zip(labels, read, strict=True))
+
+
 __all__ = ["KAPPA_METHODS", "Measure", "PlainAgreement", "agree_files", "check_label_name",
            "measure_of", "render"]
+
