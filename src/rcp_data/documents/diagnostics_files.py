@@ -117,16 +117,18 @@ class DiagnosticsCard:
     metric_titles: dict[str, str]
     score_labels: dict[str, str]
     names: dict[str, str] = field(default_factory=dict)
+    k: int = 10                      # the ranking layer's cutoff: the card's main k
 
 
 def diagnostics_card(record: dict, *, metric_titles: dict[str, str],
-                     names: dict[str, str] | None = None) -> DiagnosticsCard:
+                     names: dict[str, str] | None = None, k: int = 10) -> DiagnosticsCard:
     """The Diagnostics section's facts from a record; ``names``: the systems' names as the
-    card shows them (default: their ids)."""
+    card shows them (default: their ids); ``k``: the ranking layer's cutoff (the spec's
+    ``main_k``)."""
     from rcp_data.scoring.release_diagnostics import SCORE_LABELS
 
     return DiagnosticsCard(record["numbers"], record["pictures"], dict(metric_titles),
-                           dict(SCORE_LABELS), dict(names or {}))
+                           dict(SCORE_LABELS), dict(names or {}), k)
 
 
 def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
@@ -139,7 +141,7 @@ def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
         return None
     systems = record["numbers"].get("leaderboards", {}).get("rcp_ndcg", {})
     return diagnostics_card(record, metric_titles=METRIC_TITLES,
-                            names={s: spec.short_name(s) for s in systems})
+                            names={s: spec.short_name(s) for s in systems}, k=spec.main_k)
 
 
 __all__ = ["DIAGNOSTICS_FILE", "SCHEMA", "DiagnosticsCard", "card_section", "diagnostics_card",

@@ -14,13 +14,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rcp_data.core.errors import InputError
-from rcp_data.core.specs import RULE_LETTERS, RULE_NAMES, SHOWN_TIE_RULES, TIE_RULES, SuiteSpec
+from rcp_data.core.specs import (
+    DEFAULT_CARD_K,
+    RULE_LETTERS,
+    RULE_NAMES,
+    SHOWN_TIE_RULES,
+    TIE_RULES,
+    SuiteSpec,
+)
 from rcp_data.model.layout import CARD_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
 
-CARD_K = 10                       # the cutoff of every table a card shows
+# the card's main cutoff when its spec names none (a spec's own: ``SuiteSpec.card_k``)
+CARD_K = DEFAULT_CARD_K[0]
+PAPER_K = 10                      # the cutoff of the paper's tables and agreement numbers
 CARD_METRICS = ("rcp_ndcg", "qrel_ndcg")      # the card's metrics, in the order it shows them
 METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG", "count_ndcg": "Count-nDCG",
                  "raw_bt_ndcg": "Raw-BT-nDCG"}
@@ -230,7 +239,7 @@ def parse_card_tables(text: str) -> list[CardTable]:
     return tables
 
 
-__all__ = ["CARD_K", "CARD_METRICS", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
+__all__ = ["CARD_K", "CARD_METRICS", "PAPER_K", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
            "RULE_TITLES", "CardTable", "card_body", "card_configs", "card_front_matter",
            "config_data_files", "escape_cell", "format_percent", "metric_label", "parse_card_tables",
            "summarised_rule", "tables_rule",
