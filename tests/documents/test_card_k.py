@@ -258,3 +258,31 @@ def test_suite_init_writes_the_cards_cutoffs(tmp_path, capsys):
     assert exit_.value.code == 2
     assert "--card-k '20,20': expected positive integers, none twice" in capsys.readouterr().err
     assert not (tmp_path / "bad.toml").exists()
+
+
+def test_a_cutoff_mteb_does_not_list_is_reported_by_the_tasks(tmp_path):
+    """card_k = [15]: the tasks report ndcg_float_at_15 (beside their usual cutoffs) and make it
+    their main score; its value is the plain loop's on a hand-built query."""
+    import dataclasses
+
+    from support.mteb_helpers import load_task_module
+
+    from rcp_data.documents.taskfile import CUTOFFS, render_task_file
+
+    spec = dataclasses.replace(load_spec("demo"), card_k=(15,))
+    releases = [{"release": 1, "tag": "v1-judge", "status": "current", "revision": None,
+                 "superseded_by": None, "judge": {"model": "org/Judge"}}]
+    text = render_task_file(spec, releases, repo=spec.repo)
+    rcp = load_task_module(text, tmp_path, "rcp_ndcg_tasks_k15")
+    cutoffs = rcp._CUTOFFS
+    assert cutoffs == (1, 3, 5, 10, 15, 20, 100, 1000) and set(CUTOFFS) < set(cutoffs)
+    (task,) = rcp.get_tasks(["alpha"])
+    assert task.metadata.main_score == "ndcg_float_at_15"
+    gains = {f"d{i:02d}": 1.0 / (1 + i) for i in range(20)}
+    ranked = {d: float(-i) for i, d in enumerate(reversed(list(gains)))}   # worst first
+    order = sorted(ranked, key=lambda d: -ranked[d])
+    dcg = sum(gains[d] / math.log2(i + 2) for i, d in enumerate(order[:15]))
+    ideal = sum(g / math.log2(i + 2) for i, g in
+                enumerate(sorted(gains.values(), reverse=True)[:15]))
+    assert rcp._ndcg_float(ranked, gains, rcp._CUTOFFS)[15] == pytest.approx(dcg / ideal,
+                                                                               abs=1e-12)
