@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from rcp_data.checks.numbers import card_groups, replay_tables
     from rcp_data.core.io import shared_reads
     from rcp_data.core.specs import load_spec
-    from rcp_data.model.card_format import CARD_K
+    from rcp_data.model.card_format import PAPER_K
     from rcp_data.model.layout import provenance_file
 
     tmp = None
@@ -63,14 +63,14 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         generate(root, args.queries)
     spec = load_spec("vidore_v3")
-    groups = card_groups(spec) | {(CARD_K, spec.paper_tie_rule, spec.paper_view)}
+    groups = card_groups(spec) | {(PAPER_K, spec.paper_tie_rule, spec.paper_view)}
     once = {(root / provenance_file(kind, "_")).parent for kind in ("runs", "first_stage")}
     with shared_reads(exclude=lambda path: path.parent in once):
         replayed, r_wall, r_cpu = _timed(lambda: replay_tables(
             root, spec, groups, exp_rule=spec.paper_tie_rule))
 
         def recompute():
-            return paper_agreement.recompute(root, spec, replayed.per_query[CARD_K],
+            return paper_agreement.recompute(root, spec, replayed.per_query[PAPER_K],
                                              replayed.data, replayed.exp_values)
 
         # verify's integrity check has imported scipy.special before (its gain check,

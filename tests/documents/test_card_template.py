@@ -133,6 +133,7 @@ def test_tables_parse_back_with_the_card_format(releases, suite):
     tables = parse_card_tables(card)
     shown = {(t.metric, t.k, t.tie_rule, t.view) for t in tables}
     views = [v if view_heading(spec, v) else None for v in spec.card_views]
+    assert spec.card_k == (CARD_K,)
     assert shown == {(m, CARD_K, tables_rule(spec), v) for m in ("rcp_ndcg", "qrel_ndcg")
                      for v in views}
     for m, k, r, _v in shown:
@@ -152,7 +153,7 @@ def test_replay_and_card_head_the_native_view_alike(vidore):
     root = vidore
     spec = load_spec("vidore_v3")
     card = _texts(root)[CARD_FILE]
-    replayed = replay_results(root, spec)[("native", "group-mean")].markdown()
+    replayed = replay_results(root, spec)[("native", "group-mean", spec.main_k)].markdown()
     heading = replayed.splitlines()[0]
     assert heading == f"**{NATIVE_VIEW_HEADING}**"
     assert f"\n### {NATIVE_VIEW_HEADING}\n" in card

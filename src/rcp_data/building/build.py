@@ -330,7 +330,7 @@ def parts_provenance(inputs: BuildInputs, *, generated: bool = False) -> PartsPr
     judge = inputs.judge.kind
     if generated and judge == "real":
         judge = "generated"
-    runs = tuple(RunOrigin(run.model, "generated" if generated and run.origin == "given"
+    runs = tuple(RunOrigin(run.run_id, "generated" if generated and run.origin == "given"
                            else run.origin, run.computed_with)
                  for run, _ in inputs.runs if not run.is_judge)
     return PartsProvenance(judge=judge, rerankers=runs)

@@ -18,7 +18,9 @@ inputs/calibration/                 calibrate --inputs: item_params.json and the
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -75,9 +77,6 @@ def read_runs_json(path: Path) -> list[RunSpec]:
         if Path(entry["file"]).name != entry["file"] or entry["file"].startswith("."):
             raise InputError(f"file {entry['file']!r} must name a file inside runs/",
                              path=str(path), row=i + 1, field="file")
-        if any(s.model == entry["model"] for s in specs):
-            raise InputError(f"model {entry['model']!r} is listed twice", path=str(path),
-                             row=i + 1, field="model")
         origin = entry.get("origin", "given")
         if origin not in RUN_ORIGINS:
             raise InputError(f"origin {origin!r} is not one of {', '.join(RUN_ORIGINS)}",
@@ -87,9 +86,45 @@ def read_runs_json(path: Path) -> list[RunSpec]:
             raise InputError("a computed run names the model it was computed with "
                              "(computed_with), and only a computed run does", path=str(path),
                              row=i + 1, field="computed_with")
-        specs.append(RunSpec(entry["file"], entry["model"], entry.get("short", ""),
-                             bool(entry.get("is_judge", False)), origin, computed_with))
+        configuration = _configuration(entry.get("configuration"), path, i + 1)
+        run = RunSpec(entry["file"], entry["model"], entry.get("short", ""),
+                      bool(entry.get("is_judge", False)), origin=origin,
+                      computed_with=computed_with, configuration=configuration)
+        if any(s.run_id == run.run_id for s in specs):
+            if configuration:
+                raise InputError(f"model {run.model!r} with this configuration is listed "
+                                 "twice (a run is its model and its configuration)",
+                                 path=str(path), row=i + 1, field="configuration")
+            raise InputError(f"model {entry['model']!r} is listed twice; give each run of one "
+                             "model its \"configuration\" (instruction, query_wording, any "
+                             "named setting)", path=str(path), row=i + 1, field="model")
+        specs.append(run)
     return specs
+
+
+_SETTING = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def _configuration(raw: object, path: Path, row: int) -> tuple[tuple[str, str], ...]:
+    """A run's ``configuration``: named settings (text, numbers, true/false), names sorted,
+    values as JSON (the run's name shows them as written here)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise InputError(f"configuration must be a JSON object of named settings, got "
+                         f"{raw!r}", path=str(path), row=row, field="configuration")
+    out = []
+    for name, value in sorted(raw.items()):
+        if not _SETTING.match(name):
+            raise InputError(f"setting name {name!r} must be a letter, then letters, digits, "
+                             "'_' or '-'", path=str(path), row=row,
+                             field=f"configuration.{name}")
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(f"setting {name!r} must be text, a number or true/false, got "
+                             f"{value!r}", path=str(path), row=row,
+                             field=f"configuration.{name}")
+        out.append((name, json.dumps(value, ensure_ascii=False)))
+    return tuple(out)
 
 
 def read_inputs(root: Path) -> BuildInputs:

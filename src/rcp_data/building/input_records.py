@@ -68,7 +68,9 @@ class JudgeInfo:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One reranker's (or judge strategy's) run, from ``runs/runs.json``."""
+    """One reranker's (or judge strategy's) run, from ``runs/runs.json``: a run is its model
+    and its configuration (instruction, query wording, any named settings), so several runs
+    of one model coexist, each under its :attr:`run_id`."""
 
     file: str
     model: str
@@ -78,6 +80,20 @@ class RunSpec:
     # (the default), generated, SIMULATED, or computed with the model ``computed_with``
     origin: str = "given"
     computed_with: str = ""
+    configuration: tuple[tuple[str, str], ...] = ()   # (name, value as JSON), names sorted
+
+    @property
+    def run_id(self) -> str:
+        """The run's name in ``provenance-runs.model``: the model id, and its configuration
+        when it has one (``org/model [instruction="...", query_wording="short"]``)."""
+        return run_id(self.model, self.configuration)
+
+
+def run_id(model: str, configuration: tuple[tuple[str, str], ...] = ()) -> str:
+    """A run's name: ``model`` alone, or ``model [name=value, ...]`` (values as JSON)."""
+    if not configuration:
+        return model
+    return f"{model} [{', '.join(f'{k}={v}' for k, v in configuration)}]"
 
 
 @dataclass
@@ -119,4 +135,4 @@ class BuildInputs:
         return dict(rules) if isinstance(rules, dict) else {}
 
 
-__all__ = ["BuildInputs", "JudgeInfo", "RunSpec", "for_split", "table_for_split"]
+__all__ = ["BuildInputs", "JudgeInfo", "RunSpec", "for_split", "run_id", "table_for_split"]

@@ -146,10 +146,10 @@ def ingest_run(run: pd.DataFrame, pool: pd.DataFrame, spec: RunSpec, *, source: 
     omitted = check[check["_merge"] == "right_only"]
     if len(omitted):
         r = omitted.iloc[0]
-        raise InputError(f"run of {spec.model} omits {len(omitted)} pool document(s), e.g. "
+        raise InputError(f"run of {spec.run_id} omits {len(omitted)} pool document(s), e.g. "
                          f"query {r['query-id']!r}, document {r['corpus-id']!r}", path=source)
     out = pd.DataFrame({
-        "model": spec.model,
+        "model": spec.run_id,
         "is_judge": spec.is_judge,
         "query-id": run["query-id"].to_numpy(),
         "corpus-id": run["corpus-id"].to_numpy(),

@@ -23,7 +23,7 @@ from rcp_data.checks.reports import Check
 from rcp_data.core.errors import InputError, UsageError
 from rcp_data.core.io import read_json
 from rcp_data.core.specs import RULE_LETTERS, SHOWN_TIE_RULES, SuiteSpec
-from rcp_data.model.card_format import CARD_K, METRIC_TITLES, card_body, tables_rule
+from rcp_data.model.card_format import METRIC_TITLES, PAPER_K, card_body, tables_rule
 from rcp_data.model.history import History, ReleaseRecord, history_path, read_history, same_commit
 from rcp_data.model.layout import CARD_FILE
 from rcp_data.model.release import Release
@@ -103,30 +103,34 @@ class Replayed:
     tableset: object                              # compare.TableSet (kind "replay")
     tables: dict[tuple[int, str, str], dict[str, pd.DataFrame]] = field(default_factory=dict)
     data: object = None                           # the loaded release (replay.ReleaseData)
-    # {subset: (Q, R)} qrel-nDCG@10 with exponential gain under the paper's tie rule, scored in
+    # {subset: (Q, R)} qrel-nDCG@PAPER_K with exponential gain under the paper's tie rule, scored in
     # the replay's own pass (None: not scored)
     exp_values: dict[str, np.ndarray] | None = None
 
     def card_results(self, spec: SuiteSpec) -> dict:
-        """``{(view, tie rule): ReplayResult}`` at the card's k as the card module renders them
-        (:func:`rcp_data.documents.card.replay_results`), from this replay."""
+        """``{(view, tie rule, k): ReplayResult}`` at the card's cutoffs as the card module
+        renders them (:func:`rcp_data.documents.card.replay_results`), from this replay."""
         from rcp_data.scoring.replay import ReplayResult
 
-        pq_ = self.per_query[CARD_K]
-        groups = [(rule, view, tables) for (k, rule, view), tables in self.tables.items()
-                  if k == CARD_K]
-        # each rule's rows selected once, shared by its views (read only)
-        by_rule = {rule: pq_[pq_["tie_rule"] == rule] for rule in {g[0] for g in groups}}
-        return {(view, rule): ReplayResult(k=CARD_K, tie_rule=rule, view=view, spec=spec,
-                                           per_query=by_rule[rule], tables=tables)
-                for rule, view, tables in groups}
+        out = {}
+        for k in spec.card_k:
+            pq_ = self.per_query[k]
+            groups = [(rule, view, tables) for (kk, rule, view), tables in self.tables.items()
+                      if kk == k]
+            # each rule's rows selected once, shared by its views (read only)
+            by_rule = {rule: pq_[pq_["tie_rule"] == rule] for rule in {g[0] for g in groups}}
+            out.update({(view, rule, k): ReplayResult(k=k, tie_rule=rule, view=view,
+                                                      spec=spec, per_query=by_rule[rule],
+                                                      tables=tables)
+                        for rule, view, tables in groups})
+        return out
 
 
 def card_groups(spec: SuiteSpec) -> set[tuple[int, str, str]]:
     """The (k, tie rule, view) groups the card renders: the shown rules and the suite's paper
-    rule, in every view the card shows."""
+    rule, in every view the card shows, at each of its cutoffs (``spec.card_k``)."""
     rules = set(SHOWN_TIE_RULES) | {spec.paper_tie_rule}
-    return {(CARD_K, r, v) for r in rules for v in spec.card_views}
+    return {(k, r, v) for k in spec.card_k for r in rules for v in spec.card_views}
 
 
 def _take_exp(pq_: pd.DataFrame, data, rule: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -145,7 +149,7 @@ def _take_exp(pq_: pd.DataFrame, data, rule: str) -> tuple[pd.DataFrame, dict[st
 def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]], *,
                   exp_rule: str | None = None) -> Replayed:
     """Replay ``groups`` of (k, tie rule, view) from one load of the release; with
-    ``exp_rule`` (a rule of the groups at the card's k), also qrel-nDCG with exponential gain
+    ``exp_rule`` (a rule of the groups at the paper's k), also qrel-nDCG with exponential gain
     under that rule, from the same pass (:attr:`Replayed.exp_values`)."""
     from rcp_data.scoring.compare import CellKey, TableSet
     from rcp_data.scoring.replay import load_release, score_queries, summarize
@@ -157,7 +161,7 @@ def replay_tables(root: Path, spec: SuiteSpec, groups: set[tuple[int, str, str]]
     exp_values = None
     for k in sorted({g[0] for g in groups}):
         rules = sorted({r for kk, r, _ in groups if kk == k})
-        exp = k == CARD_K and exp_rule in rules
+        exp = k == PAPER_K and exp_rule in rules
         pq_ = score_queries(data, k=k, tie_rules=rules, exp_gain=exp)
         if exp:
             pq_, exp_values = _take_exp(pq_, data, exp_rule)
@@ -188,18 +192,26 @@ def _fmt(v: float | None) -> str:
 
 
 def check_card_tables(card_tables, replayed, spec: SuiteSpec, expected: set) -> list[Check]:
-    """Every table of the card matches the replay at one decimal; the card shows them all."""
+    """Every table of the card matches the replay at one decimal; the card shows them all, and
+    none at a cutoff its spec does not name (``[suite] card_k``)."""
     from rcp_data.scoring.compare import compare_tables
 
     checks = []
     have = card_tables.groups()
     missing = sorted(expected - have)
+    stray = sorted({k for _, k, _, _ in have} - set(spec.card_k))
+    found = f"{len(have)} tables" + (f", {len(missing)} missing" if missing else "")
+    if stray:
+        found += ", tables at k = " + ", ".join(map(str, stray))
     checks.append(Check(
-        "card-tables-shown", not missing, "the card shows every replayed table (its tie "
-        "rule's, every view)", expected=f"{len(expected)} tables", found=f"{len(have)} tables"
-        + (f", {len(missing)} missing" if missing else ""), where=CARD_FILE,
+        "card-tables-shown", not missing and not stray, "the card shows every replayed table "
+        "(its tie rule's, every view, at the spec's card_k "
+        f"{', '.join(map(str, spec.card_k))}) and no other cutoff",
+        expected=f"{len(expected)} tables", found=found, where=CARD_FILE,
         details=[f"{METRIC_TITLES[m]}@{k} rule ({RULE_LETTERS[r]}), view {v}"
-                 for m, k, r, v in missing]))
+                 for m, k, r, v in missing]
+        + [f"@{k}: a cutoff the suite spec's card_k ({list(spec.card_k)}) does not name"
+           for k in stray]))
     cmp = compare_tables(replayed, card_tables, spec)
     bad = [r for r in cmp.rows if r["status"] == "failed"]
     details = [f"{_cell_name(spec, r)}: card {_fmt(r['reference'])}, replay "
@@ -287,7 +299,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
         from rcp_data.scoring.pairs import TRECDL_YEARS, compare_with_paper, trecdl_pairs
 
         years = {y: s for y, s in TRECDL_YEARS.items() if s in spec.subset_names}
-        pq_ = per_query[CARD_K]
+        pq_ = per_query[PAPER_K]
         stats = trecdl_pairs(pq_, subsets=years, tie_rule=spec.paper_tie_rule)
         rows = compare_with_paper(stats, raw[pairs_key])
         off = [r for r in rows if r["status"] != "matched"]
@@ -303,7 +315,7 @@ def check_paper(reference: Path, replayed, per_query: dict, spec: SuiteSpec, app
         from rcp_data.checks.paper_agreement import check_paper_agreement
 
         try:
-            checks += check_paper_agreement(entries, root, spec, per_query[CARD_K], applies,
+            checks += check_paper_agreement(entries, root, spec, per_query[PAPER_K], applies,
                                             reason, str(reference), data=data,
                                             exp_values=exp_values)
         except (InputError, UsageError) as exc:
@@ -329,7 +341,7 @@ def number_checks(rel: Release, card_text: str | None, history: History | None,
 
     root, spec, sha = rel.root, rel.spec, rel.revision
     checks: list[Check] = []
-    groups = {(CARD_K, r, v) for r in SHOWN_TIE_RULES for v in spec.card_views}
+    groups = {(k, r, v) for k in spec.card_k for r in SHOWN_TIE_RULES for v in spec.card_views}
     if for_card:
         groups |= card_groups(spec)
     card_tables = None
@@ -349,7 +361,7 @@ def number_checks(rel: Release, card_text: str | None, history: History | None,
     applies, reason = (False, "synthetic suite") if spec.synthetic else \
         paper_applies(spec, history, release, sha)
     if not spec.synthetic:
-        groups.add((CARD_K, spec.paper_tie_rule, spec.paper_view))
+        groups.add((PAPER_K, spec.paper_tie_rule, spec.paper_view))
     try:
         replayed = replay_tables(root, spec, groups,
                                  exp_rule=None if spec.synthetic else spec.paper_tie_rule)
@@ -365,7 +377,8 @@ def number_checks(rel: Release, card_text: str | None, history: History | None,
                         found=f"{n_cells} cells", where="provenance-runs"))
     if card_tables is not None:
         # the tables a card prints: one rule's (the other is summarised)
-        expected = {(m, CARD_K, tables_rule(spec), v) for m in METRICS for v in spec.card_views}
+        expected = {(m, k, tables_rule(spec), v) for m in METRICS for k in spec.card_k
+                    for v in spec.card_views}
         checks += check_card_tables(card_tables, replayed.tableset, spec, expected)
     if spec.synthetic:
         checks.append(Check("paper-tables", True, "the paper's numbers",

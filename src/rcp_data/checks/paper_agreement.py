@@ -25,7 +25,7 @@ import pandas as pd
 
 from rcp_data.checks.reports import Check
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.card_format import CARD_K
+from rcp_data.model.card_format import PAPER_K
 
 TRECDL_YEARS = {"dl19": "trec_dl_2019", "dl20": "trec_dl_2020"}
 
@@ -266,7 +266,7 @@ def _exp_values(data, spec: SuiteSpec) -> dict[str, np.ndarray]:
     """Per subset ``(Q, R)`` qrel-nDCG@10 with exponential gain under the paper rule."""
     from rcp_data.scoring.agreement.analysis import qrel_values
 
-    return {s: qrel_values(sub, k=CARD_K, rule=spec.paper_tie_rule, gain="exp")
+    return {s: qrel_values(sub, k=PAPER_K, rule=spec.paper_tie_rule, gain="exp")
             for s, sub in data.subsets.items()}
 
 

@@ -39,6 +39,8 @@ from rcp_data.core.typed_tables import from_table, key_of, table_values, value_o
 if TYPE_CHECKING:
     import numpy as np
 
+# the cutoffs of a card's result tables when the spec names none (``[suite] card_k``)
+DEFAULT_CARD_K = (10,)
 
 
 def builders_dir() -> Path:
@@ -263,6 +265,9 @@ class SuiteSpec:
     mteb_floor: str = "2.0.1"
     domains: tuple[DomainSpec, ...] = ()
     view_languages: tuple[str, ...] = ()
+    # the cutoffs of the card's result tables, the first one the card's main k (the task
+    # file's main score, the leaderboard, the summaries; ``[suite] card_k``)
+    card_k: tuple[int, ...] = DEFAULT_CARD_K
     upstream: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     # facts the dataset card prints (``[card]``, merged over ``card_shared``'s); never used to
     # shape data (rcp_data.documents.card_facts reads them)
@@ -359,6 +364,13 @@ class SuiteSpec:
         if self.corpus.layout == "per-domain":
             return self.subset(subset).domain
         return None
+
+    # -- the card -----------------------------------------------------------------------
+    @property
+    def main_k(self) -> int:
+        """The card's main cutoff: the first of ``[suite] card_k`` (the task file's main
+        score ``ndcg_float_at_<k>``, the default of ``replay`` and ``score``)."""
+        return self.card_k[0]
 
     # -- views ---------------------------------------------------------------------------
     @property
@@ -585,6 +597,20 @@ def _check_pool(pool: PoolSpec, path: str) -> None:
                          path=path, field="pool.dense" if pool.dense else "pool.retrievers")
 
 
+def _check_card_k(card_k: tuple[int, ...], path: str) -> None:
+    """``[suite] card_k``: one cutoff or several, each a positive integer, none twice."""
+    if not card_k:
+        raise InputError("expected at least one cutoff (e.g. [10])", path=path,
+                         field="suite.card_k")
+    for i, k in enumerate(card_k):
+        if k < 1:
+            raise InputError(f"a cutoff must be a positive integer, got {k}", path=path,
+                             field=f"suite.card_k[{i}]")
+    if len(set(card_k)) != len(card_k):
+        raise InputError(f"lists a cutoff twice: {list(card_k)}", path=path,
+                         field="suite.card_k")
+
+
 def _card(raw: object, shared_file: str, base: Path, path: str) -> CardSpec:
     """``[card]`` merged over the shared file's (both checked, each naming its own file)."""
     if not isinstance(raw, dict):
@@ -652,6 +678,7 @@ def load_spec_file(path: str | Path) -> SuiteSpec:
         raise InputError(f"must be one of {TIE_RULES}", path=where, field="suite.paper_tie_rule")
     if suite.get("paper_view", "subsets") not in VIEWS:
         raise InputError(f"must be one of {VIEWS}", path=where, field="suite.paper_view")
+    _check_card_k(suite.get("card_k", DEFAULT_CARD_K), where)
     source = from_table(SourceSpec, raw.get("source", {}), path=where, where="source")
     _check_source(source, {s.name for s in subsets} | {d.name for d in domains}, where)
     judge = from_table(JudgeSpec, raw.get("judge", {}), path=where, where="judge")

@@ -62,13 +62,12 @@ from rcp_data.documents.diagnostics_files import card_section
 from rcp_data.documents.releases_md import render_release_table
 from rcp_data.documents.rubric_table import rubric_table
 from rcp_data.documents.taskfile import (
-    MAIN_SCORE,
     families,
     has_ocr_view,
+    main_score,
     task_name,
 )
 from rcp_data.model.card_format import (
-    CARD_K,
     CARD_METRICS,
     metric_label,
     render_markdown_table,
@@ -117,7 +116,6 @@ ADDED_CONFIGS = {
 }
 
 TIE_RULES_SHOWN = tuple((rule, RULE_LETTERS[rule], RULE_NAMES[rule]) for rule in SHOWN_TIE_RULES)
-METRICS_SHOWN = tuple((metric, metric_label(metric)) for metric in CARD_METRICS)
 BASE_TAGS = ("mteb", "retrieval", "reranking", "rcp-ndcg", "graded-relevance", "llm-judge")
 SUBSET_CONFIG_KINDS = ("corpus", "queries", "qrels", "gains", "top_ranked", "excluded")
 OPTIONAL_SUBSET_KINDS = ("gains", "excluded")     # configs only where the release has the table
@@ -225,15 +223,27 @@ def views_shown(spec: SuiteSpec) -> list[tuple[str, str | None]]:
     return [(view, view_heading(spec, view)) for view in spec.card_views]
 
 
-def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str], ReplayResult]:
-    """Replayed tables per ``(view, tie_rule)`` (judge runs left out), from one load: the shown
-    rules, and the suite's paper rule when it is not one of them."""
+def metrics_shown(spec: SuiteSpec) -> tuple[tuple[str, str], ...]:
+    """The card's metrics with their labels at the card's main k (``RCP-nDCG@10``)."""
+    return tuple((metric, metric_label(metric, spec.main_k)) for metric in CARD_METRICS)
+
+
+def replay_results(root: Path, spec: SuiteSpec) -> dict[tuple[str, str, int], ReplayResult]:
+    """Replayed tables per ``(view, tie_rule, k)`` (judge runs left out), from one load: the
+    shown rules, and the suite's paper rule when it is not one of them, at each of the card's
+    cutoffs (``spec.card_k``)."""
     data = load_release(root, spec)
     rules = list(SHOWN_TIE_RULES)
     if spec.paper_tie_rule not in rules:
         rules.append(spec.paper_tie_rule)
-    return {(view, rule): replay_loaded(data, k=CARD_K, tie_rule=rule, view=view)
-            for view, _ in views_shown(spec) for rule in rules}
+    return {(view, rule, k): replay_loaded(data, k=k, tie_rule=rule, view=view)
+            for k in spec.card_k for view, _ in views_shown(spec) for rule in rules}
+
+
+def at_main_k(spec: SuiteSpec, results: dict[tuple[str, str, int], ReplayResult]
+              ) -> dict[tuple[str, str], ReplayResult]:
+    """The replayed tables at the card's main k, per ``(view, tie_rule)``."""
+    return {(view, rule): r for (view, rule, k), r in results.items() if k == spec.main_k}
 
 
 def ranked_models(result: ReplayResult, spec: SuiteSpec) -> list[str]:
@@ -292,7 +302,7 @@ def tie_effects(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]
     """Max |(a) - (b)| and mean (a) - (b) per cell, in points, per view and metric."""
     out = []
     for view, heading in views_shown(spec):
-        for metric, label in METRICS_SHOWN:
+        for metric, label in metrics_shown(spec):
             diffs = _cell_diffs(results, view, metric, "doc-id", "group-mean")
             if diffs:
                 out.append(TieEffect(label, view if heading else None,
@@ -309,7 +319,7 @@ def view_gaps(spec: SuiteSpec, results: dict[tuple[str, str], ReplayResult]) -> 
         return []
     rule = spec.paper_tie_rule if spec.paper_tie_rule in SHOWN_TIE_RULES else "group-mean"
     out = []
-    for metric, label in METRICS_SHOWN:
+    for metric, label in metrics_shown(spec):
         lang = results[("languages", rule)].to_json()["metrics"][metric]
         native = results[("native", rule)].to_json()["metrics"][metric]
         diffs = [100.0 * (lang[m][c] - native[m][c]) for m in lang for c in lang[m]
@@ -330,7 +340,7 @@ def paper_rule_distances(spec: SuiteSpec, results: dict[tuple[str, str], ReplayR
         return []
     out = []
     for view, heading in views_shown(spec):
-        for metric, label in METRICS_SHOWN:
+        for metric, label in metrics_shown(spec):
             diffs = _cell_diffs(results, view, metric, spec.paper_tie_rule, "group-mean")
             if diffs:
                 out.append(RuleDistance(label, view if heading else None,
@@ -341,8 +351,9 @@ def paper_rule_distances(spec: SuiteSpec, results: dict[tuple[str, str], ReplayR
 # -- the card ----------------------------------------------------------------------------------
 def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History | None = None,
                 repo: str | None = None,
-                results: dict[tuple[str, str], ReplayResult] | None = None) -> str:
-    """The card of the release directory ``root`` (text of ``README.md``)."""
+                results: dict[tuple[str, str, int], ReplayResult] | None = None) -> str:
+    """The card of the release directory ``root`` (text of ``README.md``); its result tables
+    at each of the spec's cutoffs (``[suite] card_k``), its summaries at the first."""
     root = Path(root)
     spec = spec or release_spec(root)
     history = history or release_history(root, spec, repo=repo)
@@ -363,8 +374,9 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     fams = families(spec)
     number = current.release
     # ``results``: the release's replay_results, when the caller has them already
-    results = results if results is not None else replay_results(root, spec)
-    models = sorted({m for r in results.values() for m in r.models})
+    every_k = results if results is not None else replay_results(root, spec)
+    results = at_main_k(spec, every_k)
+    models = sorted({m for r in every_k.values() for m in r.models})
     f = {
         "n_subsets": len(facts),
         "n_queries_text": _n(sum(x.queries for x in facts)),
@@ -391,10 +403,11 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
     for view, heading in views_shown(spec):
         tables = []
         ranked = ranked_models(results[(view, shown)], spec)
-        for metric, _label in METRICS_SHOWN:
-            table = results[(view, shown)].tables[metric].loc[ranked]
-            tables.append({"caption": table_title(metric, CARD_K, shown),
-                           "markdown": render_markdown_table(table, spec)})
+        for k in spec.card_k:
+            for metric in CARD_METRICS:
+                table = every_k[(view, shown, k)].tables[metric].loc[ranked]
+                tables.append({"caption": table_title(metric, k, shown),
+                               "markdown": render_markdown_table(table, spec)})
         sections.append({"heading": heading, "tables": tables})
     manifest = load_manifest(root)
     judging = (manifest.parameters.get("judging") if manifest is not None else None)
@@ -404,7 +417,7 @@ def render_card(root: Path, *, spec: SuiteSpec | None = None, history: History |
         spec=spec, f=f, facts=facts_card, repo=repo, task_file=TASK_FILE,
         releases_json=RELEASES_JSON, title=card_title(spec, synthetic), synthetic=synthetic,
         generated=synthetic_facts(spec, rd), origins=origins, origins_notice=notice(origins),
-        k=CARD_K, main_score=MAIN_SCORE, bt=BT_SETTINGS,
+        k=spec.main_k, ks=spec.card_k, main_score=main_score(spec), bt=BT_SETTINGS,
         score_range=SCORE_RANGE,
         judge_run=judge_run_markdown(rd.manifest),
         release_table=render_release_table(history, link_judges=not synthetic).rstrip("\n"),
@@ -779,7 +792,7 @@ def source_notes(manifest: BuildManifest | None) -> SourceNotes:
 
 def render_release_texts(root: Path, *, spec: SuiteSpec | None = None,
                          history: History | None = None, repo: str | None = None,
-                         results: dict[tuple[str, str], ReplayResult] | None = None
+                         results: dict[tuple[str, str, int], ReplayResult] | None = None
                          ) -> dict[str, str]:
     """The card and task file of a release directory: ``{path: text}`` (nothing written).
     ``results``: see :func:`render_card`."""
@@ -810,10 +823,10 @@ def write_release_files(root: Path, **kwargs) -> list[Path]:
 __all__ = [
     "ADDED_CONFIGS", "ADDED_SECTIONS", "DataNotes", "LayoutFacts", "LayoutRow", "PoolFacts",
     "ProtocolFacts", "RuleDistance", "SourceNotes", "StageAFacts", "StageACounts",
-    "SyntheticFacts", "TieEffect", "ViewGap", "card_data", "card_environment", "check_card",
+    "SyntheticFacts", "TieEffect", "ViewGap", "at_main_k", "card_data", "card_environment", "check_card",
     "parse_card_data",
     "config_entries", "data_notes", "layout_facts", "paper_rule_distances", "pool_facts",
-    "protocol_facts", "release_history", "render_card", "render_release_texts",
+    "metrics_shown", "protocol_facts", "release_history", "render_card", "render_release_texts",
     "replay_results", "source_notes", "stage_a_facts", "suite_tag",
     "synthetic_facts", "tie_effects", "view_gaps", "views_shown", "write_release_files",
 ]

@@ -30,7 +30,7 @@ from rcp_data.core.specs import (
 )
 from rcp_data.documents.card_counts import all_subset_facts
 from rcp_data.documents.taskfile import template_text
-from rcp_data.model.card_format import CARD_K, metric_label
+from rcp_data.model.card_format import metric_label
 from rcp_data.model.history import History
 from rcp_data.model.layout import subset_file
 from rcp_data.model.manifest import FirstStageRecord
@@ -277,8 +277,8 @@ def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
             for col in table.columns:
                 value = table.at[model, col]
                 if pd.notna(value):
-                    cells[CellKey(metric, CARD_K, spec.paper_tie_rule, spec.paper_view, str(model),
-                                  str(col))] = 100.0 * float(value)
+                    cells[CellKey(metric, spec.main_k, spec.paper_tie_rule, spec.paper_view,
+                                  str(model), str(col))] = 100.0 * float(value)
     mine = TableSet("replay", "replay", spec.name, cells, 0.0)
     paper = load_tables(paper_file, spec)
     rows = [r for r in compare_tables(mine, paper, spec).rows if r["tables"] is not None]
@@ -295,7 +295,8 @@ def paper_relation(spec: SuiteSpec, replayed: dict, history: History, *,
         where = pd.Series([spec.column_label(r["column"]) if r["column"] != "mean"
                            else "Mean" for r in off]).value_counts()
         metrics.append(MetricAgreement(
-            label=metric_label(metric), same=sum(map(_prints_as, body)), cells=len(body),
+            label=metric_label(metric, spec.main_k), same=sum(map(_prints_as, body)),
+            cells=len(body),
             same_means=sum(map(_prints_as, means)), means=len(means),
             off_max=(max(abs(round(r["tables"], 1) - r["reference"]) for r in off)
                      if off else None),

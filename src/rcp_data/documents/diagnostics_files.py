@@ -119,16 +119,18 @@ class DiagnosticsCard:
     names: dict[str, str] = field(default_factory=dict)
     #: the rows the label layer counts (the exclusion rule of every agreement figure)
     label_rule: str = ""
+    k: int = 10                      # the ranking layer's cutoff: the card's main k
 
 
 def diagnostics_card(record: dict, *, metric_titles: dict[str, str],
-                     names: dict[str, str] | None = None) -> DiagnosticsCard:
+                     names: dict[str, str] | None = None, k: int = 10) -> DiagnosticsCard:
     """The Diagnostics section's facts from a record; ``names``: the systems' names as the
-    card shows them (default: their ids)."""
+    card shows them (default: their ids); ``k``: the ranking layer's cutoff (the spec's
+    ``main_k``)."""
     from rcp_data.scoring.release_diagnostics import LABEL_RULE, SCORE_LABELS
 
     return DiagnosticsCard(record["numbers"], record["pictures"], dict(metric_titles),
-                           dict(SCORE_LABELS), dict(names or {}), LABEL_RULE)
+                           dict(SCORE_LABELS), dict(names or {}), LABEL_RULE, k)
 
 
 def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
@@ -141,7 +143,7 @@ def card_section(root: Path, spec: SuiteSpec) -> DiagnosticsCard | None:
         return None
     systems = record["numbers"].get("leaderboards", {}).get("rcp_ndcg", {})
     return diagnostics_card(record, metric_titles=METRIC_TITLES,
-                            names={s: spec.short_name(s) for s in systems})
+                            names={s: spec.short_name(s) for s in systems}, k=spec.main_k)
 
 
 __all__ = ["DIAGNOSTICS_FILE", "SCHEMA", "DiagnosticsCard", "card_section", "diagnostics_card",

@@ -192,7 +192,7 @@ def leaderboard_data(systems, boards: dict, intervals: dict,
 def leaderboard_chart(systems, boards: dict, intervals: dict, path: Path, *,
                       labels: dict[str, str] | None = None,
                       metrics=("rcp_ndcg", "qrel_ndcg"),
-                      synthetic: bool = False) -> LeaderboardData:
+                      synthetic: bool = False, k: int = 10) -> LeaderboardData:
     data = leaderboard_data(systems, boards, intervals, metrics)
     labels = labels or {}
     plt, fig, ax = _figure()
@@ -206,8 +206,8 @@ def leaderboard_chart(systems, boards: dict, intervals: dict, path: Path, *,
                 capsize=3, label=labels.get(m, m), color=f"C{i}")
     ax.set_yticks(y, [labels.get(s, s) for s in data.systems])
     ax.invert_yaxis()
-    ax.set_xlabel("nDCG@10 (%), 95% query-bootstrap interval")
-    ax.set_title("Leaderboards: RCP-nDCG@10 beside qrel-nDCG@10")
+    ax.set_xlabel(f"nDCG@{k} (%), 95% query-bootstrap interval")
+    ax.set_title(f"Leaderboards: RCP-nDCG@{k} beside qrel-nDCG@{k}")
     # the legend sits below the axes, where it cannot cover a bar
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=len(data.metrics),
               frameon=False)
@@ -225,7 +225,7 @@ def release_pictures(diag, root: Path, *, labels: dict[str, str] | None = None,
     from rcp_data.model.card_format import METRIC_TITLES
 
     root = Path(root)
-    labels = {**{m: f"{t}@10" for m, t in METRIC_TITLES.items()}, **(labels or {})}
+    labels = {**{m: f"{t}@{diag.k}" for m, t in METRIC_TITLES.items()}, **(labels or {})}
     out: dict = {}
     if diag.item_params is not None:
         out["gain_curve"] = gain_curve(diag.item_params, diag.pool_theta, diag.link,
@@ -244,7 +244,7 @@ def release_pictures(diag, root: Path, *, labels: dict[str, str] | None = None,
     if systems and "qrel_ndcg" in diag.leaderboards:
         out["leaderboards"] = leaderboard_chart(systems, diag.leaderboards, diag.intervals,
                                                 root / PICTURE_FILES["leaderboards"],
-                                                labels=labels, synthetic=synthetic)
+                                                labels=labels, synthetic=synthetic, k=diag.k)
     return out
 
 

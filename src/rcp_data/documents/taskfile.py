@@ -25,8 +25,8 @@ from rcp_data.model.manifest import load_manifest
 
 log = logging.getLogger(__name__)
 
-MAIN_SCORE = f"ndcg_float_at_{CARD_K}"      # the tasks' main score: the card's metric
-CUTOFFS = (1, 3, 5, 10, 20, 100, 1000)
+MAIN_SCORE = f"ndcg_float_at_{CARD_K}"      # the main score of a card at the default k
+CUTOFFS = (1, 3, 5, 10, 20, 100, 1000)        # the cutoffs every task reports
 PAPER_URL = "https://arxiv.org/abs/2609.35739"
 
 # ISO 639-1 codes of the specs and ViDoRe's language names -> mteb's language-script codes.
@@ -36,6 +36,16 @@ MTEB_LANGUAGES = {
     "english": "eng-Latn", "french": "fra-Latn", "german": "deu-Latn", "italian": "ita-Latn",
     "portuguese": "por-Latn", "spanish": "spa-Latn",
 }
+
+
+def main_score(spec: SuiteSpec) -> str:
+    """The tasks' main score: the card's metric at its main k (``ndcg_float_at_10``)."""
+    return f"ndcg_float_at_{spec.main_k}"
+
+
+def cutoffs(spec: SuiteSpec) -> tuple[int, ...]:
+    """The cutoffs the tasks report: :data:`CUTOFFS` and every cutoff of the card."""
+    return tuple(sorted(set(CUTOFFS) | set(spec.card_k)))
 
 
 def template_text(name: str) -> str:
@@ -130,7 +140,7 @@ def task_metadata(spec: SuiteSpec, fam: TaskFamily, release: dict, *, repo: str,
     description = (
         f"RCP-nDCG {spec.title}, {fam.family}{text}: the model {what}. Relevance gains are "
         f"calibrated probabilities from one LLM judge ({judge}), release {number}; the main "
-        f"score {MAIN_SCORE} uses them with group-mean tie handling."
+        f"score {main_score(spec)} uses them with group-mean tie handling."
     )
     if spec.synthetic:
         description = "SYNTHETIC demo data, not a benchmark. " + description
@@ -146,7 +156,7 @@ def task_metadata(spec: SuiteSpec, fam: TaskFamily, release: dict, *, repo: str,
         "modalities": ["text", "image"] if image else ["text"],
         "eval_splits": [spec.split],
         "eval_langs": _eval_langs(spec, fam.subsets),
-        "main_score": MAIN_SCORE,
+        "main_score": main_score(spec),
         "license": spec.license,
         "annotations_creators": "LM-generated",
         "dialect": [],
@@ -250,6 +260,8 @@ def render_task_file(spec: SuiteSpec, releases: list[dict], *, repo: str,
         ("MTEB_FLOOR", spec.mteb_floor),
         ("REVISION", blocks["revision"]),
         ("TEXT_ONLY", repr(has_ocr_view(spec))),
+        ("CUTOFFS", repr(cutoffs(spec))),
+        ("CUTOFF_LIST", ", ".join(map(str, cutoffs(spec)))),
         ("RELEASES", _literal_json(blocks["releases"])),
         ("TASK_METADATA", _literal_json(blocks["task_metadata"])),
         ("SUBSETS", _literal_json(blocks["subsets"])),
@@ -269,6 +281,7 @@ def write_task_file(root: Path, spec: SuiteSpec, releases: list[dict], *, repo: 
 
 
 __all__ = [
-    "CUTOFFS", "MAIN_SCORE", "TaskFamily", "build_blocks", "families", "has_ocr_view",
+    "CUTOFFS", "MAIN_SCORE", "TaskFamily", "build_blocks", "cutoffs", "families",
+    "has_ocr_view", "main_score",
     "release_prompts", "render_task_file", "task_metadata", "task_name", "template_text", "write_task_file",
 ]

@@ -21,6 +21,7 @@ from rcp_data.model.layout import CARD_FILE
 if TYPE_CHECKING:
     import pandas as pd
 
+PAPER_K = 10                      # the cutoff of the paper's tables and agreement numbers
 CARD_METRICS = ("rcp_ndcg", "qrel_ndcg")      # the card's metrics, in the order it shows them
 METRIC_TITLES = {"rcp_ndcg": "RCP-nDCG", "qrel_ndcg": "qrel-nDCG", "count_ndcg": "Count-nDCG",
                  "raw_bt_ndcg": "Raw-BT-nDCG"}
@@ -222,7 +223,7 @@ def parse_card_tables(text: str) -> list[CardTable]:
     return tables
 
 
-__all__ = ["CARD_K", "CARD_METRICS", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
+__all__ = ["CARD_K", "CARD_METRICS", "PAPER_K", "LETTER_RULES", "METRIC_TITLES", "NATIVE_VIEW_HEADING",
            "RULE_TITLES", "CardTable", "card_body", "card_configs", "card_front_matter",
            "config_data_files", "escape_cell", "format_percent", "metric_label", "parse_card_tables",
            "summarised_rule", "tables_rule",

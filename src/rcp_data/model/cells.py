@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-CARD_K = 10                       # the cutoff of every table a card shows
+CARD_K = 10   # a card's main cutoff when its spec names none (core.specs.DEFAULT_CARD_K[0])
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 

@@ -26,7 +26,7 @@ from rcp_data.core.gains import GAIN_TOLERANCE, ItemParams, gain
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.outputs import Inputs, output_dir
 from rcp_data.core.specs import SHOWN_TIE_RULES, SuiteSpec, check_no_todo
-from rcp_data.model.card_format import CARD_K, CARD_METRICS
+from rcp_data.model.card_format import CARD_METRICS
 from rcp_data.model.layout import (
     CARD_FILE,
     RELEASE,
@@ -203,10 +203,12 @@ class ReleaseDiff:
         return out + ("\n" + self.gate.text() if self.gate is not None else "")
 
 
-def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int = CARD_K) -> ReleaseDiff:
+def diff_releases(a: Path, b: Path, spec: SuiteSpec, *, k: int | None = None) -> ReleaseDiff:
     """Gains and printed table cells of ``b`` against ``a``: the cells the card prints (its
-    tie rules and views, % with one decimal)."""
+    tie rules and views, % with one decimal) at ``k`` (default: the card's main k)."""
     from rcp_data.scoring.replay import load_release, replay_loaded
+
+    k = spec.main_k if k is None else k
 
     diff = ReleaseDiff()
     deltas = []

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcp_data.core.progress import bars, hub_bars
-from rcp_data.model.card_format import CARD_K
 
 if TYPE_CHECKING:
     from rcp_data.core.hub_client import HubClient
@@ -49,14 +48,15 @@ def _runs_of(release: Release, *, include_judge: bool = False) -> ReleaseRuns:
                         known=release.known)
 
 
-def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | None = None,
+def replay(release: Release | str | Path, *, k: int | None = None, tie_rule: str | None = None,
            view: str = "subsets", include_judge: bool = False,
            suite: str | SuiteSpec | None = None, client: HubClient | None = None,
            progress: bool = False, without_positives: str = "skip") -> ReplayResult:
     """Replay a release's result tables from its qrels, top_ranked, excluded and
     provenance runs, as ``rcp-data replay`` does.
 
-    ``k``: the cutoff; ``tie_rule``: ``"doc-id"``, ``"group-mean"`` or ``"pool-order"``
+    ``k``: the cutoff (default: the card's main k, ``[suite] card_k``'s first, 10 when the
+    spec names none); ``tie_rule``: ``"doc-id"``, ``"group-mean"`` or ``"pool-order"``
     (default: the suite's paper rule); ``without_positives``: ``"skip"`` (the paper's: qrel-nDCG
     leaves out queries without a positive label) or ``"zero"`` (mteb's: they count); ``view``: ``"subsets"`` (default), or ``"native"`` /
     ``"languages"`` for suites with domains; ``include_judge``: also replay the judge's runs.
@@ -76,13 +76,14 @@ def replay(release: Release | str | Path, *, k: int = CARD_K, tie_rule: str | No
     with bars(progress):
         data = _runs_of(rel, include_judge=include_judge)
         rule = tie_rule or default_tie_rule(data.spec, data.suite_known)
-        return replay_loaded(data, k=k, tie_rule=rule, view=view,
+        return replay_loaded(data, k=k if k is not None else rel.spec.main_k,
+                             tie_rule=rule, view=view,
                              without_positives=without_positives)
 
 
 def score(release: Release | str | Path,
           runs: str | Path | Sequence[str | Path] | Mapping[str, str | Path], *,
-          names: Sequence[str] | None = None, k: int = CARD_K, tie_rule: str | None = None,
+          names: Sequence[str] | None = None, k: int | None = None, tie_rule: str | None = None,
           view: str = "subsets", depth: int | None = None,
           against: Sequence[str] | None = None, suite: str | SuiteSpec | None = None,
           client: HubClient | None = None, progress: bool = False,
@@ -111,7 +112,8 @@ def score(release: Release | str | Path,
 
     rel = opened(release, suite=suite, client=client, progress=progress)
     with bars(progress):
-        result = score_files(_runs_of(rel), runs, names, k=k, tie_rule=tie_rule, view=view,
+        result = score_files(_runs_of(rel), runs, names,
+                             k=k if k is not None else rel.spec.main_k, tie_rule=tie_rule, view=view,
                              depth=depth, against=against, without_positives=without_positives)
     named = str(rel.root) if isinstance(release, Release) else str(release)
     return replace(result, dataset=named, revision=rel.revision)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from rcp_data.core.gains import DEFAULT_LINK, ItemParams, link_name
-from rcp_data.core.specs import SuiteSpec
+from rcp_data.core.specs import DEFAULT_CARD_K, SuiteSpec
 from rcp_data.scoring.agreement import labels as lab
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement.judged import EXCLUSION_RULE, excluded_mask, read_excluded
@@ -125,6 +125,7 @@ class ReleaseDiagnostics:
                                    repr=False)
     item_params: ItemParams | None = field(default=None, compare=False, repr=False)
     link: str = DEFAULT_LINK
+    k: int = DEFAULT_CARD_K[0]         # the cutoff of the ranking layer: the card's main k
 
     def to_json(self) -> dict:
         out = {"auc_threshold": self.auc_threshold, "tie_rule": self.tie_rule,
@@ -229,11 +230,11 @@ def _reliability(rows: pd.DataFrame) -> Reliability | None:
                        expected_calibration_error(pred, counts.passes[i], counts.n[i], ECE_BINS))
 
 
-def _ranking(data, tie_rule: str
+def _ranking(data, tie_rule: str, k: int
              ) -> tuple[dict, dict, float | None, dict, FailureModes, dict[str, int]]:
     from rcp_data.scoring.replay import replay_loaded
 
-    result = replay_loaded(data, tie_rule=tie_rule)
+    result = replay_loaded(data, k=k, tie_rule=tie_rule)
     pq_ = result.per_query
     boards, intervals, sens = {}, {}, {}
     fewest: dict[str, int] = {}
@@ -313,14 +314,15 @@ def release_diagnostics(root: str | Path, spec: SuiteSpec | str | None = None, *
     label = _label_layer(rows, threshold)
     rule = tie_rule or default_tie_rule(spec, known)
     data = load_release(root, spec, known=known)
-    boards, intervals, tau, sens, fm, fewest = _ranking(data, rule)
+    boards, intervals, tau, sens, fm, fewest = _ranking(data, rule, spec.main_k)
     pool_theta = rows["theta"].to_numpy()
     return ReleaseDiagnostics(
         auc_threshold=threshold, tie_rule=rule, label=label, leaderboards=boards,
         intervals=intervals, kendall_rcp_qrel=tau, sensitivity=sens, failure_modes=fm,
         interval_queries=fewest, reliability=_reliability(rows), graded=judged(rows),
         pool_theta=pool_theta,
-        item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)))
+        item_params=rows.attrs.get("item_params"), link=link_name(release_calibration(root)),
+        k=spec.main_k)
 
 
 __all__ = ["LABEL_RULE", "FailureModes", "SpearmanBounds", "failure_modes", "GATE_MEASURES", "SCORES", "SCORE_LABELS", "LabelAgreement", "label_layer",

@@ -17,7 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rcp_data.core.errors import UsageError
-from rcp_data.core.specs import CANDIDATES, JUDGE_PRESETS, TIE_RULES, TODO, dense_name
+from rcp_data.core.specs import (
+    CANDIDATES,
+    DEFAULT_CARD_K,
+    JUDGE_PRESETS,
+    TIE_RULES,
+    TODO,
+    dense_name,
+)
 from rcp_data.sources.local_files import READER, Found
 
 DEFAULT_POOL_SIZE = 150
@@ -40,6 +47,7 @@ class SpecAnswers:
     language: str = "en"
     synthetic: bool = False
     candidates: bool = False            # the pools are the benchmark's fixed candidate lists
+    card_k: tuple[int, ...] = DEFAULT_CARD_K   # the card's cutoffs, the first its main k
 
 
 def _toml(value: object) -> str:
@@ -88,6 +96,9 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
                          f"{', '.join(JUDGE_PRESETS)}")
     if a.pool_size < 1:
         raise UsageError(f"the pool size must be at least 1, got {a.pool_size}")
+    if not a.card_k or min(a.card_k) < 1 or len(set(a.card_k)) != len(a.card_k):
+        raise UsageError("the card's cutoffs must be positive integers, none twice, got "
+                         f"{list(a.card_k)}")
     lo, hi = found.grades
     positive = a.grade_positive
     if positive is None:
@@ -126,6 +137,7 @@ def spec_text(name: str, found: Found, answers: SpecAnswers, spec_path: Path) ->
         'modalities = ["text"]',
         'task_versioning = "suffix"',
         'mteb_floor = "2.0.1"',
+        f"card_k = {_toml(list(a.card_k))}   # the card's cutoffs; the first is its main score",
         "",
         "[judge]",
         f"preset = {_toml(a.judge_preset)}",

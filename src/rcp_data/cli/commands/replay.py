@@ -8,7 +8,6 @@ import sys
 from rcp_data.cli.formats import add_format_option, chosen, metric_tables, print_json
 from rcp_data.cli.options import add_without_positives_option
 from rcp_data.core.specs import TIE_RULES, VIEWS, suite_key
-from rcp_data.model.card_format import CARD_K
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "hf://datasets/OWNER/NAME@REV (only the tables a replay reads, never the "
                    "corpus, downloaded by commit sha into the HF cache; HF_HUB_OFFLINE=1 "
                    "reads them from the cache, REV a full sha)")
-    p.add_argument("--k", type=int, default=CARD_K, help=f"cutoff (default {CARD_K}, the card's)")
+    p.add_argument("--k", type=int, default=None,
+                   help="cutoff (default: the card's main k, the suite spec's card_k; 10 when "
+                   "it names none)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id)")
     p.add_argument("--view", choices=VIEWS, default="subsets",

@@ -82,8 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--view", choices=VIEWS, default="subsets",
                    help="table columns: subsets (default), or native/languages (per domain)")
     p.add_argument("--k", type=k_list, action="append", default=None, metavar="K",
-                   help=f"cutoff (default {CARD_K}, the card's); with --qrels repeatable or a "
-                   "list (10,20)")
+                   help="cutoff (default: the card's main k, the suite spec's card_k; with "
+                   f"--qrels {CARD_K}); with --qrels repeatable or a list (10,20)")
     p.add_argument("--depth", type=int, default=None,
                    help="use only each query's DEPTH best-scored candidates of a run (default: "
                    "every candidate it scores)")
@@ -114,9 +114,9 @@ QRELS_ONLY = ("gain", "judged_only", "per_query", "correction", "measure", "no_h
 def run(args: argparse.Namespace) -> int:
     from rcp_data.core.errors import UsageError
 
-    ks = [k for group in (args.k or [[CARD_K]]) for k in group]
     if args.qrels is not None:
-        return run_qrels(args, ks)
+        return run_qrels(args, [k for group in (args.k or [[CARD_K]]) for k in group])
+    ks = [k for group in (args.k or [[None]]) for k in group]
     used = [f"--{n.replace('_', '-')}" for n in QRELS_ONLY
             if getattr(args, n) not in (None, False, "linear")]
     if used:

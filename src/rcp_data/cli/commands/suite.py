@@ -69,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-preset", choices=("full", "reduced", "stage-b-only"),
                    default="full", help="the judging schedule's preset (default full)")
     p.add_argument("--pool-size", type=int, default=150, help="documents per pool (default 150)")
+    p.add_argument("--card-k", type=_cutoffs, default=None, metavar="K[,K...]",
+                   help="the cutoffs of the card's tables, the first its main score (default "
+                   "10; e.g. 20 or 5,20)")
     p.add_argument("--dense", action="append", default=[], metavar="[KEY=]MODEL",
                    help="a dense first-stage retriever: a sentence-transformers model (a local "
                    "folder or a cached Hub id; repeatable), fused with BM25")
@@ -105,6 +108,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_source_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_first_stage)
+
+
+def _cutoffs(text: str) -> list[int]:
+    """``--card-k 20`` or ``--card-k 5,20``: positive integers, none twice."""
+    try:
+        values = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--card-k {text!r}: expected integers (20 or 5,20)") from None
+    if not values or min(values) < 1 or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(
+            f"--card-k {text!r}: expected positive integers, none twice")
+    return values
 
 
 def _ask(args: argparse.Namespace, question: str) -> str | None:
@@ -144,7 +160,8 @@ def run_init(args: argparse.Namespace) -> int:
         citation=citation or _ask(args, "BibTeX entry (one line)"),
         description=args.description or _ask(args, "description (one paragraph)"),
         links=tuple(args.link) or tuple(filter(None, [_ask(args, "source link (URL)")])),
-        language=args.language, synthetic=args.synthetic)
+        language=args.language, synthetic=args.synthetic,
+        **({"card_k": tuple(args.card_k)} if args.card_k else {}))
     out = args.out or Path(f"{args.name}.toml")
     result = init_suite(args.name, args.data, out, answers, fmt=args.format,
                         subset_column=args.subset_column, split=args.split, force=args.force,
