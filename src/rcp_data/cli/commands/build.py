@@ -125,7 +125,11 @@ def build_inputs(args: argparse.Namespace, spec, options: dict[str, str]) -> dic
         from rcp_data.sources.local_files import data_root
 
         with contextlib.suppress(InputError):   # the reader names it when it reads
-            found["[source] path"] = Path(os.path.normpath(data_root(spec, options)))
+            data = Path(os.path.normpath(data_root(spec, options)))
+            if spec.source.format == "table" and spec.source.table:
+                found["[source] table"] = data / spec.source.table   # the one file read
+            else:
+                found["[source] path"] = data
     return found
 
 
