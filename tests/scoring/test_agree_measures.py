@@ -216,3 +216,28 @@ def test_overlap_all_known_by_construction() -> None:
     assert raters.overlap_all(r[:, :2], 1, exact=True) == pytest.approx(4 / 8)   # 2..5
     assert np.isnan(raters.overlap_all(np.zeros((5, 3)), 1))
     assert raters.overlap_all(r[:, :2], 1) == raters.overlap(r[:, 0], r[:, 1], 1)
+
+
+def test_top_rows_scores_every_cutoff_measure_as_the_whole_run(tmp_path: Path) -> None:
+    """SYNTHETIC: a run of long score ties and queries split over blocks; its top-k rows in
+    trec_eval's order score every measure with a cutoff up to k as the whole run does."""
+    from rcp_data.runs.qrels_runs import read_run, top_rows
+
+    rng = np.random.default_rng(2)
+    qrels = pd.DataFrame([(f"q{t}", f"d{i}", int(rng.integers(0, 4))) for t in range(5)
+                          for i in range(60)], columns=["query-id", "corpus-id", "grade"])
+    rows = [(f"q{t}", f"d{i}", float(np.round(rng.random(), 1))) for t in range(5)
+            for i in rng.permutation(80)]
+    rows = rows[::2] + rows[1::2]                           # every query in two blocks
+    whole = read_run(pd.DataFrame(rows, columns=["query-id", "corpus-id", "score"]), "<run>")
+    top = top_rows(whole, 20)
+    assert len(top) == 5 * 20 and len(top.block_query) == 5 and top.ranked
+    names = ["P(rel=2)@10", "RR(rel=2)@10", "R@20", "nDCG@20", "Success@5"]
+    a = score_qrels(qrels, {"r": whole}, measures=names, compare=False)
+    b = score_qrels(qrels, {"r": top}, measures=names, compare=False)
+    for m in names:
+        assert b.per_query["r"][m] == pytest.approx(a.per_query["r"][m], abs=1e-12), m
+    a = score_qrels(qrels, {"r": whole}, k=[10, 20], compare=False)
+    b = score_qrels(qrels, {"r": top}, k=[10, 20], compare=False)
+    for m in a.measures:
+        assert b.per_query["r"][m] == pytest.approx(a.per_query["r"][m], abs=1e-12), m

@@ -33,7 +33,7 @@ import pandas as pd
 
 from rcp_data.core.errors import UsageError
 from rcp_data.model.card_format import escape_cell
-from rcp_data.runs.qrels_runs import ReadRun, read_run
+from rcp_data.runs.qrels_runs import ReadRun, read_run, top_rows
 from rcp_data.runs.runs_in import run_names
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement import raters
@@ -465,6 +465,11 @@ def agree_files(qrels: str | Path | pd.DataFrame,
             zip(run_names(list(runs), names), runs, strict=True))
         read = {n: r if isinstance(r, ReadRun) else read_run(r, str(r)) for n, r in
                 named.items()}
+        parsed = [parse_measure(m) for m in wanted]
+        if all(p.cutoff and not p.judged_only for p in parsed):
+            # every measure sees only each query's top k: rank each run once, not per label set
+            deepest = max(p.cutoff for p in parsed)
+            read = {n: top_rows(r, deepest) for n, r in read.items()}
         per = [score_measures(wanted, ls.frame, read) for ls in sets]
         by_measure = {m: _systems(sets, read, [p[m] for p in per], m, draws=draws, seed=seed,
                                   rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
