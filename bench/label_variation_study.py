@@ -5,8 +5,8 @@ GENERATED (SYNTHETIC) data written to a temp folder: ``--topics`` topics of ``--
 documents, a primary assessor and ``--sets - 1`` secondary ones (two per topic, groups of topics
 as in the study: each pair of assessors shares a block of topics), ``--runs`` TREC runs of
 ``--depth`` rows per topic. Timed from the files: the runs read once, then the whole analysis
-(agreement and ceilings once; leaderboards and ``--draws`` label-variation draws for each of
-four measures, nDCG at four cutoffs scored in one pass per label set). Prints wall seconds and the peak resident memory;
+(agreement once; ceilings, leaderboards and ``--draws`` label-variation draws for each of
+four measures, ``--measures``: by default the study's nDCG@10, P@10, RR@10 and R@100). Prints wall seconds and the peak resident memory;
 targets: under 30 s and 2 GiB.
 
     PYTHONPATH=src .venv/bin/python bench/label_variation_study.py [--draws 10000]
@@ -27,8 +27,11 @@ import numpy as np
 
 from rcp_data.runs.qrels_runs import read_run
 from rcp_data.scoring.agreement.plain import agree_files
+from rcp_data.scoring.qrels_score import split_names
 
-MEASURES = ("nDCG@5", "nDCG@10", "nDCG@20", "nDCG@100")
+MEASURES = ("nDCG@10", "P(rel=2)@10", "RR(rel=2)@10", "R(rel=2)@100")
+"""The study's four (its table's nDCG@10, P@10, MRR@10 and R@100, relevance at
+grade 2 as TREC DL counts it)."""
 
 
 def _write(root: Path, topics: int, sets: int, pool: int, runs: int, depth: int,
@@ -71,20 +74,24 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--draws", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--measures", default=",".join(MEASURES),
+                    help="comma-separated ir-measures names (default: the study's four)")
     ap.add_argument("--profile", action="store_true",
                     help="cProfile the timed part (not the writing); top 25 to stderr")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         primary, labels, files = _write(Path(tmp), args.topics, args.sets, args.pool, args.runs,
                                         args.depth, args.seed)
+        measures = [m.strip() for m in split_names(args.measures)]
         prof = cProfile.Profile() if args.profile else None
         if prof:
             prof.enable()
         start = time.perf_counter()
+        cpu = time.process_time()
         read = {p.stem: read_run(p, str(p)) for p in files}
         t_read = time.perf_counter() - start
         t0 = time.perf_counter()
-        res = agree_files(primary, labels, read, measure=list(MEASURES), draws=args.draws,
+        res = agree_files(primary, labels, read, measure=measures, draws=args.draws,
                           seed=args.seed).to_json()
         for m, sys_ in res["systems_by_measure"].items():
             v = sys_["variation"]
@@ -92,14 +99,16 @@ def main() -> None:
                   f"{v['swap_max']:.3f}")
         print(f"analysis (agreement once, every measure): {time.perf_counter() - t0:.2f} s")
         total = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         if prof:
             prof.disable()
             pstats.Stats(prof, stream=sys.stderr).sort_stats("cumtime").print_stats(25)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"SYNTHETIC {args.topics} topics, {args.sets} label sets, {args.runs} runs x "
-          f"{args.depth} rows, {args.draws} draws, {len(MEASURES)} measures")
-    print(f"reading runs {t_read:.2f} s; TOTAL {total:.2f} s (target < 30); peak RSS "
-          f"{peak:.2f} GiB (target < 2)")
+          f"{args.depth} rows, {args.draws} draws, {len(measures)} measures "
+          f"({', '.join(measures)})")
+    print(f"reading runs {t_read:.2f} s; TOTAL {total:.2f} s wall (target < 30), {cpu:.2f} s "
+          f"CPU (this process, every thread); peak RSS {peak:.2f} GiB (target < 2)")
 
 
 if __name__ == "__main__":

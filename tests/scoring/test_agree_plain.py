@@ -361,3 +361,21 @@ def test_several_measures_in_one_pass_equal_one_at_a_time(study: dict) -> None:
     rc, out, _ = _cli(["--qrels", str(study["files"]["primary"]), *_labels(study), "--draws",
                        "30", "--measure", "nDCG@5,nDCG@20", *map(str, study["runs"])])
     assert rc == 0 and "systems under nDCG@5" in out and "systems under nDCG@20" in out
+
+
+def test_wilcoxon_p_equals_scipy_on_ties_zeros_and_sizes() -> None:
+    """SYNTHETIC rank differences (ties, zeros, 3 to 60 topics): scipy's p-value, whichever
+    method scipy picks (exact, its permutation test, asymptotic)."""
+    from rcp_data.scoring.agreement.significance import wilcoxon_p
+
+    rng = np.random.default_rng(4)
+    for n in (3, 5, 8, 11, 13, 14, 30, 60):
+        for _ in range(6):
+            x = rng.integers(1, 6, size=n).astype(float)
+            y = np.where(rng.random(n) < 0.3, x, rng.integers(1, 6, size=n)).astype(float)
+            if np.all(x == y):
+                continue
+            assert wilcoxon_p(x, y) == pytest.approx(stats.wilcoxon(x, y).pvalue, abs=1e-12)
+        x = rng.permutation(n).astype(float) + 0.5            # no ties, no zeros
+        assert wilcoxon_p(x, np.zeros(n) + 0.25) == pytest.approx(
+            stats.wilcoxon(x, np.zeros(n) + 0.25).pvalue, abs=1e-12)

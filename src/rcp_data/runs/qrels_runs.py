@@ -57,6 +57,31 @@ class ReadRun:
         return np.repeat(np.array(self.block_query, dtype=object), self.block_size).tolist()
 
 
+def top_rows(run: ReadRun, k: int) -> ReadRun:
+    """The rows of ``run`` in each query's top ``k`` in trec_eval's order (score descending,
+    ties by corpus-id descending, byte-wise), ranked so, one block per query: every measure
+    with a cutoff up to ``k`` ranked that way scores it as it scores ``run`` (not a measure
+    without a cutoff, nor a judged-only one, which ranks past unjudged rows)."""
+    index: dict[str, int] = {}
+    block_q = np.array([index.setdefault(q, len(index)) for q in run.block_query],
+                       dtype=np.int64)
+    row_q = np.repeat(block_q, run.block_size)
+    rank = run.docs.byte_rank(run.docs.words())
+    order = np.lexsort((-rank, -run.scores, row_q))
+    q = row_q[order]
+    head = np.ones(len(q), dtype=bool)
+    head[1:] = q[1:] != q[:-1]
+    starts = np.flatnonzero(head)
+    position = np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
+    keep = order[position < k]
+    kq = row_q[keep]
+    first = np.ones(len(kq), dtype=bool)
+    first[1:] = kq[1:] != kq[:-1]
+    names = list(index)
+    return ReadRun(run.docs.take(keep), run.scores[keep], np.flatnonzero(first),
+                   tuple(names[i] for i in kq[first]), ranked=True)
+
+
 def pair_keys(doc_fingerprints: np.ndarray, query: np.ndarray) -> np.ndarray:
     """One uint64 per (query index, document fingerprint)."""
     return mix(doc_fingerprints ^ (query.astype(np.uint64) * QUERY_SALT))
@@ -115,4 +140,4 @@ def _table(run: str | Path | pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(frame.astype({"score": np.float64}), preserve_index=False)
 
 
-__all__ = ["ReadRun", "pair_keys", "read_run"]
+__all__ = ["ReadRun", "pair_keys", "read_run", "top_rows"]

@@ -519,7 +519,7 @@ def _measures(names: Sequence[str], ks: Sequence[int], gain: str, judged_only: b
         raise UsageError(f"named measures rank as trec_eval (tie rule {DEFAULT_TIE_RULE}); "
                          f"--tie-rule {tie_rule} applies to nDCG@k without --measure")
     out: list[Measure] = []
-    for text in [n.strip() for name in names for n in _split_names(name)]:
+    for text in [n.strip() for name in names for n in split_names(name)]:
         bare = parse_measure(text + "@1") if parse_needs_cutoff(text) else None
         for m in ([replace(bare, cutoff=k) for k in ks] if bare else [parse_measure(text)]):
             if judged_only:
@@ -532,7 +532,7 @@ def _measures(names: Sequence[str], ks: Sequence[int], gain: str, judged_only: b
     return list(dict.fromkeys(out))
 
 
-def _split_names(text: str) -> list[str]:
+def split_names(text: str) -> list[str]:
     """``P@10,AP(rel=2)`` -> its names (commas inside parentheses kept)."""
     parts, depth, cur = [], 0, ""
     for ch in text:
@@ -683,4 +683,4 @@ def _compare(per_query: Mapping[str, Mapping[str, np.ndarray]], measures: Sequen
 
 
 __all__ = ["CORRECTIONS", "FORMATS", "GAINS", "PairComparison", "QrelsScore", "adjust_pvalues",
-           "bootstrap_interval", "measure_name", "score_qrels"]
+           "bootstrap_interval", "measure_name", "score_qrels", "split_names"]

@@ -37,8 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the primary assessor's qrels; with --labels NAME=QRELS per secondary "
                    "assessor. Statistics on the documents the raters compared both judged")
     f.add_argument("--measure", default="nDCG@10",
-                   help="measure of the runs under each label set (default nDCG@10); several "
-                   "comma-separated (nDCG@5,nDCG@10) share one scoring pass")
+                   help="measure of the runs under each label set and of the ceilings, by its "
+                   "ir-measures name (default nDCG@10; also P@10, P(rel=2)@10, RR@10, R@100, "
+                   "AP, nDCG(judged_only=True)@10, ...); several comma-separated "
+                   "(nDCG@10,P(rel=2)@10) share one scoring pass per label set")
     f.add_argument("--groups", action="append", default=None, metavar="A,B,...",
                    help="a group of assessors (label set names) for Fleiss' kappa; repeat per "
                    "group (default: assessors linked by a topic not every assessor judged)")
@@ -113,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _plain(args: argparse.Namespace) -> int:
     from rcp_data.scoring.agreement.plain import agree_files, check_label_name
+    from rcp_data.scoring.qrels_score import split_names
 
     for name, _ in args.labels:
         check_label_name(name)
@@ -126,7 +129,7 @@ def _plain(args: argparse.Namespace) -> int:
     groups = None if args.groups is None else [
         [n.strip() for n in g.split(",") if n.strip()] for g in args.groups]
     result = agree_files(args.qrels, dict(args.labels), args.path,
-                         measure=[m.strip() for m in args.measure.split(",") if m.strip()],
+                         measure=[m.strip() for m in split_names(args.measure)],
                          threshold=2 if args.threshold is None else args.threshold,
                          groups=groups, draws=args.draws, seed=args.seed, rbo_p=args.rbo_p,
                          draw_primary=args.draw_primary, draw_zero=not args.no_all_zero,

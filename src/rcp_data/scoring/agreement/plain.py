@@ -8,11 +8,14 @@ label source) and, optionally, runs read as ``score --qrels`` reads them.
   never an error).
 - Assessors: Cohen's kappa and overlap of every pair on the documents both judged, four-grade
   and binarized at ``threshold``; Fleiss' kappa per group of assessors who share topics (found
-  from the data: assessors linked by a shared topic not all of them judged), on the
-  documents every member judged, with
-  and without the primary assessor; the grade-transition matrix primary -> each assessor.
-- Systems (with runs): each run's per-query values under every label set, by a pluggable
-  measure ``(qrels frame, run) -> per-query values`` (:data:`MEASURES`; default ``nDCG@10``),
+  from the data: assessors linked by a shared topic not all of them judged), and the overlap
+  of all members' relevant sets, on the documents every member judged, with and without the
+  primary assessor; the grade-transition matrix primary -> each assessor.
+- Ceilings: each assessor's grades (and the max, min and mean over assessors) as a run on the
+  primary's qrels under nDCG@k and every requested measure, ties averaged over their orders.
+- Systems (with runs): each run's per-query values under every label set, by a measure
+  ``(qrels frame, run) -> per-query values`` (:func:`measure_of`: the ir-measures names of
+  :mod:`rcp_data.scoring.measures`; default ``nDCG@10``),
   the leaderboards' Kendall tau-b, Spearman rho and RBO against the primary's, and label
   variation (:func:`~.variation.label_variation`): draws of one label set per topic.
 """
@@ -30,14 +33,16 @@ import pandas as pd
 
 from rcp_data.core.errors import UsageError
 from rcp_data.model.card_format import escape_cell
-from rcp_data.runs.qrels_runs import ReadRun, read_run
+from rcp_data.runs.qrels_runs import ReadRun, read_run, top_rows
 from rcp_data.runs.runs_in import check_name_count, run_names
 from rcp_data.scoring.agreement import rankings as rk
 from rcp_data.scoring.agreement import raters
 from rcp_data.scoring.agreement.labelsets import LabelSet, read_label_set
 from rcp_data.scoring.agreement.significance import collection_changes
 from rcp_data.scoring.agreement.variation import DRAWS, SEED, label_variation
+from rcp_data.scoring.measures import parse_measure
 from rcp_data.scoring.qrels_score import score_qrels
+from rcp_data.scoring.tied_measures import compute_tied
 
 PRIMARY = "primary"
 THRESHOLD = 2
@@ -65,11 +70,28 @@ def _ndcg(k: int) -> Measure:
     return measure
 
 
+def _named(name: str) -> Measure:
+    def measure(qrels: pd.DataFrame, runs: Mapping[str, ReadRun]) -> dict[str, pd.Series]:
+        return _by_name([name], qrels, runs)[name]
+    return measure
+
+
+def _by_name(names: Sequence[str], qrels: pd.DataFrame, runs: Mapping[str, ReadRun]
+             ) -> dict[str, dict[str, pd.Series]]:
+    """Per name, per run, its per-query values by the shared measures
+    (:mod:`rcp_data.scoring.measures`), every run ranked once for all ``names``."""
+    keys = {n: str(parse_measure(n)) for n in names}
+    s = score_qrels(qrels, runs, measures=list(dict.fromkeys(keys.values())), compare=False)
+    index = list(s.queries)
+    return {n: {r: pd.Series(s.per_query[r][key], index=index) for r in runs}
+            for n, key in keys.items()}
+
+
 def score_measures(names: Sequence[str], qrels: pd.DataFrame, runs: Mapping[str, ReadRun]
                    ) -> dict[str, Mapping[str, pd.Series]]:
     """Per measure name, per run, its per-query values on ``qrels``; the nDCG cutoffs share
-    one scoring pass (the qrels indexed and each run ranked once), other measures plug in by
-    :func:`measure_of`."""
+    one scoring pass (the qrels indexed and each run ranked once), the other measures another
+    (:mod:`rcp_data.scoring.measures`, as ``score --qrels --measure`` computes them)."""
     cutoffs = {n: int(m.group(1)) for n in names if (m := _NDCG.match(n)) and int(m.group(1))}
     out: dict[str, Mapping[str, pd.Series]] = {}
     if cutoffs:
@@ -78,19 +100,21 @@ def score_measures(names: Sequence[str], qrels: pd.DataFrame, runs: Mapping[str,
         for n, k in cutoffs.items():
             name = s.measures[list(dict.fromkeys(cutoffs.values())).index(k)]
             out[n] = {r: pd.Series(s.per_query[r][name], index=index) for r in runs}
-    for n in names:
-        if n not in out:
-            out[n] = measure_of(n)(qrels, runs)
+    rest = [n for n in names if n not in out]
+    if rest:
+        out.update(_by_name(rest, qrels, runs))
     return out
 
 
 def measure_of(name: str) -> Measure:
-    """The measure named ``name`` (ir-measures names). Now ``nDCG@k``; further measures plug in
-    here, by name."""
+    """The measure named ``name`` (ir-measures names: ``nDCG@10``, ``P(rel=2)@10``,
+    ``RR(rel=2)@10``, ``R@100``, ``AP``, ``nDCG(judged_only=True)@10``, ...); a UsageError
+    naming what is wrong otherwise."""
     m = _NDCG.match(name)
     if m and int(m.group(1)) > 0:
         return _ndcg(int(m.group(1)))
-    raise UsageError(f"unknown measure {name!r}; this version knows nDCG@k (e.g. nDCG@10)")
+    parse_measure(name)
+    return _named(name)
 
 
 def check_label_name(name: str) -> str:
@@ -177,6 +201,10 @@ def _same_grade(r: np.ndarray) -> float:
     return float((r[:, 0] == r[:, 1]).mean())
 
 
+def _all_same(r: np.ndarray) -> float:
+    return float((r == r[:, :1]).all(axis=1).mean())
+
+
 def _pair(wide: pd.DataFrame, a: str, b: str, threshold: float, method: str) -> dict:
     both = wide[[a, b]].dropna()
     x, y = both[a].to_numpy(), both[b].to_numpy()
@@ -217,9 +245,14 @@ def _group(wide: pd.DataFrame, members: Sequence[str], threshold: float, method:
         out["fleiss_kappa"], out["undefined_topics"] = _topic_mean(rated, raters.fleiss_kappa)
         out["fleiss_kappa_binary"], out["undefined_topics_binary"] = _topic_mean(
             (rated >= threshold).astype(float), raters.fleiss_kappa)
+        # as for pairs: per topic the share of documents every member gave the same grade
+        out["overlap"] = _topic_mean_all(every, _all_same)
+        out["overlap_binary"] = _topic_mean_all((every >= threshold).astype(float), _all_same)
         return out
     out.update(fleiss_kappa=raters.fleiss_kappa(r),
-               fleiss_kappa_binary=raters.fleiss_kappa((r >= threshold).astype(float)))
+               fleiss_kappa_binary=raters.fleiss_kappa((r >= threshold).astype(float)),
+               overlap=raters.overlap_all(r, 1, exact=True),
+               overlap_binary=raters.overlap_all(r, threshold))
     return out
 
 
@@ -245,26 +278,56 @@ def t_interval(values: np.ndarray) -> dict:
     return {"mean": float(v.mean()) if n else None, "half_width": half, "topics": n}
 
 
-def _ceilings(wide: pd.DataFrame, secondary: Sequence[str], k: int) -> dict:
-    """Each assessor's grades (and the max/min/mean over assessors) as a run on the primary's
-    qrels, nDCG@k over the topics that assessor judged; tied grades are averaged over their
-    orders exactly (tie rule ``group-mean``: the expectation over random orders of a tie)."""
-    primary = wide[PRIMARY].dropna().rename("grade").reset_index()
+def _ceiling_runs(wide: pd.DataFrame, secondary: Sequence[str]) -> dict[str, pd.Series]:
+    """Each assessor's grades and the max/min/mean over the assessors who graded a document,
+    as scores indexed by (query-id, corpus-id)."""
     sec = wide[list(secondary)]
     runs = {n: sec[n].dropna() for n in secondary}
-    any_ = sec.notna().any(axis=1)
-    both = sec[any_]
+    both = sec[sec.notna().any(axis=1)]
     runs.update({"aggregate max": both.max(axis=1), "aggregate min": both.min(axis=1),
                  "aggregate mean": both.mean(axis=1)})
+    return runs
+
+
+def _ceilings(wide: pd.DataFrame, secondary: Sequence[str], name: str) -> dict:
+    """Each assessor's grades (and the max/min/mean over assessors) as a run on the primary's
+    qrels, ``name`` over the topics that assessor judged; tied grades are averaged over their
+    orders exactly (nDCG@k: tie rule ``group-mean``; every measure:
+    :func:`~rcp_data.scoring.tied_measures.compute_tied`)."""
+    runs = _ceiling_runs(wide, secondary)
+    m = _NDCG.match(name)
     out = {}
-    for name, grades in runs.items():
-        frame = grades.rename("score").reset_index()
-        res = score_qrels(primary, {"run": frame}, k=k, tie_rule="group-mean", compare=False)
-        judged = set(frame["query-id"])
-        keep = np.array([q in judged for q in res.queries], dtype=bool)
-        out[name] = t_interval(res.per_query["run"][res.measures[0]][keep])
-    return {"measure": f"nDCG@{k}", "tie_rule": "group-mean (exact expectation over tie orders)",
-            "runs": out}
+    if m:
+        primary = wide[PRIMARY].dropna().rename("grade").reset_index()
+        for run, grades in runs.items():
+            frame = grades.rename("score").reset_index()
+            res = score_qrels(primary, {"run": frame}, k=int(m.group(1)), tie_rule="group-mean",
+                              compare=False)
+            judged = set(frame["query-id"])
+            keep = np.array([q in judged for q in res.queries], dtype=bool)
+            out[run] = t_interval(res.per_query["run"][res.measures[0]][keep])
+    else:
+        measure = parse_measure(name)
+        prim = wide[PRIMARY].dropna()
+        topics = prim.index.get_level_values(0)
+        queries = pd.Index(topics.unique())
+        qcode = queries.get_indexer(topics)
+        grades = prim.to_numpy(np.float64)
+        judged_grades = [grades[qcode == i] for i in range(len(queries))]
+        positive = np.array([bool((g > 0).any()) for g in judged_grades])
+        for run, scores in runs.items():
+            rq = scores.index.get_level_values(0)
+            qpos = queries.get_indexer(rq)
+            mine = qpos >= 0
+            g = prim.reindex(scores.index).to_numpy(np.float64)
+            values = compute_tied(measure, qpos[mine], scores.to_numpy(np.float64)[mine],
+                                  np.nan_to_num(g[mine], nan=-1.0), judged_grades,
+                                  len(queries))
+            keep = positive & np.isin(np.arange(len(queries)), qpos[mine])
+            out[run] = t_interval(values[keep])
+    rule = "group-mean (exact expectation over tie orders)" if m else \
+        "exact expectation over tie orders"
+    return {"measure": name, "tie_rule": rule, "runs": out}
 
 
 def _clean(x):
@@ -392,9 +455,18 @@ def agree_files(qrels: str | Path | pd.DataFrame,
             "threshold": threshold, "kappa_method": kappa_method, "coverage": _coverage(wide, [PRIMARY, *secondary]),
             "pairs": pairs, "groups": grp, "transitions": trans,
             "transitions_all": trans_all, "systems": None,
-            "ceilings": _ceilings(wide, secondary, ceiling_k)}
+            "ceilings": _ceilings(wide, secondary, f"nDCG@{ceiling_k}")}
+    if any(m != f"nDCG@{ceiling_k}" for m in wanted):
+        data["ceilings_by_measure"] = {m: data["ceilings"] if m == f"nDCG@{ceiling_k}" else
+                                       _ceilings(wide, secondary, m)
+                                       for m in dict.fromkeys([f"nDCG@{ceiling_k}", *wanted])}
     if runs:
         read = _read_runs(runs, names)
+        parsed = [parse_measure(m) for m in wanted]
+        if all(p.cutoff and not p.judged_only for p in parsed):
+            # every measure sees only each query's top k: rank each run once, not per label set
+            deepest = max(p.cutoff for p in parsed)
+            read = {n: top_rows(r, deepest) for n, r in read.items()}
         per = [score_measures(wanted, ls.frame, read) for ls in sets]
         by_measure = {m: _systems(sets, read, [p[m] for p in per], m, draws=draws, seed=seed,
                                   rbo_p=rbo_p, draw_primary=draw_primary, draw_zero=draw_zero)
@@ -436,9 +508,10 @@ def render(d: dict) -> str:
     lines += [f"| {e(p['a'])} | {e(p['b'])} | {p['documents']} | {_f(p['cohen_kappa'])} | "
               f"{_f(p['cohen_kappa_binary'])} | {_f(p['overlap'])} | "
               f"{_f(p['overlap_binary'])} |" for p in d["pairs"]]
-    lines += ["", "groups (Fleiss kappa on the documents every member judged):",
-              "| group | with primary | topics | documents | Fleiss kappa | binary |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "groups (Fleiss kappa on the documents every member judged; overlap: Jaccard "
+              "of the relevant sets of every member):",
+              "| group | with primary | topics | documents | Fleiss kappa | binary | overlap | "
+              "binary |", "|---|---|---|---|---|---|---|---|"]
     for g in d["groups"]:
         for key, flag in (("without_primary", "no"), ("with_primary", "yes")):
             x = g[key]
@@ -446,19 +519,20 @@ def render(d: dict) -> str:
                 continue
             lines.append(f"| {e(' + '.join(x['members']))} | {flag} | {x['topics']} | "
                          f"{x['documents']} | {_f(x['fleiss_kappa'])} | "
-                         f"{_f(x['fleiss_kappa_binary'])} |")
+                         f"{_f(x['fleiss_kappa_binary'])} | {_f(x['overlap'])} | "
+                         f"{_f(x['overlap_binary'])} |")
     t = d["transitions_all"]
     lines += ["", "grade transitions, primary grade -> assessor grade (all assessors):",
               "| primary | " + " | ".join(f"{g:g}" for g in t["grades"]) + " | changed |",
               "|---" * (len(t["grades"]) + 2) + "|"]
     lines += [f"| {g:g} | " + " | ".join(str(c) for c in row) + f" | {_f(ch)} |"
               for g, row, ch in zip(t["grades"], t["counts"], t["changed"], strict=True)]
-    c = d["ceilings"]
-    lines += ["", f"ceilings: each assessor's grades as a run on the primary, {c['measure']}, "
-              f"ties {c['tie_rule']}; mean +- 95% t-interval over the topics it judged:",
-              "| run | mean | +- | topics |", "|---|---|---|---|"]
-    lines += [f"| {e(n)} | {_f(x['mean'])} | {_f(x['half_width'])} | {x['topics']} |"
-              for n, x in c["runs"].items()]
+    for c in (d.get("ceilings_by_measure") or {"": d["ceilings"]}).values():
+        lines += ["", f"ceilings: each assessor's grades as a run on the primary, "
+                  f"{c['measure']}, ties {c['tie_rule']}; mean +- 95% t-interval over the "
+                  "topics it judged:", "| run | mean | +- | topics |", "|---|---|---|---|"]
+        lines += [f"| {e(n)} | {_f(x['mean'])} | {_f(x['half_width'])} | {x['topics']} |"
+                  for n, x in c["runs"].items()]
     for s in (d.get("systems_by_measure") or {"": d["systems"]}).values():
         if not s:
             continue

@@ -6,7 +6,8 @@
   statsmodels' ``fleiss_kappa`` on ``aggregate_raters``);
 - :func:`overlap`: Jaccard of the relevant sets (Voorhees 2000): documents both call relevant
   over documents either calls relevant; ``exact=True`` counts a document as shared only when
-  both gave it the same grade (the four-grade overlap);
+  both gave it the same grade (the four-grade overlap); :func:`overlap_all` the same over any
+  number of raters (all call it relevant over any calls it relevant);
 - :func:`transitions`: the matrix of (reference grade -> other grade) counts and, per reference
   grade, the share that changed.
 """
@@ -58,11 +59,24 @@ def fleiss_kappa(ratings: np.ndarray) -> float:
 def overlap(a: np.ndarray, b: np.ndarray, threshold: float, *, exact: bool = False) -> float:
     """Jaccard of the sets graded ``>= threshold`` (``exact``: a shared document needs the same
     grade); NaN when neither rater calls anything relevant."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    ra, rb = a >= threshold, b >= threshold
-    union = int((ra | rb).sum())
-    both = ra & rb & (a == b) if exact else ra & rb
-    return float(both.sum()) / union if union else float("nan")
+    return overlap_all(np.column_stack([np.asarray(a, dtype=np.float64),
+                                        np.asarray(b, dtype=np.float64)]), threshold,
+                       exact=exact)
+
+
+def overlap_all(ratings: np.ndarray, threshold: float, *, exact: bool = False) -> float:
+    """Jaccard of the relevant sets of every rater of ``ratings`` ``(items, raters)``: the
+    documents all call relevant (``>= threshold``; ``exact``: with one and the same grade)
+    over those any calls relevant; NaN when none calls anything relevant."""
+    r = np.asarray(ratings, dtype=np.float64)
+    if r.ndim != 2 or r.shape[1] < 2:
+        return float("nan")
+    relevant = r >= threshold
+    union = int(relevant.any(axis=1).sum())
+    shared = relevant.all(axis=1)
+    if exact:
+        shared &= (r == r[:, :1]).all(axis=1)
+    return float(shared.sum()) / union if union else float("nan")
 
 
 @dataclass(frozen=True)
@@ -94,4 +108,5 @@ def transitions(reference: np.ndarray, other: np.ndarray) -> Transitions:
     return Transitions(tuple(float(g) for g in grades), counts)
 
 
-__all__ = ["Transitions", "cohen_kappa", "fleiss_kappa", "overlap", "transitions"]
+__all__ = ["Transitions", "cohen_kappa", "fleiss_kappa", "overlap", "overlap_all",
+           "transitions"]
