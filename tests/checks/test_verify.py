@@ -21,9 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import HfApi
 from support.demo_fixture import copy_demo, refit_release_2
+from support.stages import Staged
 from support.tamper import tamper_commit
 
 from rcp_data.checks.verify import check_paper, paper_applies, verify
+from rcp_data.checks.verify_stages import Fetched
 from rcp_data.cli import main
 from rcp_data.core.hub_client import HubClient
 from rcp_data.core.specs import load_spec
@@ -69,7 +71,7 @@ def published(local_hub, tmp_path_factory, demo_data) -> dict:
     _release_files(v2, spec, read_history(v2 / RELEASES_JSON))
     r2 = publish(v2, repo, client=HubClient(local_hub.url))
     return {"repo": repo, "api": api, "tag1": r1.tag, "sha1": r1.commit, "tag2": r2.tag,
-            "sha2": r2.commit, "v1": v1, "v2": v2}
+            "sha2": r2.commit, "v1": v1, "v2": v2, "client_url": local_hub.url}
 
 
 def _tamper(p: dict, name: str, files: dict[str, bytes]) -> str:
@@ -85,6 +87,25 @@ def _parquet_bytes(frame: pd.DataFrame, kind: str, tmp: Path) -> bytes:
 
 def _failed(report) -> dict:
     return {c.name: c for c in report.checks if not c.ok}
+
+
+def _failed_of(staged: Staged) -> dict:
+    return {c.name: c for c in staged.failed}
+
+
+def _staged(p: dict, revision: str, tmp_path: Path) -> Staged:
+    """``revision`` fetched as verify fetches it, its stages run as a test asks for them."""
+    return Staged.of(HubClient(p["client_url"], cache_dir=tmp_path / "c"), p["repo"], revision)
+
+
+def _card_stages(root: Path) -> Staged:
+    """A local release taken through every stage that reads the card or the task file: the
+    inputs, the integrity (the card's configs), the counts the card states, the replay (the
+    card's tables) and the documents rendered again (the judge provenance and the Diagnostics
+    read neither)."""
+    staged = Staged(Fetched(root))
+    staged.counts, staged.documents  # noqa: B018
+    return staged
 
 
 def _hub_state(api: HfApi, repo: str) -> tuple:
@@ -120,8 +141,10 @@ def test_both_releases_verify_clean_by_tag_and_sha(published, local_hub, tmp_pat
     hub_before, store_before = _hub_state(p["api"], p["repo"]), _tree(local_hub.root,
                                                                           server_caches=True)
     home_before, tmp_before = _tree(hf_home), _tree(tmp_path, skip=cache)
-    for rev, number, sha in ((p["tag1"], 1, p["sha1"]), (p["sha1"], 1, p["sha1"]),
-                             (p["tag2"], 2, p["sha2"]), (p["sha2"], 2, p["sha2"])):
+    # by tag and by sha (release 2 by tag end to end: test_cli_by_tag_json_and_exit_zero;
+    # release 1 by sha through the stages that read the revision's name:
+    # test_verify_tamper.py::test_untampered_tags_shas_and_head_verify)
+    for rev, number, sha in ((p["tag1"], 1, p["sha1"]), (p["sha2"], 2, p["sha2"])):
         report = verify(repo=p["repo"], revision=rev, cache_dir=cache)
         assert report.ok, report.text()
         assert (report.sha, report.release, report.suite) == (sha, number, "demo")
@@ -169,10 +192,10 @@ def test_cli_by_tag_json_and_exit_zero(published, tmp_path, capsys):
                str(tmp_path / "c"), "--digest", digest1])
     text = capsys.readouterr().out
     assert rc == 0 and "VERIFIED" in text and p["sha1"] in text
-    # a branch resolves to its head (release 2's commit) like a sha
-    report = verify(repo=p["repo"], revision="main", cache_dir=tmp_path / "c")
-    assert report.ok and (report.sha, report.release) == (p["sha2"], 2)
-    assert report.check("revision").status == "ok"
+    # a branch resolves to its head (release 2's commit) like a sha (the pin)
+    staged = _staged(p, "main", tmp_path)
+    assert (staged.fetched.pin.sha, staged.pinned.release.release) == (p["sha2"], 2)
+    assert not staged.failed and staged.check("revision").status == "ok"
 
 
 def test_local_directory_verifies(published):
@@ -191,8 +214,7 @@ def test_card_count_that_disagrees_with_the_data_is_named(published, tmp_path):
     (root / CARD_FILE).write_text(card.replace(f"{pool_pairs:,} pool pairs",
                                                f"{pool_pairs + 1:,} pool pairs", 1),
                                   encoding="utf-8")
-    report = verify(path=root)
-    failed = _failed(report)
+    failed = _failed_of(_card_stages(root))
     assert set(failed) == {"card-counts", "card-regenerated"}
     (detail,) = failed["card-counts"].details
     assert f"pool_pairs {pool_pairs + 1:,}, the data has {pool_pairs:,}" in detail
@@ -211,7 +233,7 @@ def test_card_without_a_config_is_named(published, tmp_path):
     data["configs"] = [c for c in data["configs"] if c["config_name"] != "beta-qrels"]
     (root / CARD_FILE).write_text(f"---\n{yaml.safe_dump(data, sort_keys=False)}---{body}",
                                   encoding="utf-8")
-    failed = _failed(verify(path=root))
+    failed = _failed_of(_card_stages(root))
     assert set(failed) == {"configs-complete", "card-regenerated"}
     assert failed["configs-complete"].details == ["no config 'beta-qrels'"]
 
@@ -224,7 +246,7 @@ def test_task_file_pinning_another_revision_is_named(published, tmp_path):
     (root / TASK_FILE).write_text(text.replace(f'_REVISION = "{published["tag1"]}"',
                                                f'_REVISION = "{published["tag2"]}"'),
                                   encoding="utf-8")
-    failed = _failed(verify(path=root))
+    failed = _failed_of(_card_stages(root))
     assert set(failed) == {"task-file", "task-file-regenerated"}
     assert failed["task-file"].expected == published["tag1"]
     assert failed["task-file"].found == f"_REVISION = {published['tag2']!r}"
@@ -239,7 +261,9 @@ def test_changed_gain_is_named(published, tmp_path):
     i = q.index[q["theta"].notna()][11]
     q.loc[i, "gain"] = q.loc[i, "gain"] + 1e-6
     sha = _tamper(p, "gain", {"beta/qrels.parquet": _parquet_bytes(q, "qrels", tmp_path)})
-    report = verify(repo=p["repo"], revision=sha, cache_dir=tmp_path / "c")
+    staged = _staged(p, sha, tmp_path)
+    staged.integrity  # noqa: B018 -- the gains against the item parameters
+    report = staged.report()
     failed = _failed(report)
     assert "gains" in failed and report.exit_code == 1
     detail = failed["gains"].details[0]
@@ -262,8 +286,9 @@ def test_deleted_pooled_document_is_named(published, tmp_path):
     assert len(kept) == len(corpus) - 1
     sha = _tamper(p, "corpus", {"alpha/corpus.parquet": _parquet_bytes(kept, "corpus",
                                                                         tmp_path)})
-    report = verify(repo=p["repo"], revision=sha, cache_dir=tmp_path / "c")
-    failed = _failed(report)
+    staged = _staged(p, sha, tmp_path)
+    staged.integrity  # noqa: B018
+    failed = _failed_of(staged)
     assert "top-ranked-in-corpus" in failed
     assert any(victim in d for d in failed["top-ranked-in-corpus"].details)
     assert failed["top-ranked-in-corpus"].found == "1 missing"
@@ -275,9 +300,12 @@ def test_moved_tag_fails(published, tmp_path, capsys):
     api.delete_tag(p["repo"], tag=p["tag1"], repo_type=REPO_TYPE)
     api.create_tag(p["repo"], tag=p["tag1"], revision=p["sha2"], repo_type=REPO_TYPE)
     try:
-        report = verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c")
-        failed = _failed(report)
-        assert set(failed) == {"tag", "older-releases"}, report.text()
+        # the stages that read the Hub's tags: the pin and the history (the files are release
+        # 2's, verified end to end in test_both_releases_verify_clean_by_tag_and_sha)
+        staged = _staged(p, p["tag1"], tmp_path)
+        staged.history  # noqa: B018
+        failed = _failed_of(staged)
+        assert set(failed) == {"tag", "older-releases"}, staged.failed
         assert failed["older-releases"].details == [
             f"release 1 ({p['tag1']}): the Hub's tag points at {p['sha2']}, releases.json "
             f"names {p['sha1']}"]
@@ -290,14 +318,17 @@ def test_moved_tag_fails(published, tmp_path, capsys):
     finally:
         api.delete_tag(p["repo"], tag=p["tag1"], repo_type=REPO_TYPE)
         api.create_tag(p["repo"], tag=p["tag1"], revision=p["sha1"], repo_type=REPO_TYPE)
-    assert verify(repo=p["repo"], revision=p["tag1"], cache_dir=tmp_path / "c").ok
+    restored = _staged(p, p["tag1"], tmp_path)
+    restored.history  # noqa: B018
+    assert not restored.failed and restored.pinned.release.release == 1
     # the other way round: tag v2 moved back onto the v1 commit, whose releases.json has no v2
     api.delete_tag(p["repo"], tag=p["tag2"], repo_type=REPO_TYPE)
     api.create_tag(p["repo"], tag=p["tag2"], revision=p["sha1"], repo_type=REPO_TYPE)
     try:
-        report = verify(repo=p["repo"], revision=p["tag2"], cache_dir=tmp_path / "c")
-        assert set(_failed(report)) == {"tag"}
-        assert "names no such release" in report.check("tag").found
+        staged = _staged(p, p["tag2"], tmp_path)
+        staged.history  # noqa: B018
+        assert set(_failed_of(staged)) == {"tag"}
+        assert "names no such release" in staged.check("tag").found
     finally:
         api.delete_tag(p["repo"], tag=p["tag2"], repo_type=REPO_TYPE)
         api.create_tag(p["repo"], tag=p["tag2"], revision=p["sha2"], repo_type=REPO_TYPE)

@@ -1,7 +1,9 @@
 """``verify --git``: the pinned commit fetched over git's smart HTTP from the local Hub, every
 object id recomputed by git, and the files verified against its tree.
 
-The SYNTHETIC demo is published once as release 1 on the local Hub. Tampers: a git object
+The SYNTHETIC demo is published once as release 1 on the local Hub; the verification runs end
+to end once (a pinned sha with ``--git``), the others through the stages ``--git`` works in
+(the bytes' proof, the pin, the anchor: :class:`support.stages.Staged`). Tampers: a git object
 rewritten in the Hub's store (the Hub still lists and serves the genuine bytes from its cache:
 only git sees it), an LFS object replaced, a file in the tree that the Hub's listing leaves out,
 a Hub without git routes.
@@ -20,10 +22,12 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi
 from support.demo_fixture import copy_demo
+from support.stages import Staged
 from support.tamper import other_bytes_served, tamper_commit
 
-from rcp_data.checks.reports import NOT_ANCHORED
+from rcp_data.checks.reports import NOT_ANCHORED, VerifyReport
 from rcp_data.checks.verify import verify
+from rcp_data.checks.verify_stages import Options
 from rcp_data.cli import main
 from rcp_data.core.hub_client import HubClient, RemoteFile
 from rcp_data.core.specs import load_spec
@@ -50,6 +54,15 @@ def _client(p: dict, tmp_path: Path) -> HubClient:
     return HubClient(p["url"], token=False, cache_dir=tmp_path / "cache")
 
 
+def _staged(p: dict, tmp_path: Path, revision: str, *, histories: Path | None = None,
+            git: bool = False) -> VerifyReport:
+    """``revision`` fetched as verify fetches it (over git too with ``git``), taken through the
+    stages ``--git`` and the anchor are in: the bytes' proof, the pin and the anchor; the
+    report of those stages."""
+    return Staged.of(_client(p, tmp_path), p["repo"], revision, histories=histories,
+                     options=Options(git=git)).report()
+
+
 def test_a_pinned_sha_with_git_is_verified_and_anchored_by_it(published, tmp_path):
     report = verify(repo=published["repo"], revision=published["sha"],
                     client=_client(published, tmp_path), git=True)
@@ -65,16 +78,15 @@ def test_a_pinned_sha_with_git_is_verified_and_anchored_by_it(published, tmp_pat
     assert git.found.startswith(f"{len(listing)} files ({len(listing) - n_lfs} by git blob id, "
                                 f"{n_lfs} by LFS pointer)")
     assert report.digest == published["digest"]
-    # by tag, --git proves the bytes but the tag is the repository's word: not anchored
-    by_tag = verify(repo=published["repo"], revision=published["tag"],
-                    client=_client(published, tmp_path), git=True)
+    # by tag, --git proves the bytes but the tag is the repository's word: not anchored (the
+    # bytes' stage and the anchor)
+    by_tag = _staged(published, tmp_path, published["tag"], git=True)
     assert by_tag.check("git-objects").ok and by_tag.exit_code == 3
     assert NOT_ANCHORED in by_tag.text()
 
 
 def test_a_pinned_sha_without_git_stays_unanchored(published, tmp_path):
-    report = verify(repo=published["repo"], revision=published["sha"],
-                    client=_client(published, tmp_path))
+    report = _staged(published, tmp_path, published["sha"])
     assert report.exit_code == 3 and report.check("git-objects") is None
 
 
@@ -108,8 +120,7 @@ def _git_object_rewritten(hub_root: Path, repo: str, commit: str, path: str) -> 
 def test_a_rewritten_git_object_fails_naming_the_file(published, tmp_path):
     with _git_object_rewritten(published["hub_root"], published["repo"], published["sha"],
                                RELEASES_JSON) as oid:
-        report = verify(repo=published["repo"], revision=published["sha"],
-                        client=_client(published, tmp_path), git=True)
+        report = _staged(published, tmp_path, published["sha"], git=True)
     assert report.exit_code == 1
     assert report.check("hub-listing").ok        # the listing and the downloads look genuine
     git = report.check("git-objects")
@@ -123,8 +134,7 @@ def test_a_replaced_lfs_object_fails_against_the_tree_pointer(published, tmp_pat
     path = "alpha/qrels.parquet"
     with other_bytes_served(published["hub_root"], published["repo"], published["sha"],
                             path) as forged:
-        report = verify(repo=published["repo"], revision=published["sha"],
-                        client=_client(published, tmp_path), git=True)
+        report = _staged(published, tmp_path, published["sha"], git=True)
     assert report.exit_code == 1
     git = report.check("git-objects")
     assert not git.ok and len(git.details) == 1
@@ -150,7 +160,9 @@ def test_a_file_the_listing_leaves_out_fails(published, tmp_path):
                         {extra: b"print('SYNTHETIC file outside the manifest')\n"})
     client = _HidingClient(published["url"], token=False, cache_dir=tmp_path / "cache",
                            hidden=extra)
-    report = verify(repo=published["repo"], revision=sha, client=client, git=True)
+    staged = Staged.of(client, published["repo"], sha, options=Options(git=True))
+    staged.content  # noqa: B018
+    report = staged.report()
     assert report.check("hub-listing").ok and report.check("content-manifest").ok
     git = report.check("git-objects")
     assert not git.ok
@@ -242,11 +254,9 @@ def test_a_forged_commit_under_a_digestless_record_is_not_anchored(published, tm
     records = _commit_only_record(published, tmp_path / "records")
     with _git_object_rewritten(published["hub_root"], published["repo"], published["sha"],
                                RELEASES_JSON):
-        plain = verify(repo=published["repo"], revision=published["tag"],
-                       client=_client(published, tmp_path), histories=records)
-        with_git = verify(repo=published["repo"], revision=published["tag"],
-                          client=_client(published, tmp_path / "g"), histories=records,
-                          git=True)
+        plain = _staged(published, tmp_path, published["tag"], histories=records)
+        with_git = _staged(published, tmp_path / "g", published["tag"], histories=records,
+                           git=True)
     assert plain.exit_code == 3 and plain.anchor is None, plain.text()
     assert plain.check("anchor").found.endswith(
         "but no digest: a commit without a digest anchors only when git recomputes its objects "
@@ -257,8 +267,7 @@ def test_a_forged_commit_under_a_digestless_record_is_not_anchored(published, tm
 
 def test_a_digestless_record_anchors_the_genuine_commit_with_git(published, tmp_path):
     records = _commit_only_record(published, tmp_path / "records")
-    report = verify(repo=published["repo"], revision=published["tag"],
-                    client=_client(published, tmp_path), histories=records, git=True)
+    report = _staged(published, tmp_path, published["tag"], histories=records, git=True)
     assert report.exit_code == 0, report.text()
     assert report.anchor.endswith(f"release 1's commit {published['sha']} (no digest "
                                   "recorded; git recomputed the objects of the bytes, --git)")

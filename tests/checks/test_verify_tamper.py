@@ -35,7 +35,8 @@ from support.tamper import (
 )
 
 from rcp_data.checks.reports import NOT_ANCHORED
-from rcp_data.checks.verify import verify
+from rcp_data.checks.verify import fetch, verify
+from rcp_data.checks.verify_stages import Options
 from rcp_data.core.errors import NotFoundError
 from rcp_data.core.files import hash_files, release_paths
 from rcp_data.core.hub_client import HubClient
@@ -123,11 +124,13 @@ PINNED = ("content-manifest", "content-files", "content-hashes", "release-commit
 
 
 def test_untampered_tags_shas_and_head_verify(hub):
-    """End to end by tag and at the head; by sha and branch name (the same commits, so the
-    same files: only the pin, the content list and the history can differ) through the stages
-    that read the revision's name."""
+    """End to end by tag and at the head (each anchored by the record's digest and commit);
+    by sha and branch name (the same commits, so the same files: only the pin, the content
+    list and the history can differ) through the stages that read the revision's name."""
     reports = {}
-    for rev, number in ((hub["tag1"], 1), (hub["tag2"], 2), (hub["head"], 2)):
+    for rev, number, digest in ((hub["tag1"], 1, hub["digest1"]),
+                                (hub["tag2"], 2, hub["digest2"]),
+                                (hub["head"], 2, hub["digest2"])):
         report = reports[rev] = _verify(hub, rev)
         assert report.exit_code == 0, report.text()
         assert report.release == number
@@ -137,6 +140,12 @@ def test_untampered_tags_shas_and_head_verify(hub):
             assert by[name].status == "ok", (rev, name, by[name])
         assert by["content-hashes"].found.startswith(f"0 differ; {len(hub['files'])} hashed")
         assert by["record"].found == "2 recorded shas, 0 disagree"
+        assert report.digest == digest and report.anchor.endswith("'s digest and commit"), \
+            report.anchor
+        assert f"  digest   {digest}" in report.text() and "VERIFIED" in report.text()
+    # the head (a card regeneration) holds release 2 with its own commit's card, so the digest
+    # is of release 2 as its commit holds it
+    assert hub["sha2"] in reports[hub["head"]].digest_of
     for rev, number in ((hub["sha1"], 1), (hub["sha2"], 2), ("main", 2)):
         staged = _data_checks(hub, rev)
         assert staged.pinned.release.release == number and not staged.failed, staged.failed
@@ -471,8 +480,12 @@ def test_quick_uses_the_lfs_sha256_and_downloads_no_corpus_file(hub, tmp_path, m
     assert report.check("top-ranked-in-corpus").ok and report.check("card-regenerated").ok
     # a listed LFS sha256 that is not the manifest's proves nothing: the file is downloaded,
     # and its bytes (the manifest's) are not the oid the Hub lists
+    # (the bytes' and the manifest's stages, inside the quick fetch)
     sums[corpus[0]] = "f" * 64
-    report = verify(repo=hub["repo"], revision=hub["tag2"], client=client, quick=True)
+    with fetch(client, hub["repo"], hub["tag2"], Options(quick=True)) as (fetched, _):
+        staged = Staged(fetched, options=Options(quick=True))
+        staged.content  # noqa: B018
+        report = staged.report()
     assert report.exit_code == 1
     (detail,) = report.check("hub-listing").details
     assert detail.startswith(f"{corpus[0]}: sha256 ") and "the Hub lists LFS oid ffffffffffff…" \
@@ -541,26 +554,26 @@ def test_the_published_digest_is_the_digest_of_the_verified_bytes_and_anchors_ea
     assert release_digest(hash_files(v2, release_paths(v2)).values()) == hub["digest2"]
     record = read_history(hub["records"] / "demo.json")
     assert [r.digest for r in record.releases] == [hub["digest1"], hub["digest2"]]
+    # each revision anchored by the record (end to end in
+    # test_untampered_tags_shas_and_head_verify) and by its digest pinned: the anchor stage
     for rev, digest in ((hub["tag1"], hub["digest1"]), (hub["tag2"], hub["digest2"]),
                         (hub["head"], hub["digest2"])):
-        report = _verify(hub, rev)
-        assert report.exit_code == 0 and report.digest == digest, report.text()
-        assert report.anchor.endswith("'s digest and commit"), report.anchor
-        assert f"  digest   {digest}" in report.text() and "VERIFIED" in report.text()
-        pinned = verify(repo=hub["repo"], revision=rev, client=hub["client"], digest=digest)
-        assert pinned.exit_code == 0 and pinned.anchor == "the pinned digest (--digest)"
-    # the head (a card regeneration) holds release 2 with its own commit's card, so the digest
-    # is of release 2 as its commit holds it
-    assert hub["sha2"] in _verify(hub, hub["head"]).digest_of
-    # no anchor: every check passes, but it is not VERIFIED, and it exits 3
-    bare = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"])
+        pinned = Staged.of(hub["client"], hub["repo"], rev, options=Options(digest=digest))
+        assert pinned.anchored.digest == digest
+        assert pinned.report().exit_code == 0
+        assert pinned.anchored.anchor == "the pinned digest (--digest)"
+    # no anchor: every check passes (the verification end to end in
+    # test_a_consistent_forgery_with_the_tag_moved_exits_3_unanchored_and_1_anchored and
+    # tests/checks/test_verify.py::test_cli_by_tag_json_and_exit_zero), but it is not VERIFIED,
+    # and it exits 3
+    bare = Staged.of(hub["client"], hub["repo"], hub["tag2"]).report()
     assert bare.ok and bare.exit_code == 3 and bare.anchor is None
     assert bare.check("anchor").status == "absent"
     assert bare.text().endswith(f"{NOT_ANCHORED} (SYNTHETIC data)")
     assert "VERIFIED" not in bare.text()
     # a pinned digest that is not the release's fails (1)
-    wrong = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
-                   digest=hub["digest1"])
+    wrong = Staged.of(hub["client"], hub["repo"], hub["tag2"],
+                      options=Options(digest=hub["digest1"])).report()
     assert wrong.exit_code == 1 and not wrong.check("anchor").ok
 
 
@@ -596,10 +609,12 @@ def test_a_consistent_forgery_with_the_tag_moved_exits_3_unanchored_and_1_anchor
         assert bare.ok, bare.text()                     # consistent with itself ...
         assert bare.exit_code == 3 and NOT_ANCHORED in bare.text()   # ... but never 0
         assert bare.digest != hub["digest2"]
-        recorded = _verify(hub, hub["tag2"])            # the record names release 2's sha
-        assert recorded.exit_code == 1 and not recorded.check("record").ok
-        pinned = verify(repo=hub["repo"], revision=hub["tag2"], client=hub["client"],
-                        digest=hub["digest2"])
+        recorded = _staged(hub, hub["tag2"])            # the record names release 2's sha
+        recorded.history  # noqa: B018 -- the history stage checks the tags against the record
+        assert not recorded.check("record").ok
+        assert recorded.report().exit_code == 1
+        pinned = Staged.of(hub["client"], hub["repo"], hub["tag2"],
+                           options=Options(digest=hub["digest2"])).report()
         assert pinned.exit_code == 1
         assert pinned.check("anchor").found == f"digest {bare.digest}"
     finally:
@@ -609,11 +624,12 @@ def test_a_consistent_forgery_with_the_tag_moved_exits_3_unanchored_and_1_anchor
 
 @pytest.mark.parametrize("path", [CARD_FILE, "provenance/releases.json", "alpha/qrels.parquet"])
 def test_other_bytes_under_the_same_commit_fail_naming_the_file(hub, tmp_path, path):
-    """The Hub's store rewritten in place: same commit, same listing, other bytes served."""
+    """The Hub's store rewritten in place: same commit, same listing, other bytes served (the
+    bytes' stage and the anchor)."""
     client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")
     with other_bytes_served(hub["hub_root"], hub["repo"], hub["sha2"], path):
-        report = verify(repo=hub["repo"], revision=hub["sha2"], client=client,
-                        histories=hub["records"])
+        staged = Staged.of(client, hub["repo"], hub["sha2"], histories=hub["records"])
+        report = staged.report()
     assert report.exit_code == 1
     listing = report.check("hub-listing")
     assert not listing.ok and len(listing.details) == 1
@@ -625,12 +641,12 @@ def test_other_bytes_under_the_same_commit_fail_naming_the_file(hub, tmp_path, p
 
 def test_quick_hashes_every_file_it_downloads(hub, tmp_path):
     """--quick leaves out only a corpus proven by its listed oid; a file it reads whose bytes
-    are not that oid fails."""
+    are not that oid fails (the bytes' stage, inside the quick fetch)."""
     client = HubClient(hub["client"].endpoint, token=False, cache_dir=tmp_path / "cache")
     path = next(p for p in hub["files"] if p.endswith("/top_ranked.parquet"))
-    with other_bytes_served(hub["hub_root"], hub["repo"], hub["sha2"], path):
-        report = verify(repo=hub["repo"], revision=hub["sha2"], client=client, quick=True,
-                        histories=hub["records"])
+    with other_bytes_served(hub["hub_root"], hub["repo"], hub["sha2"], path), \
+            fetch(client, hub["repo"], hub["sha2"], Options(quick=True)) as (fetched, _):
+        report = Staged(fetched, histories=hub["records"], options=Options(quick=True)).report()
     assert report.exit_code == 1
     listing = report.check("hub-listing")
     assert [d.split(":")[0] for d in listing.details] == [path]

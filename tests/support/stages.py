@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rcp_data.checks import verify_stages as stages
 from rcp_data.checks.numbers import default_reference
-from rcp_data.checks.reports import Check
-from rcp_data.checks.verify import fetch
+from rcp_data.checks.reports import Check, VerifyReport
+from rcp_data.checks.verify import fetch, report_of
 from rcp_data.checks.verify_stages import Fetched, Options
 from rcp_data.core.hub_client import HubClient
 from rcp_data.model.release import Release
@@ -87,10 +87,18 @@ class Staged:
         return self._ran(stages.check_provenance(self.rel, self.inputs, self.integrity))
 
     @cached_property
+    def counts(self) -> list[Check]:
+        return self._ran(stages.check_counts_stated(self.rel, self.inputs, self.integrity))
+
+    @cached_property
     def replay(self) -> stages.Replay:
         replay = stages.replay_numbers(self.rel, self.pinned, self.inputs, default_reference())
         self._ran(replay.checks)
         return replay
+
+    @cached_property
+    def diagnostics(self) -> list[Check]:
+        return self._ran(stages.check_diagnostics_of(self.rel))
 
     @cached_property
     def documents(self) -> list[Check]:
@@ -109,6 +117,15 @@ class Staged:
         return anchored
 
     # -- what they found ------------------------------------------------------------------------
+    def report(self) -> VerifyReport:
+        """The report verify makes of the checks of the stages that ran and of the anchor (run
+        now when it has not): its exit code and text as far as those stages go."""
+        anchored = self.anchored
+        pin, release = self.fetched.pin, self.pinned.release
+        target = f"{pin.repo}@{pin.requested}" if pin else None
+        return replace(report_of(self.fetched.root, None, target, pin, self.rel.spec, release,
+                                 list(self.ran), {}), **anchored.fields())
+
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.ran if not c.ok]

@@ -170,7 +170,7 @@ def _verify(fetched: Fetched, *, reference: Path, target: str | None, histories:
     with clock.stage("pin"):
         rel = stages.open_verified(fetched)
         if isinstance(rel, Check):    # nothing below can run: the listing's time only
-            return _report(root, report_root, target, pin, None, None, [*checks, rel],
+            return report_of(root, report_root, target, pin, None, None, [*checks, rel],
                            {k: v for k, v in clock.seconds.items() if k == "listing"})
         pinned = stages.pin_revision(rel, fetched, histories)
     checks += pinned.checks
@@ -205,7 +205,7 @@ def _verify(fetched: Fetched, *, reference: Path, target: str | None, histories:
             checks += stages.compare_sources(rel, options)
     anchored = stages.anchor_release(root, fetched, pinned, proof, options, checks)
     checks.append(anchored.check)
-    return replace(_report(root, report_root, target, pin, rel.spec, pinned.release, checks,
+    return replace(report_of(root, report_root, target, pin, rel.spec, pinned.release, checks,
                            clock.seconds), cpu_seconds=clock.cpu, **anchored.fields())
 
 
@@ -218,9 +218,11 @@ def _data_stages(rel: Release, inputs: stages.Inputs, link_checked: bool,
                 + stages.check_counts_stated(rel, inputs, integrity))
 
 
-def _report(root: Path, report_root: Path | None, target: str | None,
-            pin: PinnedRevision | None, spec: SuiteSpec | None, release: ReleaseRecord | None,
-            checks: list[Check], seconds: dict[str, float]) -> VerifyReport:
+def report_of(root: Path, report_root: Path | None, target: str | None,
+              pin: PinnedRevision | None, spec: SuiteSpec | None, release: ReleaseRecord | None,
+              checks: list[Check], seconds: dict[str, float]) -> VerifyReport:
+    """The report of ``checks`` made on the revision at ``root`` (without the anchor's fields:
+    :meth:`~rcp_data.checks.verify_stages.Anchored.fields` adds them)."""
     report = VerifyReport(
         target=target or str(root), root=report_root or root, repo=pin.repo if pin else None,
         requested=pin.requested if pin else None, sha=pin.sha if pin else None,
@@ -394,5 +396,5 @@ def _path(p: str | Path | None) -> Path | None:
 
 __all__ = ["SCHEMA", "Fetched", "Options", "VerifyReport", "check_card_counts",
            "check_card_tables", "check_paper", "check_pin", "fetch", "held_release",
-           "paper_applies", "read_release_history", "replay_tables", "verify",
+           "paper_applies", "read_release_history", "replay_tables", "report_of", "verify",
            "verify_fetched", "verify_local_dir", "verify_release_dir"]
