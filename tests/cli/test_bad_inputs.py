@@ -237,7 +237,7 @@ def test_a_file_name_that_could_split_a_row_needs_a_name(demo_release_v1, tmp_pa
                    encoding="utf-8")
     code = main(["-q", "score", "--dataset", str(demo_release_v1), str(run)])
     assert (code, _one_line(capsys, "score")) == (
-        2, "run name 'two\\nlines' (the file's name) holds '\\n': a run's name labels a "
+        2, "run name 'two\\nlines.txt' (the file's name) holds '\\n': a run's name labels a "
            "table row, so it may hold no control character or '|'; pass --name")
     # named, the same file scores
     assert _score_json(capsys, "--dataset", str(demo_release_v1), str(run),

@@ -31,7 +31,7 @@ def test_name_is_the_tag(tmp_path: Path) -> None:
     a = _write(tmp_path / "dl-19-official-input.bm25.gz", "bm25_base", gz=True, sep="\t")
     b = _write(tmp_path / "dl-19-official-input.dense.gz", "dense_v2", gz=True)
     c = _write(tmp_path / "mine.txt", "my_tag")
-    assert run_tag(a) == "bm25_base" and default_name(a) == "dl-19-official-input"
+    assert run_tag(a) == "bm25_base" and default_name(a) == "dl-19-official-input.bm25"
     assert run_names([a, b], None) == ["bm25_base", "dense_v2"]
     assert run_names([c], None) == ["my_tag"]                 # one run: its tag too
     assert run_names([c, a], ["x", "y"]) == ["x", "y"]        # --name wins
@@ -40,29 +40,33 @@ def test_name_is_the_tag(tmp_path: Path) -> None:
 def test_two_tags_or_shared_tags_fall_back_to_the_file_name(tmp_path: Path) -> None:
     mixed = tmp_path / "mixed.txt.gz"
     mixed.write_bytes(gzip.compress(b"1 Q0 d1 0 2.0 a\n1 Q0 d2 1 1.0 b\n"))
-    assert run_tag(mixed) is None and default_name(mixed) == "mixed"
-    assert run_names([mixed], None) == ["mixed"]
+    assert run_tag(mixed) is None and default_name(mixed) == "mixed.txt"
+    assert run_names([mixed], None) == ["mixed.txt"]
     a, b = _write(tmp_path / "one.txt", "t"), _write(tmp_path / "two.txt.xz", "t")
     c = _write(tmp_path / "three.txt", "other")
-    assert run_names([a, b, c], None) == ["one", "two", "other"]
+    assert run_names([a, b, c], None) == ["one.txt", "two.txt", "other"]
 
 
 def test_same_name_is_an_error_naming_both_files(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     a = _write(tmp_path / "run.txt", "same")
     b = _write(tmp_path / "x" / "run.txt.gz", "same", gz=True)
-    with pytest.raises(UsageError, match=r"two runs are named 'run' \(.*run\.txt and "
+    with pytest.raises(UsageError, match=r"two runs are named 'run\.txt' \(.*run\.txt and "
                                          r".*run\.txt\.gz\)"):
         run_names([a, b], None)
     with pytest.raises(UsageError, match="two runs are named 'n'"):
         run_names([a, b], ["n", "n"])
     # a tag equal to another run's file name
     c = _write(tmp_path / "bm25.txt", "bm25")
-    d = tmp_path / "bm25.trec"
+    d = tmp_path / "bm25"   # two tags: named by its file
     d.write_bytes(b"1 Q0 d1 0 2.0 a\n1 Q0 d2 1 1.0 b\n")
-    with pytest.raises(UsageError, match=r"two runs are named 'bm25' \(.*bm25\.txt and "
-                                         r".*bm25\.trec\)"):
-        run_names([c, d], None)
+    # the tag equals the other's file name: the tagged run falls back to its own file name
+    assert run_names([c, d], None) == ["bm25.txt", "bm25"]
+    e = tmp_path / "x" / "bm25.txt"   # two tags, and its file name is another file's
+    e.write_bytes(b"1 Q0 d1 0 2.0 a\n1 Q0 d2 1 1.0 b\n")
+    with pytest.raises(UsageError, match=r"two runs are named 'bm25\.txt' \(.*bm25\.txt and "
+                                         r".*x/bm25\.txt\)"):
+        run_names([c, d, e], None)
 
 
 def test_the_tag_is_read_with_the_rows_both_passes(tmp_path: Path,
@@ -121,4 +125,4 @@ def test_cli_collision_exits_2_with_one_line(tmp_path: Path, trecdl_data: Path) 
                        str(a), str(b)])
     assert rc == 2 and out.getvalue() == ""
     lines = err.getvalue().strip().splitlines()
-    assert len(lines) == 1 and "two runs are named 'run'" in lines[0] and str(b) in lines[0]
+    assert len(lines) == 1 and "two runs are named 'run.txt'" in lines[0] and str(b) in lines[0]

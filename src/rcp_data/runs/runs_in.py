@@ -195,10 +195,15 @@ def _kind(value: object) -> str:
 
 
 def default_name(path: str | Path) -> str:
-    """A run's name when its file holds no one tag: the file's stem once a compression suffix
-    is dropped (``run.txt.gz`` -> ``run``); a prediction folder: the folder's name."""
+    """A run's name when its file holds no one tag: a TREC run file's name without its
+    compression suffix (``run.txt.gz`` -> ``run.txt``: the
+    name a user sees in their folder); a table (``.parquet``, ``.json``): its stem; a
+    prediction folder: the folder's name."""
     p = Path(path)
-    return p.name if p.is_dir() else Path(without_suffix(p.name)).stem
+    if p.is_dir():
+        return p.name
+    name = without_suffix(p.name)
+    return Path(name).stem if Path(name).suffix in (".parquet", ".json") else name
 
 
 def is_text_run(path: object) -> bool:

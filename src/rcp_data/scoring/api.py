@@ -93,8 +93,9 @@ def score(release: Release | str | Path,
 
     ``runs``: one run or several — a TREC run file, a parquet table (``query-id``,
     ``corpus-id``, ``score``, optionally ``subset``) or a folder of mteb's saved predictions —
-    or ``{name: run}``. ``names``: a name per run (default: the file stem). ``depth``: only each
-    query's ``depth`` best-scored candidates count. ``against``: published rerankers (short
+    or ``{name: run}``. ``names``: a name per run (default: its tag, else the file name
+    without a compression suffix). ``depth``: only each query's ``depth`` best-scored
+    candidates count. ``against``: published rerankers (short
     names or hub ids, or ``["all"]``) to compare each run with (paired t-test and bootstrap).
     ``k``, ``tie_rule``, ``view``, ``without_positives``, ``suite``, ``client`` as for
     :func:`replay`.

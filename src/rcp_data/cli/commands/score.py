@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="TREC run file, parquet table or mteb prediction folder")
     p.add_argument("--name", action="append", default=None, metavar="NAME",
                    help="name of each run, once per RUN in order (default: a TREC run's tag where "
-                   "its file holds one, else the file's stem)")
+                   "its file holds one, else the file's name without a compression suffix)")
     p.add_argument("--tie-rule", choices=TIE_RULES, default=None,
                    help="tie rule (default: the suite's paper rule, else doc-id; with "
                    "--qrels doc-id, trec_eval's: score descending, then corpus-id descending)")
