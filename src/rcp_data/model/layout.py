@@ -36,7 +36,6 @@ PROVENANCE_CONFIG = {
 TOURNAMENT_PHASES = ("random", "stratified", "adaptive", "other")
 
 # Paths of the top-level release files.
-# Paths of the top-level release files.
 BUILD_MANIFEST = "provenance/build_manifest.json"
 #: The spec a release of a suite outside the package was built with (a copy, listed and hashed
 #: in the manifest), so that anyone who downloads it can check it with nothing else.

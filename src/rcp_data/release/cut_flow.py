@@ -17,7 +17,6 @@ with the one ``rcp-data release publish`` command to run.
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 from collections.abc import Callable, Mapping
@@ -27,15 +26,16 @@ from typing import Any
 
 from rcp_data.building.contract import CALIBRATION_DIR, JUDGE_DIR, JUDGE_JSON, JUDGING_FILE
 from rcp_data.core.errors import UsageError
+from rcp_data.core.io import read_json
+from rcp_data.core.outputs import CALIBRATION
 from rcp_data.core.specs import SuiteSpec
-from rcp_data.model.history import History
+from rcp_data.model.history import History, read_history
+from rcp_data.model.layout import BUILD_MANIFEST, RELEASES_JSON
 from rcp_data.release.pools_only import POOLS_ONLY
 
 log = logging.getLogger(__name__)
 
 STEPS = ("pools", "judge", "calibrate", "build", "check")
-DIAGNOSTICS = "diagnostics.json"  # the calibration folder's last-written file
-BUILD_MANIFEST = "provenance/build_manifest.json"
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class WorkFolder:
         """Whether ``step``'s output is there (the check is always run again)."""
         marker = {"pools": self.inputs / POOLS_ONLY,
                   "judge": self.inputs / JUDGE_DIR / JUDGING_FILE,
-                  "calibrate": self.inputs / CALIBRATION_DIR / DIAGNOSTICS,
+                  "calibrate": self.inputs / CALIBRATION_DIR / CALIBRATION.manifest,
                   "build": self.release / BUILD_MANIFEST}.get(step)
         return marker is not None and marker.is_file()
 
@@ -90,7 +90,7 @@ def publish_command(release: Path, repo: str) -> str:
 
 def _same_judge(work: WorkFolder, model: str, judge_name: str | None) -> None:
     """A finished judge step of another judge is refused (its work folder is not this run's)."""
-    info = json.loads((work.inputs / JUDGE_DIR / JUDGE_JSON).read_text(encoding="utf-8"))
+    info = read_json(work.inputs / JUDGE_DIR / JUDGE_JSON)
     served = info.get("served_model", info.get("model"))
     if served != model or (judge_name is not None and info.get("model") != judge_name):
         raise UsageError(f"--work {work.root} holds the judge run of {served!r} (named "
@@ -161,9 +161,7 @@ def cut_release(spec: SuiteSpec, work: str | Path, inputs: str | Path, *, repo: 
     report.raise_if_failed()
     mark("check", report)
     if tag is None:
-        history = json.loads((work.release / "provenance/releases.json").read_text(
-            encoding="utf-8"))
-        tag = history["releases"][-1]["tag"]
+        tag = read_history(work.release / RELEASES_JSON).releases[-1].tag
     return CutResult(work.release, repo, tag, tuple(ran), tuple(skipped),
                      publish_command(work.release, repo))
 

@@ -24,6 +24,20 @@ from rcp_data.core.specs import shown_suites, suite_key
 DEMO_SUITE = "demo"
 
 
+
+def release_record_arguments(p: argparse.ArgumentParser) -> None:
+    """``--history``, ``--previous-revision``, ``--date`` and ``--summary``: what the release's
+    history entry says (``build``, ``release cut``)."""
+    p.add_argument("--history", metavar="FILE|hf://datasets/OWNER/NAME",
+                   help="the repo's release history: a releases.json file, or the Hub's own "
+                   "(its head's releases.json, shas from its tags); default: the project's "
+                   "release/<suite>.json when it tracks --repo; else a new history")
+    p.add_argument("--previous-revision", metavar="SHA",
+                   help="commit sha of the repo's current release when the history does not "
+                   "know it (the sha its Hub tag points at)")
+    p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
+    p.add_argument("--summary", default="", help="one-line summary of the release")
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a release directory of a suite",
                        description="Read a suite's sources and a judge run's builder inputs, "
@@ -50,15 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_source_option(p)
     p.add_argument("--repo", metavar="OWNER/NAME",
                    help="Hub repo the release is for (required, except for the demo suite)")
-    p.add_argument("--history", metavar="FILE|hf://datasets/OWNER/NAME",
-                   help="the repo's release history: a releases.json file, or the Hub's own "
-                   "(its head's releases.json, shas from its tags); default: the project's "
-                   "release/<suite>.json when it tracks --repo; else a new history")
-    p.add_argument("--previous-revision", metavar="SHA",
-                   help="commit sha of the repo's current release when the history does not "
-                   "know it (the sha its Hub tag points at)")
-    p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
-    p.add_argument("--summary", default="", help="one-line summary of the release")
+    release_record_arguments(p)
     p.add_argument("--no-prepare", action="store_true",
                    help="write data and provenance only (no releases.json, task file, card)")
     p.add_argument("--json", action="store_true",

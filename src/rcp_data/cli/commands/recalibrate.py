@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rcp_data.cli.commands.calibrate import STAGE_A_RULES
 from rcp_data.cli.options import out_folder
 from rcp_data.cli.output import say
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "hf://datasets/OWNER/NAME@REV (its commit sha is the previous revision)")
     p.add_argument("--fit", type=Path,
                    help="output folder of `rcp-data calibrate` (item_params.json, thetas.parquet)")
-    p.add_argument("--rule", choices=("complete", "hard-fallback"),
+    p.add_argument("--rule", choices=STAGE_A_RULES,
                    help="refit from the raw answers, reading the Stage A tournament with this "
                         "rule (default, without --fit: the rule release N recorded)")
     p.add_argument("--tournament", type=Path,

@@ -95,6 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_cut(sub: argparse._SubParsersAction) -> None:
+    from rcp_data.cli.commands.build import release_record_arguments
+    from rcp_data.cli.commands.calibrate import DEFAULT_RULE, STAGE_A_RULES
     from rcp_data.cli.commands.judge import run_arguments, schedule_options
     from rcp_data.cli.options import add_source_option
     from rcp_data.core.specs import shown_suites, suite_key
@@ -118,15 +120,9 @@ def _register_cut(sub: argparse._SubParsersAction) -> None:
                    help="the work folder: inputs/, store/, release/ (a rerun resumes here)")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME",
                    help="the Hub repo the release is for")
-    p.add_argument("--history", metavar="FILE|hf://datasets/OWNER/NAME",
-                   help="the repo's release history, as for build (default: the project's "
-                   "release/<suite>.json when it tracks --repo; else a new history)")
-    p.add_argument("--previous-revision", metavar="SHA",
-                   help="commit sha of the repo's current release, as for build")
-    p.add_argument("--date", help="release date YYYY-MM-DD (default: today)")
-    p.add_argument("--summary", default="", help="one-line summary of the release")
-    p.add_argument("--rule", choices=("complete", "hard-fallback"), default="complete",
-                   help="calibrate's Stage A reading rule (default complete)")
+    release_record_arguments(p)
+    p.add_argument("--rule", choices=STAGE_A_RULES, default=DEFAULT_RULE,
+                   help=f"calibrate's Stage A reading rule (default {DEFAULT_RULE})")
     add_source_option(p)
     run_arguments(p)
     schedule_options(p)
